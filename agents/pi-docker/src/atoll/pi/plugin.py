@@ -1,0 +1,8 @@
+"""atoll-pi-docker's registrations with the atoll host.
+
+The Pi Docker agent is registered here once it exists; until then the plugin adds nothing.
+"""
+
+from __future__ import annotations
+
+from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)

@@ -1,0 +1,126 @@
+"""The `atoll` command: Harbor's own Typer application plus what Harbor lacks.
+
+Every Harbor command and flag keeps working. On top of it: short names for
+agents, environments, verifiers and tasks on `run` (see `atoll.core.names`),
+and sub-commands contributed by plugins, imported only when invoked.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from atoll.core.records import Kind, Registration
+from atoll.core.registry import Registry, RegistryError, UnknownName, load
+from atoll.core.targets import TargetError, import_target
+
+
+class _PluginCommandGroup(TyperGroup):
+    """Harbor's command group with plugin commands loaded on first use."""
+
+    registry: Registry
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(self.registry.names(Kind.COMMAND))
+        return sorted(names)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        record = self.registry.find(Kind.COMMAND, name)
+        if record is not None:
+            return plugin_command(record)
+        return super().get_command(ctx, name)
+
+
+def plugin_command(record: Registration) -> Any:
+    """The command behind a command record, whose target is a Typer app."""
+    target = import_target(record.target)
+    if not isinstance(target, typer.Typer):
+        raise RegistryError(
+            f"{record.distribution}: command {record.name!r} targets {record.target}, "
+            "which is not a Typer app"
+        )
+    command = typer.main.get_command(target)
+    command.name = record.name
+    if not command.help:
+        command.help = record.summary
+    return command
+
+
+def build(registry: Registry) -> TyperGroup:
+    """The full `atoll` click group: Harbor's app with plugin commands on top."""
+    from harbor.cli.main import app as harbor_app
+
+    harbor = typer.main.get_command(harbor_app)
+    if not isinstance(harbor, TyperGroup):
+        raise RegistryError("Harbor's command line is not a Typer group; is Harbor 0.20 installed?")
+    group = _PluginCommandGroup(
+        name="atoll",
+        commands=harbor.commands,
+        callback=harbor.callback,
+        params=harbor.params,
+        help=(
+            "atoll: test-time training and evaluation of coding agents, on Harbor. "
+            "Every Harbor command works here; `atoll plugins list` shows what atoll adds."
+        ),
+        no_args_is_help=True,
+        context_settings=harbor.context_settings,
+        rich_markup_mode=getattr(harbor, "rich_markup_mode", None),
+    )
+    group.registry = registry
+    return group
+
+
+def _fail(message: str) -> int:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"[bold red]error:[/bold red] {message}"
+    )
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `atoll` command."""
+    from atoll.core import names
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        registry = load()
+        if names.is_run_command(args):
+            args = names.resolve(args, registry)
+        first = next((a for a in args if not a.startswith("-")), None)
+        record = registry.find(Kind.COMMAND, first) if first else None
+        if record is not None and args and args[0] == first:
+            command = plugin_command(record)
+            return _invoke(command, args[1:], prog=f"atoll {first}")
+        return _invoke(build(registry), args, prog="atoll")
+    except (UnknownName, names.UsageError, RegistryError, TargetError) as exc:
+        return _fail(str(exc))
+
+
+def _invoke(command: Any, args: list[str], prog: str) -> int:
+    try:
+        command.main(args=args, prog_name=prog, standalone_mode=True)
+    except SystemExit as exit_:
+        code = exit_.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

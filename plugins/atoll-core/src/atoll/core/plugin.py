@@ -1,0 +1,24 @@
+"""atoll-core's own registrations: the commands every install has."""
+
+from __future__ import annotations
+
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "plugins",
+            Kind.COMMAND,
+            "atoll.core.plugins_cmd:app",
+            "List installed atoll plugins and Harbor job plugins.",
+        ),
+        Registration(
+            "doctor",
+            Kind.COMMAND,
+            "atoll.core.doctor:doctor_app",
+            "Check what this machine has for each plugin, with fixes.",
+        ),
+    ]

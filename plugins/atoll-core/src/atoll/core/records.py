@@ -1,0 +1,49 @@
+"""Declarative records that plugins hand to the host.
+
+Hooks return these instead of live objects so that listing what is installed
+imports nothing but the hook modules themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    AGENT = "agent"
+    ENVIRONMENT = "environment"
+    VERIFIER = "verifier"
+    TASK = "task"
+    EMITTER = "emitter"
+    JOB_PLUGIN = "job plugin"
+    COMMAND = "command"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One thing a plugin adds, by name.
+
+    `target` is an import path (`module:attr`) for code, or a filesystem path
+    for a task directory. `distribution` and `version` are filled in by the
+    registry from the entry point that supplied the record.
+    """
+
+    name: str
+    kind: Kind
+    target: str
+    summary: str
+    distribution: str = ""
+    version: str = ""
+    requires: tuple[str, ...] = field(default_factory=tuple)
+
+    def with_origin(self, distribution: str, version: str) -> Registration:
+        return Registration(
+            name=self.name,
+            kind=self.kind,
+            target=self.target,
+            summary=self.summary,
+            distribution=distribution,
+            version=version,
+            requires=self.requires,
+        )

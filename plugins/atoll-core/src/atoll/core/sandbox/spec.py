@@ -1,0 +1,96 @@
+"""What a sandboxed command may touch and use, and what came of running it.
+
+One spec, several backends (bubblewrap, Docker): callers describe the box once
+and pick a backend by name; every backend must pass the same adversarial
+conformance suite (tests/core/sandbox).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+MiB = 1024 * 1024
+
+# The unprivileged identity untrusted code runs as unless a spec says otherwise.
+# 65534 is `nobody` on Debian; it owns nothing on the host.
+NOBODY = 65534
+
+
+class Network(StrEnum):
+    NONE = "none"  # no interface at all
+    LOOPBACK = "loopback"  # a private loopback only (no host, no internet)
+    HOST = "host"  # the host's network (only for trusted task environments)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path bound into the box at `target`; read-only unless `writable`."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits; None means "no limit of this kind"."""
+
+    cpu_seconds: float | None = 10.0
+    wall_seconds: float | None = 30.0
+    memory_bytes: int | None = 512 * MiB
+    processes: int | None = 64
+    file_size_bytes: int | None = 64 * MiB
+    open_files: int | None = 256
+    stdout_bytes: int = 1 * MiB
+    stderr_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Everything a backend needs to run one command in isolation.
+
+    Only `mounts` are visible from the host; the rest of the root is the
+    backend's minimal system (read-only) plus a private writable /tmp.
+    """
+
+    mounts: tuple[Mount, ...] = ()
+    workdir: str = "/tmp"
+    env: dict[str, str] = field(default_factory=dict)
+    uid: int = NOBODY
+    gid: int = NOBODY
+    network: Network = Network.NONE
+    limits: Limits = field(default_factory=Limits)
+    image: str | None = None  # Docker backend: image reference, pinned by digest
+
+
+class Status(StrEnum):
+    OK = "ok"
+    RUNTIME_ERROR = "runtime_error"  # non-zero exit or killed by a signal
+    CPU_TIME_LIMIT = "cpu_time_limit"
+    WALL_TIME_LIMIT = "wall_time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    status: Status
+    exit_code: int | None
+    signal: int | None
+    cpu_seconds: float
+    wall_seconds: float
+    peak_memory_bytes: int
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+
+class SandboxError(Exception):
+    """The sandbox itself failed (not the program in it): an infrastructure error."""
