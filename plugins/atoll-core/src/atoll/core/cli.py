@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-
 from typing import Any
 
 import typer

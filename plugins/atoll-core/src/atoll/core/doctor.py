@@ -35,7 +35,8 @@ def _run(argv: list[str], timeout: float = 5.0) -> str | None:
         return None
     if done.returncode != 0:
         return None
-    return (done.stdout or done.stderr).strip().splitlines()[0] if (done.stdout or done.stderr) else ""
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def check_python() -> Finding:
