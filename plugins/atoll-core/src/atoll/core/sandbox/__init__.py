@@ -1,0 +1,33 @@
+"""Run untrusted commands in isolation, the same way on every backend.
+
+Describe the box once (`SandboxSpec`), pick a backend by name
+(`get_backend("bwrap")` or `get_backend("docker")`) and call `run`.
+"""
+
+from __future__ import annotations
+
+from atoll.core.sandbox.base import SandboxBackend
+from atoll.core.sandbox.factory import available_backends, backend_names, get_backend
+from atoll.core.sandbox.spec import (
+    Limits,
+    Mount,
+    Network,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    Status,
+)
+
+__all__ = [
+    "Limits",
+    "Mount",
+    "Network",
+    "SandboxBackend",
+    "SandboxError",
+    "SandboxResult",
+    "SandboxSpec",
+    "Status",
+    "available_backends",
+    "backend_names",
+    "get_backend",
+]
