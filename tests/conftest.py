@@ -1,0 +1,26 @@
+"""Shared test configuration."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def venv_bin() -> Path:
+    """The bin directory of the environment the tests run in (for its console scripts)."""
+    return Path(sys.executable).parent
