@@ -21,4 +21,10 @@ def atoll_commands() -> list[Registration]:
             "atoll.core.doctor:doctor_app",
             "Check what this machine has for each plugin, with fixes.",
         ),
+        Registration(
+            "docker",
+            Kind.COMMAND,
+            "atoll.core.docker_engine.cli:app",
+            "A private Docker engine on its own socket, with Compose and the base image.",
+        ),
     ]

@@ -1,0 +1,166 @@
+"""The offline base image `atoll/base:bookworm`: Debian with python3 and g++.
+
+No registry can be reached, so the image is built from Debian packages with
+debootstrap (about a minute) and imported. The rootfs tarball is cached in the
+state directory, so a fresh engine re-imports it in seconds; the image ID
+(a content digest of the image config) is recorded next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from atoll.core.docker_engine.errors import EngineError
+from atoll.core.docker_engine.files import fsync_dir, tail, write_atomic
+from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
+
+SUITE = "bookworm"
+PACKAGES = ("python3", "g++")
+MIRROR_ENV = "ATOLL_DEBIAN_MIRROR"
+# What a `docker run atoll/base:bookworm` does with no command, and a sane PATH.
+IMAGE_CHANGES = (
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    'CMD ["/bin/bash"]',
+)
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    tag: str
+    image_id: str
+    source: str  # "present", "cache" or "debootstrap"
+
+
+def image_id(client: Any, tag: str = BASE_IMAGE) -> str | None:
+    """The ID (sha256 digest of the config) of `tag` in the engine, or None if missing."""
+    from docker.errors import ImageNotFound
+
+    try:
+        return str(client.images.get(tag).id)
+    except ImageNotFound:
+        return None
+
+
+def read_record(paths: EnginePaths) -> dict[str, Any] | None:
+    try:
+        return json.loads(paths.base_record.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _record(paths: EnginePaths, image: BaseImage) -> None:
+    payload = {**asdict(image), "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_atomic(paths.base_record, (json.dumps(payload, indent=2) + "\n").encode())
+
+
+def _unmount_under(directory: Path) -> None:
+    """Lazily unmount whatever a failed debootstrap left mounted below `directory`."""
+    prefix = str(directory.resolve()) + "/"
+    with open("/proc/mounts") as mounts:
+        targets = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for target in sorted(targets, key=len, reverse=True):
+        subprocess.run(["umount", "-l", target], check=False, capture_output=True)
+
+
+def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
+    """Debootstrap a minimal bookworm with python3 and g++ and cache it as a tarball."""
+    debootstrap = shutil.which("debootstrap")
+    if debootstrap is None:
+        raise EngineError(
+            "debootstrap is not installed; install it with `apt-get install -y debootstrap`"
+        )
+    paths.base_dir.mkdir(parents=True, exist_ok=True)
+    rootfs = Path(tempfile.mkdtemp(prefix="rootfs.", dir=paths.base_dir))
+    argv = [debootstrap, "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(rootfs)]
+    mirror = mirror or os.environ.get(MIRROR_ENV)
+    if mirror:
+        argv.append(mirror)
+    try:
+        with paths.log_file.open("ab") as log:
+            offset = log.tell()
+            log.write(f"--- atoll: {' '.join(argv)}\n".encode())
+            log.flush()
+            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+        if done.returncode != 0:
+            raise EngineError(
+                f"debootstrap failed (status {done.returncode}); check the Debian mirror "
+                f"(set {MIRROR_ENV} to use another); {paths.log_file} ends with:\n"
+                f"{tail(paths.log_file, since=offset)}"
+            )
+        fd, tmp = tempfile.mkstemp(prefix=".rootfs.", suffix=".tar", dir=paths.base_dir)
+        os.close(fd)
+        try:
+            subprocess.run(
+                ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", tmp, "."],
+                check=True,
+                capture_output=True,
+            )
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, paths.base_tarball)
+            fsync_dir(paths.base_dir)
+        except subprocess.CalledProcessError as exc:
+            raise EngineError(
+                f"packing the base rootfs failed: {exc.stderr.decode(errors='replace').strip()}"
+            ) from exc
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    finally:
+        _unmount_under(rootfs)
+        shutil.rmtree(rootfs, ignore_errors=True)
+    return paths.base_tarball
+
+
+def import_tarball(client: Any, tarball: Path, tag: str = BASE_IMAGE) -> str:
+    """Import a rootfs tarball as `tag`; the new image's ID."""
+    repository, _, name = tag.partition(":")
+    client.api.import_image_from_file(
+        str(tarball), repository=repository, tag=name or "latest", changes=list(IMAGE_CHANGES)
+    )
+    found = image_id(client, tag)
+    if found is None:
+        raise EngineError(f"importing {tarball} did not produce {tag}; see the engine log")
+    return found
+
+
+def ensure_base_image(
+    client: Any,
+    paths: EnginePaths,
+    say: Callable[[str], None] = lambda _msg: None,
+    mirror: str | None = None,
+) -> BaseImage:
+    """Make `atoll/base:bookworm` exist in the engine: present, from the cache, or built."""
+    present = image_id(client)
+    if present is not None:
+        image = BaseImage(BASE_IMAGE, present, "present")
+        record = read_record(paths)
+        if record is None or record.get("image_id") != present:
+            _record(paths, image)
+        return image
+    source = "cache"
+    if not paths.base_tarball.is_file():
+        say(f"building the base rootfs with debootstrap ({SUITE}: {', '.join(PACKAGES)}) ...")
+        build_tarball(paths, mirror)
+        source = "debootstrap"
+    say(f"importing {paths.base_tarball} as {BASE_IMAGE} ...")
+    try:
+        found = import_tarball(client, paths.base_tarball)
+    except EngineError:
+        raise
+    except Exception as exc:  # the engine's own error, e.g. a damaged tarball
+        raise EngineError(
+            f"importing {paths.base_tarball} failed ({exc}); delete that file so that the "
+            "next `atoll docker up` rebuilds it"
+        ) from exc
+    image = BaseImage(BASE_IMAGE, found, source)
+    _record(paths, image)
+    return image

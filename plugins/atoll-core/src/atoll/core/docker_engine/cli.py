@@ -1,0 +1,189 @@
+"""`atoll docker up|status|down`: the private engine as a command for users and CI.
+
+Progress goes to stderr so that `eval "$(atoll docker up --print-env)"` works.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from atoll.core.docker_engine import base_image, compose, daemon
+from atoll.core.docker_engine.errors import EngineError
+from atoll.core.docker_engine.paths import BASE_IMAGE, RUN_DIR_ENV, STATE_DIR_ENV, EnginePaths
+
+app = typer.Typer(
+    help="A private Docker engine on its own socket, with Compose and the atoll base image.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_out = Console(highlight=False, soft_wrap=True)
+
+STATE_OPTION = typer.Option(
+    None,
+    "--state-dir",
+    envvar=STATE_DIR_ENV,
+    help="Durable data: images, cached base rootfs, dockerd.log [default: ~/.local/share/atoll/docker].",
+)
+RUN_OPTION = typer.Option(
+    None,
+    "--run-dir",
+    envvar=RUN_DIR_ENV,
+    help="Socket, exec-root and pidfile; keep it short [default: /tmp/atoll-docker-<uid>].",
+)
+
+
+@app.callback()
+def _group() -> None:
+    """A private Docker engine on its own socket, with Compose and the atoll base image."""
+
+
+def _paths(state_dir: Path | None, run_dir: Path | None) -> EnginePaths:
+    try:
+        return EnginePaths.from_options(state_dir, run_dir)
+    except EngineError as exc:
+        _fail(exc)
+        raise AssertionError("unreachable") from exc
+
+
+def _fail(exc: Exception) -> None:
+    _err.print(f"[bold red]error:[/bold red] {exc}")
+    raise typer.Exit(1)
+
+
+def _client(paths: EnginePaths, timeout: float = 600.0) -> Any:
+    import docker
+
+    return docker.DockerClient(base_url=paths.docker_host, timeout=timeout, version="auto")
+
+
+def _lock(paths: EnginePaths) -> Any:
+    from filelock import FileLock
+
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(paths.lock_file), timeout=900)
+
+
+@app.command()
+def up(
+    state_dir: Path | None = STATE_OPTION,
+    run_dir: Path | None = RUN_OPTION,
+    print_env: bool = typer.Option(
+        False, "--print-env", help="Print only `export DOCKER_HOST=...` on stdout, for eval."
+    ),
+    skip_base_image: bool = typer.Option(
+        False, "--skip-base-image", help=f"Do not build or import {BASE_IMAGE}."
+    ),
+    mirror: str | None = typer.Option(
+        None, "--mirror", help="Debian mirror for debootstrap [default: debootstrap's own]."
+    ),
+    deadline: float = typer.Option(
+        daemon.START_DEADLINE_S, "--deadline", help="Seconds to wait for dockerd to answer."
+    ),
+) -> None:
+    """Start the engine, link Compose and provide the base image; does nothing if all are there."""
+    paths = _paths(state_dir, run_dir)
+    began = time.monotonic()
+    changed = False
+    try:
+        with _lock(paths):
+            pid = daemon.owned_pid(paths)
+            info = daemon.wait_owned(paths, pid, deadline) if pid else None
+            if info is None:
+                _err.print(f"starting dockerd on {paths.socket} (data in {paths.data_root}) ...")
+                info = daemon.start(paths, deadline_s=deadline)
+                _err.print(f"[green]started[/green] dockerd {info.version} (pid {info.pid})")
+                changed = True
+            else:
+                _err.print(f"dockerd {info.version} already running (pid {info.pid})")
+            try:
+                link = compose.link_compose()
+            except EngineError as exc:
+                _err.print(f"[yellow]warning:[/yellow] Compose not linked: {exc}")
+            else:
+                if link.changed:
+                    _err.print(f"[green]linked[/green] {link.link} -> {link.binary}")
+                    changed = True
+                else:
+                    _err.print(f"Compose already linked at {link.link}")
+            if not skip_base_image:
+                client = _client(paths)
+                try:
+                    image = base_image.ensure_base_image(
+                        client, paths, say=lambda msg: _err.print(msg), mirror=mirror
+                    )
+                finally:
+                    client.close()
+                if image.source == "present":
+                    _err.print(f"{BASE_IMAGE} already present ({image.image_id})")
+                else:
+                    _err.print(
+                        f"[green]imported[/green] {BASE_IMAGE} ({image.image_id}) "
+                        f"from {image.source}"
+                    )
+                    changed = True
+    except EngineError as exc:
+        _fail(exc)
+    elapsed = time.monotonic() - began
+    summary = "ready" if changed else "nothing to do: engine, Compose and base image are up"
+    _err.print(f"[bold]{summary}[/bold] ({elapsed:.1f} s)")
+    if print_env:
+        _out.print(f"export DOCKER_HOST={paths.docker_host}")
+    else:
+        _err.print("point Docker clients at it with:")
+        _out.print(f"export DOCKER_HOST={paths.docker_host}")
+
+
+@app.command()
+def status(
+    state_dir: Path | None = STATE_OPTION,
+    run_dir: Path | None = RUN_OPTION,
+) -> None:
+    """Show the engine's pid, socket, version and base image; exit 1 if it is not running."""
+    paths = _paths(state_dir, run_dir)
+    pid = daemon.owned_pid(paths)
+    info = daemon.query(paths) if pid else None
+    _out.print(f"socket:      {paths.socket}")
+    _out.print(f"DOCKER_HOST: {paths.docker_host}")
+    _out.print(f"data root:   {paths.data_root}")
+    _out.print(f"log:         {paths.log_file}")
+    if info is None:
+        state = f"pid {pid}, not answering" if pid else "not running"
+        _out.print(f"engine:      [red]{state}[/red]")
+        raise typer.Exit(1)
+    _out.print(f"engine:      [green]running[/green] pid {pid}, dockerd {info.version}")
+    client = _client(paths, timeout=10)
+    try:
+        found = base_image.image_id(client)
+    finally:
+        client.close()
+    record = base_image.read_record(paths) or {}
+    cached = "cached" if paths.base_tarball.is_file() else "not cached"
+    _out.print(f"base image:  {BASE_IMAGE} {found or '[red]missing[/red]'} (rootfs {cached})")
+    if record.get("image_id") and record.get("image_id") != found:
+        _out.print(f"recorded:    {record['image_id']} (differs from the engine's)")
+
+
+@app.command()
+def down(
+    state_dir: Path | None = STATE_OPTION,
+    run_dir: Path | None = RUN_OPTION,
+) -> None:
+    """Stop the engine that `atoll docker up` started (by its pidfile), and nothing else."""
+    paths = _paths(state_dir, run_dir)
+    try:
+        with _lock(paths):
+            pid = daemon.stop(paths)
+    except EngineError as exc:
+        _fail(exc)
+    if pid is None:
+        _err.print(f"no engine started by atoll is running on {paths.socket}; nothing to stop")
+    else:
+        _err.print(f"[green]stopped[/green] dockerd (pid {pid})")
