@@ -1,0 +1,139 @@
+"""The bubblewrap command line for a SandboxSpec, built in one place.
+
+The root is bubblewrap's own tmpfs, never the host's `/`: only the system
+directories programs need are bound in (read-only), then the spec's mounts.
+Binding `/` and mounting over it would create mount points on the host (a
+bind of X to /logs creates /logs on the host) and expose every private file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from atoll.core.sandbox.spec import Mount, Network, SandboxError, SandboxSpec
+
+# Directories that hold programs and their libraries. On merged-/usr systems
+# the top-level ones are symlinks into /usr and are recreated as symlinks.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+# The few files of /etc that programs read to start and to name users.
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/hosts",
+    "/etc/host.conf",
+)
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+
+def check_target(target: str) -> str:
+    """An absolute, normalised in-box path, or SandboxError."""
+    path = PurePosixPath(target)
+    if not path.is_absolute() or ".." in path.parts or str(path) == "/":
+        raise SandboxError(f"sandbox mount target must be an absolute path below /: {target!r}")
+    return str(path)
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for f in ETC_FILES:
+        if os.path.lexists(f):
+            if os.path.islink(f):
+                args += ["--symlink", os.readlink(f), f]
+            else:
+                args += ["--ro-bind", f, f]
+    return args
+
+
+def _mount_args(mounts: Sequence[Mount]) -> list[str]:
+    args: list[str] = []
+    # Parents before children, so a nested mount lands on top of its parent.
+    for m in sorted(mounts, key=lambda m: len(PurePosixPath(check_target(m.target)).parts)):
+        source = os.fspath(m.source)
+        if not os.path.exists(source):
+            raise SandboxError(f"sandbox mount source does not exist: {source}")
+        args += ["--bind" if m.writable else "--ro-bind", source, check_target(m.target)]
+    return args
+
+
+def bwrap_argv(
+    argv: Sequence[str],
+    spec: SandboxSpec,
+    *,
+    status_fd: int | None = None,
+    tmpfs_bytes: int | None = None,
+) -> list[str]:
+    """`bwrap ... setpriv ... -- argv` running `argv` as the spec's uid in the spec's box."""
+    if not argv:
+        raise SandboxError("nothing to run: the command is empty")
+    targets = {check_target(m.target) for m in spec.mounts}
+    args = [
+        "bwrap",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        # setpriv needs these three to switch uid and empty the bounding set;
+        # it drops them (and every other capability) before exec.
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--cap-add",
+        "CAP_SETPCAP",
+    ]
+    if spec.network is not Network.HOST:
+        # A fresh network namespace: loopback only, nothing reaches the host.
+        args.append("--unshare-net")
+    if status_fd is not None:
+        args += ["--json-status-fd", str(status_fd)]
+    args += _system_binds()
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if "/tmp" not in targets:
+        if tmpfs_bytes is not None:
+            args += ["--size", str(tmpfs_bytes)]
+        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+    args += _mount_args(spec.mounts)
+    args += ["--remount-ro", "/", "--chdir", spec.workdir, "--clearenv"]
+    env = {"PATH": DEFAULT_PATH, **spec.env}
+    for key, value in env.items():
+        if not key or "=" in key:
+            raise SandboxError(f"invalid environment variable name: {key!r}")
+        args += ["--setenv", key, value]
+    args += [
+        "setpriv",
+        "--reuid",
+        str(spec.uid),
+        "--regid",
+        str(spec.gid),
+        "--clear-groups",
+        "--no-new-privs",
+        "--bounding-set",
+        "-all",
+        "--inh-caps",
+        "-all",
+        "--",
+        *argv,
+    ]
+    return args

@@ -1,0 +1,262 @@
+"""The bubblewrap backend: namespaces, a tmpfs root, a per-run cgroup and rlimits.
+
+Needs no container engine, only `bwrap` and `setpriv` and root (to switch to
+the spec's unprivileged uid). A run costs a few milliseconds over a plain
+subprocess, which matters when a judge runs dozens of programs per submission.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+
+from atoll.core.sandbox.base import SandboxBackend
+from atoll.core.sandbox.bwrap_argv import bwrap_argv
+from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.spec import (
+    Limits,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    Status,
+)
+from atoll.core.sandbox.supervise import Outcome, Why, supervise
+
+# What allocation failures look like when only RLIMIT_AS guards memory.
+_ALLOC_FAILURE = re.compile(
+    rb"bad_alloc|MemoryError|Cannot allocate memory|out of memory|memory exhausted",
+    re.IGNORECASE,
+)
+
+# bwrap, its pid-1 reaper and the program's first process share the pids budget.
+_SANDBOX_OWN_PROCESSES = 2
+
+
+def _prelude(limits: Limits, group: RunCgroup | None) -> str:
+    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits."""
+    lines = ["set -e"]
+    if group is not None:
+        lines += [f"echo $$ > {shlex.quote(str(p))}" for p in group.procs_files()]
+    if limits.cpu_seconds is not None:
+        soft = max(1, math.ceil(limits.cpu_seconds))
+        lines += [f"ulimit -S -t {soft}", f"ulimit -H -t {soft + 1}"]
+    if limits.memory_bytes is not None and (group is None or group.memory is None):
+        lines.append(f"ulimit -v {max(1, limits.memory_bytes // 1024)}")
+    if limits.processes is not None and (group is None or not group.limits_processes):
+        lines.append(f"ulimit -u {limits.processes + _SANDBOX_OWN_PROCESSES}")
+    if limits.file_size_bytes is not None:
+        lines.append(f"ulimit -f {max(1, math.ceil(limits.file_size_bytes / 512))}")
+    if limits.open_files is not None:
+        lines.append(f"ulimit -n {limits.open_files}")
+    lines.append('exec "$@"')
+    return "\n".join(lines)
+
+
+def _child_pid(status_text: bytes) -> int | None:
+    for line in status_text.splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and "child-pid" in record:
+                return int(record["child-pid"])
+    return None
+
+
+class BwrapBackend(SandboxBackend):
+    """Runs each command in fresh bubblewrap namespaces as an unprivileged uid."""
+
+    name = "bwrap"
+
+    def __init__(self) -> None:
+        self._checked = False
+        self._check_lock = threading.Lock()
+
+    def check(self) -> None:
+        with self._check_lock:
+            if self._checked:
+                return
+            for tool, package in (("bwrap", "bubblewrap"), ("setpriv", "util-linux")):
+                if shutil.which(tool) is None:
+                    raise SandboxError(
+                        f"`{tool}` is not installed; install it with `apt-get install {package}`"
+                    )
+            if os.geteuid() != 0:
+                raise SandboxError(
+                    "the bwrap backend must run as root to switch sandboxed programs to an "
+                    "unprivileged uid; run as root or use the docker backend"
+                )
+            probe = self._run(["/bin/true"], SandboxSpec(), None)
+            if probe.status is not Status.OK:
+                raise SandboxError(
+                    "bubblewrap cannot start a sandbox here: "
+                    + probe.stderr.decode(errors="replace").strip()
+                )
+            self._checked = True
+
+    def run(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None = None,
+    ) -> SandboxResult:
+        self.check()
+        return self._run(argv, spec, stdin)
+
+    def _run(self, argv: Sequence[str], spec: SandboxSpec, stdin: bytes | None) -> SandboxResult:
+        if spec.uid == 0 or spec.gid == 0:
+            raise SandboxError("sandboxed programs never run as root: give the spec a non-zero uid")
+        limits = spec.limits
+        processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
+        try:
+            group = RunCgroup.create(limits.memory_bytes, processes)
+        except OSError as exc:
+            raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
+        status_r, status_w = os.pipe()
+        try:
+            command = bwrap_argv(argv, spec, status_fd=status_w, tmpfs_bytes=limits.memory_bytes)
+            started = time.monotonic()
+            try:
+                proc = subprocess.Popen(
+                    ["/bin/sh", "-c", _prelude(limits, group), "sandbox", *command],
+                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(status_w,),
+                    env={"PATH": "/usr/bin:/bin"},
+                )
+            except OSError as exc:
+                raise SandboxError(f"cannot start bubblewrap: {exc}") from exc
+            os.close(status_w)
+            status_w = -1
+            outcome = self._supervise(proc, started, stdin, status_r, limits, group)
+            cpu = group.cpu_seconds() if group is not None else None
+            peak = group.peak_memory() if group is not None else None
+            oom = group.oom_killed() if group is not None else False
+            hit_memory = group.hit_memory_limit() if group is not None else False
+        finally:
+            os.close(status_r)
+            if status_w >= 0:
+                os.close(status_w)
+            if group is not None:
+                try:
+                    group.remove()
+                except OSError as exc:
+                    raise SandboxError(str(exc)) from exc
+        if _child_pid(outcome.status_text) is None and outcome.killed_for is None:
+            raise SandboxError(
+                "bubblewrap could not set up the sandbox: "
+                + outcome.stderr.decode(errors="replace").strip()
+            )
+        ru = outcome.rusage
+        if cpu is None:
+            cpu = ru.ru_utime + ru.ru_stime  # type: ignore[attr-defined]
+        if peak is None:
+            peak = ru.ru_maxrss * 1024  # type: ignore[attr-defined]
+        return _result(outcome, limits, cpu, peak, oom, hit_memory, group is not None)
+
+    def _supervise(
+        self,
+        proc: subprocess.Popen[bytes],
+        started: float,
+        stdin: bytes | None,
+        status_r: int,
+        limits: Limits,
+        group: RunCgroup | None,
+    ) -> Outcome:
+        def kill() -> None:
+            # The namespace's pid 1 takes every process in it down with it; the
+            # cgroup catches anything else; bwrap itself goes last.
+            if group is not None:
+                group.kill_all()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+
+        return supervise(
+            proc,
+            started=started,
+            stdin=stdin,
+            status_read_fd=status_r,
+            wall_seconds=limits.wall_seconds,
+            stdout_cap=limits.stdout_bytes,
+            stderr_cap=limits.stderr_bytes,
+            kill=kill,
+            cpu_used=group.cpu_seconds if group is not None and group.cpu else None,
+            cpu_limit=limits.cpu_seconds,
+        )
+
+
+def _result(
+    outcome: Outcome,
+    limits: Limits,
+    cpu: float,
+    peak: int,
+    oom: bool,
+    hit_memory: bool,
+    has_cgroup: bool,
+) -> SandboxResult:
+    exit_code: int | None = None
+    sig: int | None = None
+    ws = outcome.wait_status
+    if os.WIFSIGNALED(ws):
+        sig = os.WTERMSIG(ws)
+    else:
+        code = os.WEXITSTATUS(ws)
+        # bubblewrap reports a program killed by signal N as exit code 128+N.
+        if 128 < code < 128 + signal.NSIG:
+            sig = code - 128
+        else:
+            exit_code = code
+    failed = sig is not None or exit_code != 0
+    over_cpu = limits.cpu_seconds is not None and cpu >= limits.cpu_seconds
+    if outcome.killed_for == Why.OUTPUT:
+        status = Status.OUTPUT_LIMIT
+    elif oom or (failed and hit_memory and sig == signal.SIGKILL):
+        status = Status.MEMORY_LIMIT
+    elif outcome.killed_for == Why.CPU or sig == signal.SIGXCPU or over_cpu:
+        status = Status.CPU_TIME_LIMIT
+    elif outcome.killed_for == Why.WALL:
+        status = Status.WALL_TIME_LIMIT
+    elif sig == signal.SIGXFSZ:
+        status = Status.OUTPUT_LIMIT
+    elif failed and not has_cgroup and _looks_out_of_memory(outcome, limits, peak, sig):
+        status = Status.MEMORY_LIMIT
+    elif failed:
+        status = Status.RUNTIME_ERROR
+    else:
+        status = Status.OK
+    return SandboxResult(
+        status=status,
+        exit_code=exit_code,
+        signal=sig,
+        cpu_seconds=cpu,
+        wall_seconds=outcome.wall_seconds,
+        peak_memory_bytes=peak,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+        stdout_truncated=outcome.stdout_truncated,
+        stderr_truncated=outcome.stderr_truncated,
+    )
+
+
+def _looks_out_of_memory(outcome: Outcome, limits: Limits, peak: int, sig: int | None) -> bool:
+    """Without a cgroup only RLIMIT_AS guards memory; guess from the symptoms.
+
+    A refused allocation shows as an allocator message, or as a crash
+    (SIGSEGV/SIGABRT) of a program whose resident size neared the limit.
+    """
+    if limits.memory_bytes is None:
+        return False
+    if _ALLOC_FAILURE.search(outcome.stderr):
+        return True
+    return sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL) and (
+        peak >= 0.8 * limits.memory_bytes
+    )

@@ -1,0 +1,229 @@
+"""Per-run control groups: the only way to cap and measure a whole process tree.
+
+rlimits are per process; a program that forks escapes them. A cgroup holds
+every descendant, so its memory limit, pids limit, peak memory, OOM-kill
+count and CPU usage describe the run as a whole. We use cgroup v1 controllers
+(memory, pids, cpuacct) when their hierarchies are writable, or a cgroup v2
+tree with those controllers enabled; otherwise `RunCgroup.create` returns None
+and the caller falls back to rlimits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "atoll-sandbox"  # every run's group lives under this one, per controller
+
+
+@dataclass(frozen=True)
+class _Layout:
+    version: int
+    memory: Path | None  # parent directories (created once)
+    pids: Path | None
+    cpu: Path | None
+
+
+def _writable_parent(hierarchy: Path) -> Path | None:
+    if not (hierarchy / "cgroup.procs").exists():
+        return None
+    parent = hierarchy / PARENT
+    try:
+        parent.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return parent if os.access(parent / "cgroup.procs", os.W_OK) else None
+
+
+@cache
+def layout() -> _Layout | None:
+    """Where per-run groups can be made on this machine, or None if nowhere."""
+    if (ROOT / "cgroup.controllers").exists():  # unified (v2) hierarchy
+        return _v2_layout()
+    memory = _writable_parent(ROOT / "memory")
+    pids = _writable_parent(ROOT / "pids")
+    cpu = _writable_parent(ROOT / "cpuacct")
+    if memory is None and pids is None:
+        return None
+    return _Layout(1, memory, pids, cpu)
+
+
+def _v2_layout() -> _Layout | None:
+    wanted = {"memory", "pids", "cpu"}
+    try:
+        available = set((ROOT / "cgroup.controllers").read_text().split())
+        parent = ROOT / PARENT
+        parent.mkdir(exist_ok=True)
+        enable = " ".join(f"+{c}" for c in sorted(wanted & available))
+        (ROOT / "cgroup.subtree_control").write_text(enable)
+        (parent / "cgroup.subtree_control").write_text(enable)
+        enabled = set((parent / "cgroup.subtree_control").read_text().split())
+    except OSError:
+        return None
+    if "memory" not in enabled:
+        return None
+    return _Layout(2, parent, parent if "pids" in enabled else None, parent)
+
+
+def run_prefix() -> str:
+    """The start of every group name this process creates (to audit leftovers)."""
+    return f"{os.getpid()}-"
+
+
+def created_groups() -> list[Path]:
+    """Per-run groups of this process that still exist (none between runs)."""
+    lay = layout()
+    if lay is None:
+        return []
+    parents = {p for p in (lay.memory, lay.pids, lay.cpu) if p is not None}
+    return [g for p in parents for g in p.glob(f"{run_prefix()}*")]
+
+
+def _write(path: Path, value: int | str) -> None:
+    path.write_text(str(value))
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _read_keyed(path: Path, key: str) -> int | None:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class RunCgroup:
+    """One run's groups: created before the run, removed (empty) after it."""
+
+    def __init__(self, lay: _Layout, dirs: list[Path]) -> None:
+        self._layout = lay
+        self._dirs = dirs
+        name = dirs[0].name
+        self.memory = lay.memory / name if lay.memory else None
+        self.pids = lay.pids / name if lay.pids else None
+        self.cpu = lay.cpu / name if lay.cpu else None
+
+    @classmethod
+    def create(cls, memory_bytes: int | None, processes: int | None) -> RunCgroup | None:
+        """Make the groups for one run with these limits; None if cgroups are unusable."""
+        lay = layout()
+        if lay is None:
+            return None
+        name = f"{run_prefix()}{uuid.uuid4().hex}"
+        parents = {p for p in (lay.memory, lay.pids, lay.cpu) if p is not None}
+        dirs = [p / name for p in sorted(parents)]
+        for d in dirs:
+            d.mkdir()
+        group = cls(lay, dirs)
+        try:
+            group._limit(memory_bytes, processes)
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    @property
+    def limits_processes(self) -> bool:
+        return self.pids is not None
+
+    def _limit(self, memory_bytes: int | None, processes: int | None) -> None:
+        v1 = self._layout.version == 1
+        if memory_bytes is not None and self.memory is not None:
+            if v1:
+                _write(self.memory / "memory.limit_in_bytes", memory_bytes)
+                memsw = self.memory / "memory.memsw.limit_in_bytes"
+                if memsw.exists():
+                    _write(memsw, memory_bytes)
+            else:
+                _write(self.memory / "memory.max", memory_bytes)
+                swap = self.memory / "memory.swap.max"
+                if swap.exists():
+                    _write(swap, 0)
+        if processes is not None and self.pids is not None:
+            _write(self.pids / "pids.max", processes)
+
+    def procs_files(self) -> list[Path]:
+        """The files a process writes its pid to, to join every group of this run."""
+        return [d / "cgroup.procs" for d in self._dirs]
+
+    def pids_inside(self) -> set[int]:
+        found: set[int] = set()
+        for f in self.procs_files():
+            with contextlib.suppress(OSError, ValueError):
+                found.update(int(line) for line in f.read_text().split())
+        return found
+
+    def peak_memory(self) -> int | None:
+        if self.memory is None:
+            return None
+        name = "memory.max_usage_in_bytes" if self._layout.version == 1 else "memory.peak"
+        return _read_int(self.memory / name)
+
+    def oom_killed(self) -> bool:
+        """True if the kernel killed something here, or refused memory, for the limit."""
+        if self.memory is None:
+            return False
+        if self._layout.version == 1:
+            kills = _read_keyed(self.memory / "memory.oom_control", "oom_kill") or 0
+            return kills > 0
+        events = self.memory / "memory.events"
+        return (_read_keyed(events, "oom_kill") or 0) > 0 or (_read_keyed(events, "oom") or 0) > 0
+
+    def hit_memory_limit(self) -> bool:
+        """True if an allocation ever met the limit (reclaim may have saved it)."""
+        if self.memory is None:
+            return False
+        if self._layout.version == 1:
+            return (_read_int(self.memory / "memory.failcnt") or 0) > 0
+        return (_read_keyed(self.memory / "memory.events", "max") or 0) > 0
+
+    def cpu_seconds(self) -> float | None:
+        if self.cpu is None:
+            return None
+        if self._layout.version == 1:
+            ns = _read_int(self.cpu / "cpuacct.usage")
+            return None if ns is None else ns / 1e9
+        usec = _read_keyed(self.cpu / "cpu.stat", "usage_usec")
+        return None if usec is None else usec / 1e6
+
+    def kill_all(self) -> None:
+        for pid in self.pids_inside():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def remove(self, timeout: float = 5.0) -> None:
+        """Kill whatever is left, wait for the groups to empty, and delete them."""
+        deadline = time.monotonic() + timeout
+        pending = list(self._dirs)
+        while pending:
+            self.kill_all()
+            still = []
+            for d in pending:
+                try:
+                    d.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    still.append(d)
+            pending = still
+            if pending:
+                if time.monotonic() > deadline:
+                    names = ", ".join(str(d) for d in pending)
+                    raise OSError(f"cgroups still busy after killing their processes: {names}")
+                time.sleep(0.002)
