@@ -1,0 +1,275 @@
+"""Guidance samples through Reef, and the score reports that train on them.
+
+Reef serves the trainable guidance model and trains it on reports that
+reference the receipts of its inferences. Each rollout therefore makes exactly
+one guidance inference through Reef, keeps its receipt, and later posts one
+report against that receipt with the rollout's grid coordinates, so that Reef's
+tttd recipe can fill the (step, group, rollout) slot. Reports carry a stable
+client-chosen id, which makes a re-post after a crash or a lost answer
+idempotent on Reef's side.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reef_client import ReefClient, ReefClientError
+
+from atoll.guidance_ttt.entries import Verification
+from atoll.guidance_ttt.prompts import PROMPT_MODE, guidance_request
+
+CHAT_PATH = "/v1/chat/completions"
+ALGORITHM = "ttt-discover"
+REEF_URL_ENV = "REEF_URL"
+REEF_TOKEN_ENV = "REEF_TOKEN"
+
+# Reef answered with an error and no receipt: nothing was sampled that anyone
+# can train on, so the same request may be sent again.
+RESENDABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class ReefSettingsError(ValueError):
+    """The Reef URL or token is missing or malformed."""
+
+
+class GuidanceUnavailable(RuntimeError):
+    """Reef could not produce a guidance sample; the step cannot go on."""
+
+    def __init__(self, message: str, *, answer_lost: bool) -> None:
+        super().__init__(message)
+        self.answer_lost = answer_lost
+
+
+class ReportRejected(RuntimeError):
+    """Reef refused a report; a retry with the same content cannot succeed."""
+
+
+@dataclass(frozen=True)
+class ReefEndpoint:
+    """Where Reef is and the bearer token for it; the token never appears in a repr."""
+
+    url: str
+    token: str | None
+
+    def __repr__(self) -> str:
+        return f"ReefEndpoint(url={self.url!r}, token={'<set>' if self.token else None})"
+
+    __str__ = __repr__
+
+    @classmethod
+    def resolve(cls, url: str | None = None, token: str | None = None) -> ReefEndpoint:
+        """Flags first, then `REEF_URL` / `REEF_TOKEN` from the environment."""
+        url = url or os.environ.get(REEF_URL_ENV)
+        token = token or os.environ.get(REEF_TOKEN_ENV) or None
+        if not url:
+            raise ReefSettingsError(f"no Reef URL: pass --reef-url or set {REEF_URL_ENV}")
+        if not url.startswith(("http://", "https://")):
+            raise ReefSettingsError(f"Reef URL must start with http:// or https://, got {url!r}")
+        return cls(url.rstrip("/"), token)
+
+
+@dataclass(frozen=True)
+class GridSlot:
+    """The coordinates of one rollout in a step's G x R grid."""
+
+    step: int
+    group: int
+    rollout: int
+    groups_per_step: int
+    rollouts_per_group: int
+
+    def __post_init__(self) -> None:
+        if not (
+            0 <= self.group < self.groups_per_step and 0 <= self.rollout < self.rollouts_per_group
+        ):
+            raise ValueError(
+                f"slot (group {self.group}, rollout {self.rollout}) is outside the "
+                f"{self.groups_per_step} x {self.rollouts_per_group} grid"
+            )
+
+    @property
+    def comparison_set(self) -> str:
+        return f"tttd-step-{self.step}-group-{self.group}"
+
+    def report_id(self, run_id: str) -> str:
+        """The idempotency id of this slot's report: the same on every re-post."""
+        return f"guidance-ttt-{run_id}-s{self.step}-g{self.group}-r{self.rollout}"
+
+
+@dataclass(frozen=True)
+class GuidanceSample:
+    """One guidance answer and the receipt Reef recorded it under."""
+
+    receipt: str
+    content: str
+    reasoning: str | None
+    finish_reason: str | None
+    completion_tokens: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "receipt": self.receipt,
+            "content": self.content,
+            "reasoning": self.reasoning,
+            "finish_reason": self.finish_reason,
+            "completion_tokens": self.completion_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GuidanceSample:
+        return cls(
+            receipt=str(data["receipt"]),
+            content=str(data["content"]),
+            reasoning=data.get("reasoning"),
+            finish_reason=data.get("finish_reason"),
+            completion_tokens=data.get("completion_tokens"),
+        )
+
+
+def report_payload(
+    *,
+    run_id: str,
+    slot: GridSlot,
+    verification: Verification,
+    parent_id: int,
+    search_value: float | None,
+    library_entry_id: int | None,
+) -> dict[str, Any]:
+    """The report body for one rollout, without its references (they are the receipt).
+
+    `search_value` is the rollout's own value in the search (the raw score,
+    negated when the task minimizes; None when nothing was scored) and
+    `library_entry_id` the archive node the rollout created, if any.
+    """
+    feedback = f"{verification.status.value}: {verification.message}".rstrip()
+    return {
+        "agent_record_id": slot.report_id(run_id),
+        "score": float(verification.reward),
+        "feedback": feedback,
+        "metadata": {
+            "comparison_set": slot.comparison_set,
+            "algorithm": ALGORITHM,
+            "step": slot.step,
+            "group": slot.group,
+            "rollout": slot.rollout,
+            "groups_per_step": slot.groups_per_step,
+            "rollouts_per_group": slot.rollouts_per_group,
+            "parent_id": parent_id,
+            "search_value": search_value,
+            "prompt_mode": PROMPT_MODE,
+            "archive_timestep": slot.step + 1,
+            "library_entry_id": library_entry_id,
+        },
+    }
+
+
+class GuidanceClient:
+    """Guidance inferences and score reports for one Reef scenario."""
+
+    def __init__(
+        self,
+        endpoint: ReefEndpoint,
+        *,
+        scenario: str,
+        model: str,
+        max_completion_tokens: int,
+        timeout_s: float = 1800.0,
+        resend_attempts: int = 3,
+        backoff_s: float = 1.0,
+    ) -> None:
+        self.endpoint = endpoint
+        self.scenario = scenario
+        self.model = model
+        self.max_completion_tokens = max_completion_tokens
+        self.resend_attempts = resend_attempts
+        self.backoff_s = backoff_s
+        self._client = ReefClient(endpoint.url, token=endpoint.token, timeout_s=timeout_s)
+
+    def request(self, prompt: str) -> dict[str, Any]:
+        """The exact chat-completions body sent for `prompt`."""
+        return guidance_request(prompt, self.model, self.max_completion_tokens)
+
+    def sample_once(self, prompt: str) -> GuidanceSample:
+        """One inference through Reef; no resend.
+
+        Raises GuidanceUnavailable with `answer_lost` True when the request
+        may have reached the model but no answer came back (Reef may hold an
+        orphan record), False when Reef answered with an error.
+        """
+        try:
+            body, receipt = self._client.inference_with_record(
+                self.scenario, CHAT_PATH, self.request(prompt)
+            )
+        except ReefClientError as exc:
+            raise GuidanceUnavailable(
+                f"Reef answered the guidance inference with HTTP {exc.status}: {exc.body[:300]}",
+                answer_lost=False,
+            ) from exc
+        except OSError as exc:  # URLError, timeouts and resets: no answer came back
+            raise GuidanceUnavailable(
+                f"no answer from Reef at {self.endpoint.url} for the guidance inference: {exc}",
+                answer_lost=True,
+            ) from exc
+        return _sample(body, receipt)
+
+    def sample(self, prompt: str) -> GuidanceSample:
+        """One guidance sample, re-sending only when Reef refused before recording anything."""
+        for attempt in range(self.resend_attempts + 1):
+            try:
+                return self.sample_once(prompt)
+            except GuidanceUnavailable as exc:
+                cause = exc.__cause__
+                resendable = (
+                    isinstance(cause, ReefClientError) and cause.status in RESENDABLE_STATUS
+                )
+                if not resendable or attempt == self.resend_attempts:
+                    raise
+                time.sleep(self.backoff_s * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def report(self, payload: Mapping[str, Any], receipt: str) -> str:
+        """Post one report against `receipt`; returns the id Reef stored it under.
+
+        A re-post of identical content is accepted by Reef as the same record.
+        """
+        try:
+            answer = self._client.report(self.scenario, dict(payload), references=[receipt])
+        except ReefClientError as exc:
+            if exc.status == 409:
+                raise ReportRejected(
+                    f"Reef already holds report {payload.get('agent_record_id')} with different "
+                    "content; the rollout journal and Reef disagree"
+                ) from exc
+            raise
+        stored = answer.get("agent_record_id")
+        expected = payload.get("agent_record_id")
+        if expected is not None and stored != expected:
+            raise ReportRejected(f"Reef stored report {expected} as {stored}")
+        return str(stored)
+
+    def status(self) -> dict[str, Any]:
+        """`GET /reef/status`."""
+        return self._client.get("/reef/status")
+
+
+def _sample(body: Mapping[str, Any], receipt: str) -> GuidanceSample:
+    """The answer Reef recorded; a malformed body is an empty answer (it fails parsing, reward 0)."""
+    choices = body.get("choices") if isinstance(body, Mapping) else None
+    choice = choices[0] if isinstance(choices, list) and choices else {}
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    message = message if isinstance(message, Mapping) else {}
+    usage = body.get("usage") if isinstance(body, Mapping) else None
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return GuidanceSample(
+        receipt=receipt,
+        content=str(message.get("content") or ""),
+        reasoning=None if reasoning is None else str(reasoning),
+        finish_reason=choice.get("finish_reason") if isinstance(choice, Mapping) else None,
+        completion_tokens=(usage or {}).get("completion_tokens")
+        if isinstance(usage, Mapping)
+        else None,
+    )
