@@ -1,0 +1,92 @@
+"""The scorer against the real embedded FrontierCS judge: results, zero rewards and a judge that is down."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.reef_server import free_port
+
+from atoll.guidance_ttt.contract import Direction, Language, TaskContract
+from atoll.guidance_ttt.entries import Status
+from atoll.guidance_ttt.scorer import JudgeDown, Scorer, judge_url
+from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
+from atoll.judge.problems import BUILTIN_PROBLEMS
+
+JUDGE_PROGRAMS = Path(__file__).parents[1] / "judge" / "programs"
+
+CONTRACT = TaskContract(
+    solution_language=Language.CPP,
+    mechanism_constraint="Finish within the time limit.",
+    objective="Pack the polyominoes into the smallest square.",
+    raw_score_label="judge score",
+    score_direction=Direction.MAX,
+    solution_contract="a complete C++17 program reading stdin and writing stdout",
+    judge_problem_id="0",
+)
+
+WRONG_OUTPUT = '#include <cstdio>\nint main() { std::puts("1 1"); return 0; }\n'
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The embedded judge on problem 0 cut down to two small cases."""
+    root = tmp_path_factory.mktemp("judge")
+    problem = root / "problems" / "0"
+    (problem / "testdata").mkdir(parents=True)
+    for name in ("problem.toml", "statement.txt", "LICENSE"):
+        shutil.copy(BUILTIN_PROBLEMS / "0" / name, problem / name)
+    for number, case in enumerate((1, 2), start=1):
+        shutil.copy(
+            BUILTIN_PROBLEMS / "0" / "testdata" / f"{case}.in",
+            problem / "testdata" / f"{number}.in",
+        )
+    setup = JudgeSetup(problems_dir=root / "problems", state_dir=root / "state", workers=2)
+    with EmbeddedJudge(setup) as embedded:
+        yield embedded.url
+
+
+def test_valid_program_gets_its_score(judge):
+    scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
+    result = scorer.score((JUDGE_PROGRAMS / "shelf.cpp").read_text())
+    assert result.status is Status.VALID
+    assert result.raw_score is not None and result.raw_score > 0
+    assert 0 < result.reward <= 100
+
+
+def test_compile_error_and_wrong_output_are_normal_zero_results(judge):
+    scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
+    broken = scorer.score((JUDGE_PROGRAMS / "broken.cpp").read_text())
+    assert broken.status is Status.COMPILE_ERROR
+    assert broken.reward == 0 and broken.raw_score is None
+    assert "compile" in broken.message
+    wrong = scorer.score(WRONG_OUTPUT)
+    assert wrong.status is Status.INVALID
+    assert wrong.reward == 0 and wrong.raw_score is None
+
+
+def test_judge_that_is_down_stops_the_step_instead_of_scoring_zero():
+    scorer = Scorer(f"http://127.0.0.1:{free_port()}", CONTRACT, deadline_s=5)
+    with pytest.raises(JudgeDown, match="step stopped"):
+        scorer.score(WRONG_OUTPUT)
+    with pytest.raises(JudgeDown, match="/health"):
+        scorer.check()
+
+
+def test_judge_url_prefers_argument_then_environment(monkeypatch):
+    monkeypatch.setenv("FRONTIERCS_JUDGE_URL", "http://judge.example:8081/")
+    with judge_url() as url:
+        assert url == "http://judge.example:8081"
+    with judge_url("http://other:1") as url:
+        assert url == "http://other:1"
+
+
+def test_without_a_url_an_embedded_judge_runs_for_the_duration(monkeypatch, tmp_path):
+    monkeypatch.delenv("FRONTIERCS_JUDGE_URL", raising=False)
+    with judge_url(state_dir=tmp_path / "judge-state") as url:
+        scorer = Scorer(url, CONTRACT)
+        scorer.check()
+    with pytest.raises(JudgeDown):
+        scorer.check()
