@@ -1,0 +1,231 @@
+"""The one configuration of a Guidance-TTT run.
+
+The agent, the run controller and the Reef stack plugin (which renders Reef's
+serve.yaml from it) all read this model, so every knob is defined here once.
+It loads from a TOML or YAML file and takes overrides from Harbor agent
+kwargs (`--ak key=value`), whose values may arrive as strings. The identity
+subset is what a resume must find unchanged.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A configuration file or override that cannot be used; the message names the setting."""
+
+
+class IdentityChanged(ConfigError):
+    """A resume found a setting that the saved run was made with changed."""
+
+
+ExecutorPreset = Literal["gpt-oss-local", "openrouter-glm", "openai"]
+
+
+@dataclass(frozen=True)
+class ExecutorDefaults:
+    base_url: str
+    model: str | None
+
+
+EXECUTOR_PRESETS: dict[str, ExecutorDefaults] = {
+    "gpt-oss-local": ExecutorDefaults("http://127.0.0.1:30000/v1", "openai/gpt-oss-120b"),
+    "openrouter-glm": ExecutorDefaults("https://openrouter.ai/api/v1", "z-ai/glm-5.2"),
+    "openai": ExecutorDefaults("https://api.openai.com/v1", None),
+}
+
+# Short names accepted in files and overrides, as the method's papers write them.
+ALIASES = {"g": "groups", "r": "rollouts"}
+
+IDENTITY_FIELDS = (
+    "guidance_model",
+    "executor_preset",
+    "executor_base_url",
+    "executor_model",
+    "groups",
+    "rollouts",
+    "max_guidance_tokens",
+    "sequence_length",
+    "lora_rank",
+    "tensor_parallel_size",
+    "prompt_mode",
+)
+
+
+class GuidanceConfig(BaseModel):
+    """Every setting of a run. Field descriptions are the user documentation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    groups: int = Field(8, ge=1, description="G: comparison groups (parents) per step.")
+    rollouts: int = Field(16, ge=1, description="R: rollouts (guidance samples) per group.")
+    steps: int = Field(30, ge=1, description="Final total of steps (not an increment on resume).")
+    max_guidance_tokens: int = Field(
+        8192, ge=1, description="Max completion tokens of one guidance sample."
+    )
+    max_executor_tokens: int = Field(
+        32768, ge=1, description="Max completion tokens of one executor answer."
+    )
+    sequence_length: int = Field(
+        16384, ge=256, description="Max prompt + completion tokens the guidance model trains on."
+    )
+    lora_rank: int = Field(32, ge=1, description="Rank of the guidance model's LoRA adapter.")
+    tensor_parallel_size: int = Field(1, ge=1, description="Tensor-parallel size of serving.")
+    guidance_model: str = Field(
+        "Qwen/Qwen3-8B", min_length=1, description="Base model of the trained guidance policy."
+    )
+    prompt_mode: Literal["summary_only"] = Field(
+        "summary_only", description="What the guidance model sees of the parent."
+    )
+    guidance_concurrency: int = Field(64, ge=1, description="Concurrent guidance requests.")
+    executor_concurrency: int = Field(32, ge=1, description="Concurrent executor requests.")
+    judge_concurrency: int = Field(8, ge=1, description="Concurrent judge submissions.")
+    training: Literal["on", "off"] = Field(
+        "on", description="'off' runs the search without Reef training (no barrier gate)."
+    )
+    executor_preset: ExecutorPreset = Field(
+        "gpt-oss-local", description="Executor endpoint preset; base URL and model default from it."
+    )
+    executor_base_url: str | None = Field(
+        None, description="OpenAI-compatible base URL of the executor (default: the preset's)."
+    )
+    executor_model: str | None = Field(
+        None, description="Executor model name (default: the preset's; required for 'openai')."
+    )
+    state_dir: Path = Field(
+        Path("guidance-state"), description="Directory of the archive, journals and resume state."
+    )
+    reef_url: str = Field("http://127.0.0.1:8900", description="Base URL of the Reef server.")
+
+    @model_validator(mode="after")
+    def _fill_executor(self) -> Self:
+        defaults = EXECUTOR_PRESETS[self.executor_preset]
+        if self.executor_base_url is None:
+            object.__setattr__(self, "executor_base_url", defaults.base_url)
+        if self.executor_model is None:
+            if defaults.model is None:
+                raise ValueError(
+                    f"executor_model is required with executor_preset {self.executor_preset!r}"
+                )
+            object.__setattr__(self, "executor_model", defaults.model)
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        """The settings a resumed run must share with the run it continues."""
+        return {name: getattr(self, name) for name in IDENTITY_FIELDS}
+
+    def identity_change(self, saved: Mapping[str, Any]) -> str | None:
+        """The first identity field whose saved value differs, described; None if none does."""
+        current = self.identity()
+        for name in IDENTITY_FIELDS:
+            if name not in saved:
+                return f"{name} is missing from the saved run"
+            if saved[name] != current[name]:
+                return f"{name} changed from {saved[name]!r} to {current[name]!r}"
+        return None
+
+    def check_identity(self, saved: Mapping[str, Any]) -> None:
+        """Raise `IdentityChanged` naming the first changed identity field."""
+        change = self.identity_change(saved)
+        if change is not None:
+            raise IdentityChanged(f"cannot resume: {change}; start a new state directory instead")
+
+
+def setting_names() -> list[str]:
+    return list(GuidanceConfig.model_fields)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The settings in a `.toml`, `.yaml` or `.yml` file (a mapping of setting to value)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise ConfigError(f"{path}: unknown config format; use a .toml, .yaml or .yml file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        if suffix == ".toml":
+            data: Any = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text)
+            data = {} if data is None else data
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        detail = str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: not valid {suffix[1:].upper()} ({detail})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must be a mapping of setting names to values")
+    return data
+
+
+def load_config(
+    path: Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> GuidanceConfig:
+    """Defaults, then the file's settings, then the overrides; one `ConfigError` if invalid."""
+    merged: dict[str, Any] = {}
+    if path is not None:
+        merged.update(_normalise(read_config_file(path), str(path)))
+    merged.update(_normalise(dict(overrides or {}), "override"))
+    try:
+        return GuidanceConfig(**merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, merged)) from None
+
+
+def from_agent_kwargs(kwargs: Mapping[str, Any]) -> GuidanceConfig:
+    """The config from Harbor agent kwargs; `config=<file>` names a TOML or YAML file."""
+    rest = dict(kwargs)
+    path = rest.pop("config", None)
+    return load_config(Path(str(path)) if path is not None else None, rest)
+
+
+def _normalise(settings: Mapping[str, Any], source: str) -> dict[str, Any]:
+    fields = GuidanceConfig.model_fields
+    result: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = str(key).strip().lower().replace("-", "_")
+        name = ALIASES.get(name, name)
+        if name not in fields:
+            known = ", ".join(fields)
+            raise ConfigError(f"{source}: unknown setting {str(key)!r}; known settings: {known}")
+        result[name] = _coerce(name, value)
+    return result
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Make a value fit its field where the intent is plain: 2 for a text field, YAML's `on`."""
+    annotation = GuidanceConfig.model_fields[name].annotation
+    accepts_text = annotation in (str, Path) or (
+        typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        and str in typing.get_args(annotation)
+    )
+    if isinstance(value, bool):
+        if name == "training":  # YAML 1.1 reads a bare `on` / `off` as a boolean
+            return "on" if value else "off"
+        return value
+    if accepts_text and isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+def _describe(exc: ValidationError, given: Mapping[str, Any]) -> str:
+    error = exc.errors()[0]
+    location = ".".join(str(part) for part in error["loc"])
+    message = error["msg"]
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    if location and location in given:
+        return f"setting {location!r}: {message} (got {given[location]!r})"
+    if location:
+        return f"setting {location!r}: {message}"
+    return message

@@ -1,0 +1,137 @@
+"""The run configuration: files, agent-kwarg overrides, clear errors and the resume identity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from atoll.guidance_ttt.config import (
+    IDENTITY_FIELDS,
+    ConfigError,
+    GuidanceConfig,
+    IdentityChanged,
+    from_agent_kwargs,
+    load_config,
+)
+
+
+def test_defaults() -> None:
+    config = load_config()
+    assert (config.groups, config.rollouts, config.lora_rank) == (8, 16, 32)
+    assert config.guidance_model == "Qwen/Qwen3-8B"
+    assert config.prompt_mode == "summary_only"
+    assert config.training == "on"
+    assert config.executor_preset == "gpt-oss-local"
+    assert config.executor_model == "openai/gpt-oss-120b"
+    assert config.executor_base_url.startswith("http://127.0.0.1:")
+
+
+def test_toml_file_then_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text(
+        'groups = 4\nrollouts = 2\nsteps = 3\nexecutor_preset = "openrouter-glm"\n'
+        'state_dir = "runs/a"\ntraining = "off"\n'
+    )
+    config = load_config(path, {"steps": "5", "max-guidance-tokens": "2048"})
+    assert (config.groups, config.rollouts, config.steps) == (4, 2, 5)
+    assert config.max_guidance_tokens == 2048
+    assert config.executor_model == "z-ai/glm-5.2"
+    assert config.state_dir == Path("runs/a")
+    assert config.training == "off"
+
+
+def test_yaml_file_with_bare_on_off(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("G: 2\nR: 3\ntraining: off\ntensor_parallel_size: 2\n")
+    config = load_config(path)
+    assert (config.groups, config.rollouts, config.tensor_parallel_size) == (2, 3, 2)
+    assert config.training == "off"
+
+
+def test_agent_kwargs_as_harbor_passes_them(tmp_path: Path) -> None:
+    path = tmp_path / "run.yml"
+    path.write_text("groups: 2\n")
+    # Harbor decodes JSON-looking values, so numbers arrive as ints and text as str.
+    config = from_agent_kwargs(
+        {
+            "config": str(path),
+            "rollouts": 4,
+            "executor_preset": "openai",
+            "executor_model": "gpt-5",
+            "executor_base_url": "http://127.0.0.1:9999/v1",
+            "guidance_model": 7,
+            "reef_url": "http://127.0.0.1:8901",
+        }
+    )
+    assert (config.groups, config.rollouts) == (2, 4)
+    assert config.executor_model == "gpt-5"
+    assert config.executor_base_url == "http://127.0.0.1:9999/v1"
+    assert config.guidance_model == "7"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"gropus": "8"}, "unknown setting 'gropus'; known settings: groups, rollouts"),
+        ({"groups": "eight"}, "setting 'groups': Input should be a valid integer"),
+        ({"groups": "0"}, "setting 'groups': Input should be greater than or equal to 1"),
+        ({"training": "maybe"}, "setting 'training': Input should be 'on' or 'off'"),
+        ({"executor_preset": "local"}, "setting 'executor_preset'"),
+        ({"prompt_mode": "full_code"}, "setting 'prompt_mode'"),
+        ({"executor_preset": "openai"}, "executor_model is required with executor_preset 'openai'"),
+    ],
+)
+def test_bad_settings_get_one_clear_line(overrides: dict, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, overrides)
+    assert expected in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    bad = tmp_path / "run.toml"
+    bad.write_text("groups = [\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+    unknown = tmp_path / "run.toml"
+    unknown.write_text("colour = 1\n")
+    with pytest.raises(ConfigError, match="run.toml: unknown setting 'colour'"):
+        load_config(unknown)
+    listing = tmp_path / "run.yaml"
+    listing.write_text("- 1\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(listing)
+    with pytest.raises(ConfigError, match="unknown config format"):
+        load_config(tmp_path / "run.ini")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_config(tmp_path / "absent.toml")
+
+
+def test_config_is_immutable() -> None:
+    config = load_config()
+    with pytest.raises(ValueError):
+        config.groups = 3  # type: ignore[misc]
+
+
+def test_identity_subset_and_first_change() -> None:
+    config = load_config(None, {"groups": 4})
+    identity = config.identity()
+    assert tuple(identity) == IDENTITY_FIELDS
+    assert "steps" not in identity and "state_dir" not in identity
+    config.check_identity(identity)
+    # STEPS and concurrency may change on resume; identity does not.
+    load_config(None, {"groups": 4, "steps": 99, "judge_concurrency": 1}).check_identity(identity)
+    changed = load_config(None, {"groups": 4, "rollouts": 8, "lora_rank": 16})
+    assert changed.identity_change(identity) == "rollouts changed from 16 to 8"
+    with pytest.raises(IdentityChanged, match="cannot resume: rollouts changed from 16 to 8"):
+        changed.check_identity(identity)
+    other_executor = load_config(None, {"groups": 4, "executor_preset": "openrouter-glm"})
+    assert other_executor.identity_change(identity).startswith("executor_preset changed")
+    partial = dict(identity)
+    del partial["lora_rank"]
+    assert config.identity_change(partial) == "lora_rank is missing from the saved run"
+
+
+def test_fields_are_documented() -> None:
+    assert all(field.description for field in GuidanceConfig.model_fields.values())
