@@ -1,0 +1,309 @@
+"""The durable archive of one run: a JSON snapshot, an event journal, and a committed copy.
+
+Under `<state_dir>/guidance-run/`:
+
+- `library.json`: the working archive as of the last step barrier (a snapshot
+  with a generation number);
+- `library.journal.jsonl`: every selection and rollout since that snapshot,
+  one fsync'd line each, so one rollout costs one small append, not a rewrite;
+- `committed-library.json`: a byte copy of `library.json` made only after the
+  trainer's commit was checked, the only archive a resume restores.
+
+At the step barrier `finish_step` folds the journal into a new snapshot
+(generation + 1) and empties the journal. A crash between the two leaves
+journal lines of the old generation, which the loader skips; a crash in the
+middle of an append leaves a torn last line, which the loader ignores. Replay
+goes through the same `Archive.apply_*` code as a live run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from pathlib import Path
+from typing import Any, Self
+
+import filelock
+
+from atoll.guidance_ttt.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
+from atoll.guidance_ttt.atomic import dump_json, write_bytes_atomic
+from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
+from atoll.guidance_ttt.node import Node
+
+FORMAT = "atoll.guidance_ttt.library/1"
+RUN_DIR = "guidance-run"
+WORKING_FILE = "library.json"
+COMMITTED_FILE = "committed-library.json"
+JOURNAL_FILE = "library.journal.jsonl"
+LOCK_FILE = "library.lock"
+
+
+class LibraryError(RuntimeError):
+    """The archive files are missing, inconsistent, locked, or could not be written."""
+
+
+def run_dir(state_dir: Path) -> Path:
+    return state_dir / RUN_DIR
+
+
+class Library:
+    """An archive whose every change is durable before the call returns.
+
+    Open it with `create`, `open` or `restore_committed`; one process at a time
+    (a file lock guards the run directory). Safe to call from several threads.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        archive: Archive,
+        generation: int,
+        journal: Journal,
+        lock: filelock.BaseFileLock,
+        pending: int,
+    ) -> None:
+        self.directory = directory
+        self._archive = archive
+        self._generation = generation
+        self._journal = journal
+        self._lock = lock
+        self._seq = pending
+        self._mutex = threading.Lock()
+        self._broken: str | None = None
+
+    # ----- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, state_dir: Path, archive: Archive) -> Self:
+        """Start a run's archive (e.g. `Archive.seeded(...)`); refuses to overwrite one."""
+        directory = run_dir(state_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = _acquire(directory)
+        try:
+            working = directory / WORKING_FILE
+            if working.exists():
+                raise LibraryError(
+                    f"{working} already exists; resume the run or choose a new state directory"
+                )
+            if archive.selections or archive.finished:
+                raise LibraryError("a new library must start at a step barrier")
+            write_bytes_atomic(working, _snapshot(archive, 0))
+            journal = Journal(directory / JOURNAL_FILE)
+            journal.truncate()
+        except BaseException:
+            lock.release()
+            raise
+        return cls(directory, archive, 0, journal, lock, 0)
+
+    @classmethod
+    def open(cls, state_dir: Path) -> Self:
+        """The working archive: the last snapshot plus the journal's events since."""
+        directory = run_dir(state_dir)
+        working = directory / WORKING_FILE
+        if not working.exists():
+            raise LibraryError(f"{working} does not exist; no run was started in {state_dir}")
+        lock = _acquire(directory)
+        try:
+            archive, generation = _load_snapshot(working)
+            journal_path = directory / JOURNAL_FILE
+            try:
+                read = read_journal(journal_path)
+            except JournalCorrupt as exc:
+                raise LibraryError(str(exc)) from None
+            pending = _replay(archive, generation, read.records, journal_path)
+            journal = Journal(journal_path, valid_length=read.valid_length)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(directory, archive, generation, journal, lock, pending)
+
+    @classmethod
+    def restore_committed(cls, state_dir: Path) -> Self:
+        """Reset the working archive to the committed one, discarding uncommitted work."""
+        directory = run_dir(state_dir)
+        committed = directory / COMMITTED_FILE
+        if not committed.exists():
+            raise LibraryError(f"{committed} does not exist; no step of this run was committed")
+        lock = _acquire(directory)
+        try:
+            archive, committed_generation = _load_snapshot(committed)
+            # Empty the journal first: its events belong to the abandoned, uncommitted work.
+            journal = Journal(directory / JOURNAL_FILE)
+            journal.truncate()
+            working = directory / WORKING_FILE
+            generation = committed_generation
+            if working.exists():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    generation = max(generation, json.loads(working.read_bytes())["generation"])
+            generation += 1
+            write_bytes_atomic(working, _snapshot(archive, generation))
+        except BaseException:
+            lock.release()
+            raise
+        return cls(directory, archive, generation, journal, lock, 0)
+
+    # ----- the run's operations -----------------------------------------------------------
+
+    @property
+    def archive(self) -> Archive:
+        """The in-memory archive (read it; change it only through this library)."""
+        return self._archive
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def select(self, step: int, group: int) -> Node:
+        """The group's parent for `step`, chosen by PUCT once and recorded durably."""
+        with self._mutex:
+            self._usable()
+            selection = self._archive.choose(step, group)
+            if group in self._archive.selections:
+                return self._archive.nodes[selection.node_id]
+            self._append("selection", selection.to_json(), None)
+            self._archive.apply_selection(selection)
+            return self._archive.nodes[selection.node_id]
+
+    def select_step(self, step: int, groups: int) -> list[Node]:
+        """Parents for groups 0 … groups − 1, chosen in group order."""
+        return [self.select(step, group) for group in range(groups)]
+
+    def record(self, rollout: Rollout) -> int | None:
+        """Book one finished rollout (failed ones too); the new child's id, or None."""
+        with self._mutex:
+            self._usable()
+            self._archive.check_rollout(rollout)
+            child = self._archive.child_of(rollout)
+            self._append("rollout", rollout.to_json(), child)
+            applied = self._archive.apply_rollout(rollout)
+            assert applied == child
+            return child
+
+    def finish_step(self, step: int) -> StepEnd:
+        """Run the step-end filter and fold the journal into a new `library.json`."""
+        with self._mutex:
+            self._usable()
+            self._archive.check_step(step)
+            try:
+                end = self._archive.finish_step(step)
+                generation = self._generation + 1
+                write_bytes_atomic(
+                    self.directory / WORKING_FILE, _snapshot(self._archive, generation)
+                )
+                self._generation = generation
+                self._seq = 0
+                self._journal.truncate()
+            except OSError as exc:
+                self._broken = f"compacting the archive failed ({exc}); reopen the library"
+                raise LibraryError(self._broken) from exc
+            return end
+
+    def commit(self) -> None:
+        """Copy the working archive to `committed-library.json`, atomically; only at a barrier."""
+        with self._mutex:
+            self._usable()
+            if self._seq:
+                raise LibraryError(
+                    f"step {self._archive.step} has {self._seq} unfolded events; "
+                    "finish the step before committing the archive"
+                )
+            data = (self.directory / WORKING_FILE).read_bytes()
+            write_bytes_atomic(self.directory / COMMITTED_FILE, data)
+
+    def close(self) -> None:
+        with self._mutex:
+            self._journal.close()
+            if self._lock.is_locked:
+                self._lock.release()
+            self._broken = self._broken or "the library is closed"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----- helpers ------------------------------------------------------------------------
+
+    def _usable(self) -> None:
+        if self._broken:
+            raise LibraryError(self._broken)
+
+    def _append(self, kind: str, event: dict[str, Any], child: int | None) -> None:
+        record = {
+            "generation": self._generation,
+            "seq": self._seq,
+            "kind": kind,
+            "event": event,
+            "child_id": child,
+        }
+        try:
+            self._journal.append(record)
+        except OSError as exc:
+            self._broken = f"appending to {self._journal.path} failed ({exc}); reopen the library"
+            raise LibraryError(self._broken) from exc
+        self._seq += 1
+
+
+def _acquire(directory: Path) -> filelock.BaseFileLock:
+    lock = filelock.FileLock(str(directory / LOCK_FILE))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        raise LibraryError(
+            f"{directory} is in use by another process (lock {LOCK_FILE}); stop it first"
+        ) from None
+    return lock
+
+
+def _snapshot(archive: Archive, generation: int) -> bytes:
+    return dump_json({"format": FORMAT, "generation": generation, "archive": archive.to_json()})
+
+
+def _load_snapshot(path: Path) -> tuple[Archive, int]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise LibraryError(f"{path}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise LibraryError(f"{path}: not a Guidance-TTT archive of format {FORMAT}")
+    try:
+        return Archive.from_json(data["archive"]), int(data["generation"])
+    except ArchiveError as exc:
+        raise LibraryError(f"{path}: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LibraryError(f"{path}: malformed archive ({exc!r})") from None
+
+
+def _replay(archive: Archive, generation: int, records: list[dict[str, Any]], path: Path) -> int:
+    """Apply the journal's events of the snapshot's generation; the number applied."""
+    applied = 0
+    for number, record in enumerate(records, start=1):
+        try:
+            record_generation = int(record["generation"])
+            if record_generation < generation:
+                continue  # folded into the snapshot before a crash emptied the journal
+            if record_generation > generation or int(record["seq"]) != applied:
+                raise LibraryError(
+                    f"{path}: line {number} does not follow the snapshot (generation "
+                    f"{record_generation}, seq {record['seq']}); the files do not belong together"
+                )
+            event = record["event"]
+            if record["kind"] == "selection":
+                archive.apply_selection(Selection.from_json(event))
+            elif record["kind"] == "rollout":
+                child = archive.apply_rollout(Rollout.from_json(event))
+                if child != record["child_id"]:
+                    raise LibraryError(
+                        f"{path}: line {number} made node {child}, the journal says "
+                        f"{record['child_id']}"
+                    )
+            else:
+                raise LibraryError(f"{path}: line {number} has unknown kind {record['kind']!r}")
+        except ArchiveError as exc:
+            raise LibraryError(f"{path}: line {number} cannot be replayed: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LibraryError(f"{path}: line {number} is malformed ({exc!r})") from None
+        applied += 1
+    return applied
