@@ -1,0 +1,183 @@
+"""The training gate fails closed on each of its conditions; the barrier follows Reef's status."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from atoll.guidance_ttt.bridge import (
+    ReefTrainingBridge,
+    SearchOnlyBridge,
+    StepExpectation,
+    TrainingCommit,
+    TrainingGateFailed,
+    TrainingInvariantFailed,
+    TrainingTimeout,
+    check_commit,
+    commit_from_health,
+    ray_actor_health,
+    scenario_progress,
+)
+from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
+
+pytest_plugins = ["support.fixtures"]
+
+EXPECTED = StepExpectation(
+    step=2, groups=2, rollouts_per_group=4, rollouts=8, non_constant_groups=1
+)
+
+
+def _health(marker: Path, **overrides) -> dict:
+    metrics = {
+        "rollouts": 8,
+        "grad_norm": 0.42,
+        "global_batch_size": 4,
+        "trainable_lora_params": 1_000_000,
+        "trainable_base_params": 0,
+        "lora_b_nonzero": 5_000,
+        "lora_b_l1": 12.5,
+    }
+    metrics.update(overrides)
+    return {
+        "ok": True,
+        "phase": "serving",
+        "training_job": {
+            "status": "COMPLETE",
+            "completed_steps": 3,
+            "rollout_id": 2,
+            "checkpoint_marker": str(marker),
+        },
+        "last_train_metrics": metrics,
+    }
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> TrainingCommit:
+    marker = tmp_path / "latest_checkpointed_iteration.txt"
+    marker.write_text("3\n")
+    return commit_from_health(_health(marker))
+
+
+def test_a_sound_update_passes(good):
+    check_commit(good, EXPECTED)
+    assert good.metrics["grad_norm"] == 0.42
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        ({"rollouts": 7}, "trained on 7 rollouts"),
+        ({"health_ok": False}, "health"),
+        ({"health_ok": None}, "health"),
+        ({"phase": "updating"}, "phase"),
+        ({"completed_steps": 2}, "completed 2 steps"),
+        ({"rollout_id": 1}, "rollout id"),
+        ({"grad_norm": 0.0}, "grad norm"),
+        ({"grad_norm": math.nan}, "grad norm"),
+        ({"grad_norm": math.inf}, "grad norm"),
+        ({"grad_norm": None}, "grad norm"),
+        ({"global_batch_size": 8}, "global batch size"),
+        ({"trainable_lora_params": 0}, "LoRA parameters"),
+        ({"trainable_base_params": 3}, "base parameters"),
+        ({"trainable_base_params": None}, "base parameters"),
+        ({"lora_b_nonzero": 0}, "non-zero"),
+        ({"lora_b_l1": 0.0}, "L1"),
+        ({"lora_b_l1": math.inf}, "L1"),
+        ({"checkpoint_marker": None}, "checkpoint marker"),
+        ({"checkpoint_marker": "/nonexistent/marker"}, "checkpoint marker"),
+    ],
+)
+def test_each_failing_condition_stops_the_commit(good, change, complaint):
+    with pytest.raises(TrainingGateFailed, match=complaint):
+        check_commit(dataclasses.replace(good, **change), EXPECTED)
+
+
+def test_incomplete_grid_fails_even_if_reef_agrees(good):
+    short = dataclasses.replace(EXPECTED, rollouts=7)
+    with pytest.raises(TrainingGateFailed, match="the step has 7 rollouts"):
+        check_commit(dataclasses.replace(good, rollouts=7), short)
+
+
+def test_degenerate_step_expects_one_group_of_batch(good):
+    degenerate = dataclasses.replace(EXPECTED, non_constant_groups=0)
+    check_commit(good, degenerate)
+    assert degenerate.global_batch_size == 4
+
+
+def test_missing_health_fields_fail_closed(tmp_path):
+    with pytest.raises(TrainingGateFailed) as caught:
+        check_commit(commit_from_health({"ok": True}), EXPECTED)
+    for complaint in ("grad norm", "LoRA", "checkpoint marker", "rollout id"):
+        assert complaint in str(caught.value)
+
+
+def _status(step: int, failed: list | None = None, error: str | None = None) -> dict:
+    return {
+        "error": error,
+        "scenarios": {"tttd": {"scenario_step": step, "processor": {"failed_steps": failed or []}}},
+    }
+
+
+def test_failed_step_is_an_invariant_failure_not_a_wait(tmp_path):
+    bridge = ReefTrainingBridge(
+        lambda: _status(2, failed=[{"step": 2, "reason": "releases"}]),
+        "tttd",
+        health=lambda: {},
+        poll_interval_s=0.01,
+        timeout_s=30,
+    )
+    with pytest.raises(TrainingInvariantFailed, match="failed_steps"):
+        bridge.await_training(EXPECTED)
+    with pytest.raises(TrainingInvariantFailed, match="Reef reports an error: boom"):
+        scenario_progress(_status(0, error="boom"), "tttd")
+
+
+def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
+    marker = tmp_path / "marker"
+    marker.write_text("3")
+    statuses = iter([_status(2), _status(2), _status(3), _status(3), _status(3)])
+    healths = iter([_health(marker) | {"phase": "updating_weights"}, _health(marker)])
+    bridge = ReefTrainingBridge(
+        lambda: next(statuses),
+        "tttd",
+        health=lambda: next(healths),
+        poll_interval_s=0.01,
+        timeout_s=30,
+    )
+    commit = bridge.await_training(EXPECTED)
+    assert commit is not None and commit.phase == "serving"
+    assert bridge.mode == "reef"
+
+
+def test_barrier_against_real_reef_times_out_clearly(reef_server):
+    client = GuidanceClient(
+        ReefEndpoint(reef_server.url, reef_server.token),
+        scenario="never-trained",
+        model="m",
+        max_completion_tokens=8,
+    )
+    bridge = ReefTrainingBridge(
+        client.status, "never-trained", health=lambda: {}, poll_interval_s=0.05, timeout_s=0.3
+    )
+    assert bridge.trainer_step() == 0
+    with pytest.raises(TrainingTimeout, match="did not finish training step 2"):
+        bridge.await_training(EXPECTED)
+
+
+def test_search_only_bridge_trains_nothing_and_says_so():
+    bridge = SearchOnlyBridge()
+    assert bridge.mode == "search-only"
+    assert bridge.trainer_step() is None
+    assert bridge.await_training(EXPECTED) is None
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is not None, reason="the ray extra is installed"
+)
+def test_without_the_ray_extra_the_actor_read_says_what_to_install():
+    with pytest.raises(TrainingInvariantFailed, match=r"atoll-guidance-ttt\[ray\]"):
+        ray_actor_health()()
