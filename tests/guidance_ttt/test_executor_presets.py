@@ -119,3 +119,5 @@ def test_bad_preset_settings_are_one_clear_error():
     with pytest.raises(ExecutorConfigError, match="base URL and a model"):
         executor_spec("openai", model="m")
     assert executor_spec("openrouter").base_url.startswith("https://")
+    assert executor_spec("openrouter-glm") == executor_spec("openrouter")
+    assert executor_spec("gpt-oss-local").model == "openai/gpt-oss-120b"

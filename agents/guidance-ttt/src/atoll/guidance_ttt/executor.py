@@ -32,9 +32,15 @@ class ExecutorUnavailable(RuntimeError):
 
 
 class Preset(StrEnum):
-    LOCAL = "local"
-    OPENROUTER = "openrouter"
+    """The names the run config uses (`executor_preset`)."""
+
+    LOCAL = "gpt-oss-local"
+    OPENROUTER = "openrouter-glm"
     OPENAI = "openai"
+
+
+# Short names accepted on the command line.
+PRESET_ALIASES = {"local": Preset.LOCAL, "openrouter": Preset.OPENROUTER}
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,9 @@ def executor_spec(
 ) -> ExecutorSpec:
     """The preset's settings, with the base URL and model overridable where it makes sense."""
     try:
-        chosen = Preset(preset)
+        chosen = PRESET_ALIASES.get(str(preset)) or Preset(preset)
     except ValueError:
-        names = ", ".join(p.value for p in Preset)
+        names = ", ".join([p.value for p in Preset] + list(PRESET_ALIASES))
         raise ExecutorConfigError(
             f"unknown executor preset {preset!r}; choose one of {names}"
         ) from None
