@@ -131,6 +131,9 @@ class Archive:
             if node.program_sha256 is not None:
                 self._by_sha.setdefault(node.program_sha256, node.id)
         self.best_id = self._find_best()
+        # Scores change only with rollouts and step ends; the G selections of a step share them.
+        self._version = 0
+        self._scores: tuple[tuple[int, int, int], list[Scored]] | None = None
 
     # ----- construction -------------------------------------------------------------------
 
@@ -206,7 +209,10 @@ class Archive:
 
     def scores(self, step: int) -> list[Scored]:
         """PUCT scores of this step's candidates, best first."""
-        return score_candidates(self.candidates(step), self.total_rollouts)
+        key = (step, self.total_rollouts, self._version)
+        if self._scores is None or self._scores[0] != key:
+            self._scores = (key, score_candidates(self.candidates(step), self.total_rollouts))
+        return list(self._scores[1])
 
     def choose(self, step: int, group: int) -> Selection:
         """The group's parent for `step` (the recorded one if the group already chose)."""
@@ -270,6 +276,7 @@ class Archive:
     def apply_rollout(self, rollout: Rollout) -> int | None:
         """Count the visit, raise the parent's best-child value, add the child; its id or None."""
         self.check_rollout(rollout)
+        self._version += 1
         parent = self.nodes[rollout.parent_id]
         parent.n += 1
         for ancestor in self.ancestors(parent.id):
@@ -305,6 +312,7 @@ class Archive:
     def finish_step(self, step: int) -> StepEnd:
         """The step-end filter: top children per parent, de-duplicated, capped, closed upward."""
         self.check_step(step)
+        self._version += 1
         keep = {node.id for node in self.nodes.values() if node.is_root}
         for node in self.nodes.values():
             ranked = sorted((self.nodes[c] for c in node.children), key=_value_order, reverse=True)

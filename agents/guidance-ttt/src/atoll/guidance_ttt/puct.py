@@ -22,7 +22,7 @@ EXPLORATION_C = 1.0
 SCALE_FLOOR = 1e-6
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Scored:
     """One candidate's score and the terms that made it (kept for logs and tests)."""
 
@@ -58,7 +58,7 @@ def value_scale(candidates: Sequence[Node]) -> float:
 def rank_priors(candidates: Sequence[Node]) -> dict[int, float]:
     """Rank k (0 = best value; ties by id, descending) gets weight N − k, normalised."""
     count = len(candidates)
-    ordered = sorted(candidates, key=lambda c: (c.sort_value, c.id), reverse=True)
+    ordered = sorted(candidates, key=_value_then_id, reverse=True)
     total = count * (count + 1) / 2
     return {node.id: (count - rank) / total for rank, node in enumerate(ordered)}
 
@@ -80,5 +80,13 @@ def score_candidates(
         scored.append(
             Scored(node=node, q=q, prior=prior, scale=scale, bonus=bonus, score=q + bonus)
         )
-    scored.sort(key=lambda s: s.order_key, reverse=True)
+    scored.sort(key=_order, reverse=True)
     return scored
+
+
+def _value_then_id(node: Node) -> tuple[float, int]:
+    return (node.sort_value, node.id)
+
+
+def _order(scored: Scored) -> tuple[float, float, int]:
+    return (scored.score, scored.node.sort_value, scored.node.id)
