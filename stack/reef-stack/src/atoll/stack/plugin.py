@@ -1,8 +1,30 @@
-"""atoll-reef-stack's registrations with the atoll host.
-
-The reef-stack job plugin is registered here once it exists; until then the plugin adds nothing.
-"""
+"""atoll-reef-stack's registrations with the atoll host: the job plugin and `atoll stack`."""
 
 from __future__ import annotations
 
-from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+
+@hookimpl
+def atoll_job_plugins() -> list[Registration]:
+    return [
+        Registration(
+            "reef-stack",
+            Kind.JOB_PLUGIN,
+            "atoll.stack.job_plugin:ReefStackPlugin",
+            "Starts Reef (+ Ray, Slime/Megatron, SGLang) for a job and stops it at the end.",
+        )
+    ]
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "stack",
+            Kind.COMMAND,
+            "atoll.stack.cli:app",
+            "Render, start, inspect and stop the Reef stack of a Guidance-TTT run.",
+        )
+    ]

@@ -1,0 +1,204 @@
+"""`atoll stack render|up|status|down`: the stack as a command.
+
+`up` returns once Reef is healthy and leaves the processes running (their
+pids are in the stack's state file); `down` stops them. Progress goes to
+stderr and the Reef URL (or the rendered file) to stdout, so both can be
+captured by scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from atoll.stack.errors import StackError
+
+app = typer.Typer(
+    help="Reef + Ray + Slime/Megatron + SGLang for a Guidance-TTT run: render, up, status, down.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_out = Console(highlight=False, soft_wrap=True)
+
+
+CONFIG = typer.Option(None, "--config", "-c", help="Guidance-TTT config file (TOML or YAML).")
+OVERRIDES = typer.Argument(None, help="Config overrides as key=value (e.g. groups=4 rollouts=8).")
+TRAINING = typer.Option(None, "--training", help="on|off; default: the config's `training`.")
+UPSTREAM_URL = typer.Option(None, "--upstream-url", help="Guidance endpoint for search-only mode.")
+UPSTREAM_MODEL = typer.Option(None, "--upstream-model", help="Model name at the guidance endpoint.")
+PORT = typer.Option(None, "--port", help="Reef's port; default: the port of the config's reef_url.")
+STACK_DIR = typer.Option(
+    None, "--stack-dir", help="State file, serve.yaml and logs [default: <state_dir>/stack]."
+)
+REEF_HOME = typer.Option(
+    None, "--reef-home", envvar="REEF_HOME", help="Reef source checkout (holds recipes/tttd)."
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Reef + Ray + Slime/Megatron + SGLang for a Guidance-TTT run."""
+
+
+def _guarded[T](action: Callable[[], T]) -> T:
+    from atoll.guidance_ttt.config import ConfigError
+
+    try:
+        return action()
+    except (StackError, ConfigError) as exc:
+        _err.print(f"[bold red]error:[/bold red] {exc}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        _err.print("interrupted; stopped what this command had started")
+        raise typer.Exit(130) from None
+
+
+def _plan(
+    config: Path | None,
+    overrides: list[str] | None,
+    training: str | None,
+    upstream_url: str | None,
+    upstream_model: str | None,
+    port: int | None,
+    stack_dir: Path | None,
+    reef_home: str | None = None,
+    ready_timeout: float | None = None,
+):  # noqa: ANN202  (returns atoll.stack.launcher.Plan; imported lazily)
+    from atoll.guidance_ttt.config import load_config
+    from atoll.stack.launcher import plan
+    from atoll.stack.options import options_from_kwargs
+
+    pairs: dict[str, str] = {}
+    for item in overrides or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise StackError(f"override {item!r} must be key=value")
+        pairs[key] = value
+    guidance = load_config(config, pairs)
+    options = options_from_kwargs(
+        {
+            "config": config,
+            "training": training,
+            "upstream_url": upstream_url,
+            "upstream_model": upstream_model,
+            "port": port,
+            "stack_dir": stack_dir,
+            "reef_home": reef_home,
+            "ready_timeout_s": ready_timeout,
+        }
+    )
+    return plan(guidance, options)
+
+
+@app.command()
+def render(
+    overrides: list[str] | None = OVERRIDES,
+    config: Path | None = CONFIG,
+    training: str | None = TRAINING,
+    upstream_url: str | None = UPSTREAM_URL,
+    upstream_model: str | None = UPSTREAM_MODEL,
+    port: int | None = PORT,
+    check: bool = typer.Option(False, "--check", help="Also load it with reef-infra's own loader."),
+    reef_home: str | None = REEF_HOME,
+) -> None:
+    """Print Reef's serve.yaml for this config (the token stays a ${REEF_TOKEN} reference)."""
+
+    def action() -> None:
+        import tempfile
+
+        planned = _plan(
+            config, overrides, training, upstream_url, upstream_model, port, None, reef_home
+        )
+        text = planned.serve_yaml
+        if check:
+            from atoll.stack import validate
+
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "serve.yaml"
+                path.write_text(text)
+                validate.load_layout(path)
+                if planned.upstream is not None or reef_home:
+                    home = Path(reef_home) if reef_home and not planned.upstream else None
+                    validate.resolve(path, upstream=planned.upstream, reef_home=home)
+            _err.print("reef-infra's loader accepts this file")
+        _out.out(text, end="")
+
+    _guarded(action)
+
+
+@app.command()
+def up(
+    overrides: list[str] | None = OVERRIDES,
+    config: Path | None = CONFIG,
+    training: str | None = TRAINING,
+    upstream_url: str | None = UPSTREAM_URL,
+    upstream_model: str | None = UPSTREAM_MODEL,
+    port: int | None = PORT,
+    stack_dir: Path | None = STACK_DIR,
+    reef_home: str | None = REEF_HOME,
+    ready_timeout: float | None = typer.Option(
+        None, "--ready-timeout", help="Health deadline, seconds."
+    ),
+) -> None:
+    """Start the stack, print the Reef URL, return when healthy (processes keep running)."""
+
+    def action() -> None:
+        from atoll.stack import launcher
+
+        planned = _plan(
+            config,
+            overrides,
+            training,
+            upstream_url,
+            upstream_model,
+            port,
+            stack_dir,
+            reef_home,
+            ready_timeout,
+        )
+        state = launcher.up(planned, _err)
+        _err.print(
+            f"reef-stack: {state.mode} stack up; stop it with `atoll stack down --stack-dir {planned.stack_dir}`"
+        )
+        _out.out(state.reef_url)
+
+    _guarded(action)
+
+
+def _stack_dir(config: Path | None, stack_dir: Path | None) -> Path:
+    if stack_dir is not None:
+        return stack_dir
+    from atoll.guidance_ttt.config import load_config
+
+    return load_config(config).state_dir / "stack"
+
+
+@app.command()
+def status(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> None:
+    """Print what runs: Reef's URL and health, each recorded process, the Ray address."""
+
+    def action() -> None:
+        from atoll.stack import launcher
+
+        for line in launcher.status_lines(_stack_dir(config, stack_dir)):
+            _out.out(line)
+
+    _guarded(action)
+
+
+@app.command()
+def down(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> None:
+    """Stop what `up` started; leave what it found running."""
+
+    def action() -> None:
+        from atoll.stack import launcher
+
+        launcher.down(_stack_dir(config, stack_dir), _err)
+
+    _guarded(action)

@@ -1,0 +1,127 @@
+"""The `reef-stack` Harbor job plugin: Reef up for the job, down at its end.
+
+`harbor run --plugin reef-stack --pk key=value ...` takes the same options as
+`atoll stack up`. At job start the stack is started (or found running) with
+its state and logs under `<job_dir>/reef-stack`, and `REEF_URL` and
+`REEF_TOKEN` are set in this process's environment for the job's agents. At
+job end, and also when the process exits without reaching job end (Ctrl-C, a
+failed trial loop, SIGTERM), what the plugin started is stopped; what it found
+running is left alone.
+
+Errors a user can act on leave Harbor as one line (`SystemExit` with the
+message), not as a traceback.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harbor.models.job.plugin import BaseJobPlugin
+from rich.console import Console
+
+from atoll.stack.errors import StackError
+from atoll.stack.options import StackOptions, options_from_kwargs
+from atoll.stack.render import TOKEN_ENV
+
+if TYPE_CHECKING:
+    from harbor.job import Job
+    from harbor.models.job.result import JobResult
+
+    from atoll.guidance_ttt.config import GuidanceConfig
+
+STACK_SUBDIR = "reef-stack"
+URL_ENV = "REEF_URL"
+
+
+class ReefStackPlugin(BaseJobPlugin):
+    """Starts the Reef stack for a Harbor job and stops it at the job's end."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        try:
+            self.options: StackOptions = options_from_kwargs(kwargs)
+        except StackError as exc:
+            raise SystemExit(f"reef-stack: error: {exc}") from exc
+        self.stack_dir: Path | None = None
+        self.reef_url: str | None = None
+        self._stopped = True
+        self._previous_sigterm: Any = None
+        self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    async def on_job_start(self, job: Job) -> None:
+        # Runs in the event loop's thread on purpose: nothing else of the job runs yet,
+        # and Ctrl-C must interrupt the health wait itself so that it stops what it started.
+        from atoll.stack import launcher
+
+        try:
+            config = self._guidance_config(job)
+            if not os.environ.get(TOKEN_ENV, "").strip():
+                # Lives only in this process's environment and its children's; never on disk.
+                os.environ[TOKEN_ENV] = secrets.token_urlsafe(24)
+            planned = launcher.plan(
+                config, self.options, stack_dir=Path(job.job_dir) / STACK_SUBDIR
+            )
+            self.stack_dir = planned.stack_dir
+            self._stopped = False
+            atexit.register(self.stop)
+            self._install_sigterm()
+            state = launcher.up(planned, self._console)
+        except StackError as exc:
+            raise SystemExit(f"reef-stack: error: {exc}") from exc
+        self.reef_url = state.reef_url
+        os.environ[URL_ENV] = state.reef_url
+        self._console.print(f"reef-stack: Reef at {state.reef_url}")
+
+    async def on_job_end(self, job_result: JobResult) -> None:
+        self.stop()
+
+    def _guidance_config(self, job: Job) -> GuidanceConfig:
+        from atoll.guidance_ttt.config import ConfigError, from_agent_kwargs, load_config
+
+        try:
+            if self.options.config is not None:
+                return load_config(self.options.config)
+            for agent in job.config.agents:
+                if "guidance_ttt" in (agent.import_path or "") or agent.name == "guidance-ttt":
+                    return from_agent_kwargs(agent.kwargs)
+            return load_config(None)
+        except ConfigError as exc:
+            raise StackError(str(exc)) from None
+
+    def stop(self) -> None:
+        """Stop what this plugin started (idempotent)."""
+        if self._stopped or self.stack_dir is None:
+            return
+        self._stopped = True
+        from atoll.stack import launcher
+
+        launcher.down(self.stack_dir, self._console, grace_s=self.options.grace_s)
+        self._restore_sigterm()
+
+    def _install_sigterm(self) -> None:
+        """Turn SIGTERM into a normal exit so that atexit stops the stack."""
+        try:
+            current = signal.getsignal(signal.SIGTERM)
+            if current in (signal.SIG_DFL, None):
+                self._previous_sigterm = current
+                signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        except ValueError:  # not the main thread: leave signals to the host
+            pass
+
+    def _restore_sigterm(self) -> None:
+        if self._previous_sigterm is not None:
+            try:
+                if signal.getsignal(signal.SIGTERM) is _exit_on_sigterm:
+                    signal.signal(signal.SIGTERM, self._previous_sigterm)
+            except ValueError:
+                pass
+            self._previous_sigterm = None
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)

@@ -1,0 +1,81 @@
+"""Checks made before anything starts, each failing with one line that names the fix.
+
+Starting Reef and finding out a minute later, from a log, that `git-lfs` is
+missing or that the checkout has no `tttd` recipe wastes GPU time; these
+checks run first and cost milliseconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from atoll.stack.errors import StackError
+
+TTTD_RECIPE = Path("recipes") / "tttd" / "recipe.py"
+
+
+def reef_executable(env: Mapping[str, str]) -> str:
+    """The `reef` command on the PATH of `env`."""
+    found = shutil.which("reef", path=env.get("PATH", ""))
+    if found is None:
+        raise StackError(
+            "no `reef` executable on PATH; install the Reef server (pip install reef-infra) "
+            "in the environment that runs atoll"
+        )
+    return found
+
+
+def require_git_lfs(env: Mapping[str, str]) -> None:
+    if shutil.which("git-lfs", path=env.get("PATH", "")) is None:
+        raise StackError(
+            "git-lfs is not installed; Reef's artifact store needs it (apt-get install git-lfs)"
+        )
+
+
+def reef_home(value: str | None) -> Path:
+    """The Reef source checkout whose `recipes/` cookbook holds the tttd recipe."""
+    if not value:
+        raise StackError(
+            "REEF_HOME is not set; point it at a Reef source checkout (it holds recipes/tttd, "
+            "which the reef-infra wheel lacks)"
+        )
+    home = Path(value).expanduser().resolve()
+    if not home.is_dir():
+        raise StackError(
+            f"REEF_HOME={value} is not a directory; point it at a Reef source checkout"
+        )
+    if not (home / TTTD_RECIPE).is_file():
+        raise StackError(
+            f"REEF_HOME={value} has no tttd recipe ({TTTD_RECIPE} is missing); "
+            "point REEF_HOME at a Reef source checkout"
+        )
+    return home
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether `port` can be bound on `host` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def gpu_count(env: Mapping[str, str]) -> int:
+    """How many GPUs `nvidia-smi` lists (0 without a driver)."""
+    smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
+    if smi is None:
+        return 0
+    try:
+        out = subprocess.run(
+            [smi, "-L"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))

@@ -1,0 +1,154 @@
+"""Detached process groups that can be stopped later, by a different process.
+
+`atoll stack up` returns while Reef keeps running, and `atoll stack down` (or
+the job plugin at job end) must stop exactly what was started, never a process
+that merely reuses a recorded pid. So each started process leads its own
+session (its pid is its process-group id) and is recorded with its start time
+from /proc; a stop signals the whole group only while that identity still
+holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A started process: its name, pid (= process group), start time and log."""
+
+    name: str
+    pid: int
+    start_time: int
+    argv: tuple[str, ...]
+    log: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "argv": list(self.argv),
+            "log": self.log,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Recorded:
+        return cls(
+            name=str(data["name"]),
+            pid=int(data["pid"]),  # type: ignore[arg-type]
+            start_time=int(data["start_time"]),  # type: ignore[arg-type]
+            argv=tuple(str(a) for a in data.get("argv", ()) or ()),  # type: ignore[union-attr]
+            log=str(data.get("log", "")),
+        )
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 2 (comm) may hold spaces and parentheses; the rest follows the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def spawn(
+    name: str, argv: Sequence[str], log: Path, env: Mapping[str, str], cwd: Path | None = None
+) -> Recorded:
+    """Start `argv` in a new session with output appended to `log`; record its identity."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+        )
+    started = start_time(proc.pid)
+    # The Popen object is dropped on purpose: the child outlives this process.
+    # Reaping it (when this process does live on, as in the job plugin) is done by `alive`.
+    _CHILDREN[proc.pid] = proc
+    return Recorded(name, proc.pid, started or 0, tuple(argv), str(log))
+
+
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def alive(record: Recorded) -> bool:
+    """Whether the recorded process, or any member of its group, still runs.
+
+    A record whose leader has gone and whose group is empty is dead, and a pid
+    reused by an unrelated process does not count: Linux does not hand out a
+    pid while a process group of that id still has members.
+    """
+    if leader_alive(record):
+        return True
+    return start_time(record.pid) is None and group_alive(record.pid)
+
+
+def leader_alive(record: Recorded) -> bool:
+    child = _CHILDREN.get(record.pid)
+    if child is not None:
+        child.poll()
+    return start_time(record.pid) == record.start_time
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process still belongs to process group `pgid`."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signum)
+
+
+def stop(records: Sequence[Recorded], grace: float = 30.0) -> list[str]:
+    """SIGTERM each recorded group (last started first), then SIGKILL what outlives `grace`.
+
+    Only groups that `alive` still attributes to the record are signalled, so a
+    pid reused by an unrelated process never is. Returns the names of
+    the processes that had to be killed.
+    """
+    targets = [r for r in reversed(records) if alive(r)]
+    for record in targets:
+        _signal_group(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    pending = targets
+    while pending and time.monotonic() < deadline:
+        pending = [r for r in pending if alive(r)]
+        if pending:
+            time.sleep(0.05)
+    killed = []
+    for record in pending:
+        if alive(record):
+            _signal_group(record.pid, signal.SIGKILL)
+            killed.append(record.name)
+    reap_deadline = time.monotonic() + 5
+    while any(alive(r) for r in pending) and time.monotonic() < reap_deadline:
+        time.sleep(0.05)
+    return killed

@@ -1,0 +1,227 @@
+"""Reef's `serve.yaml`, rendered from the one Guidance-TTT config.
+
+The grid (G groups × R rollouts), the step count, the sequence limits, the
+LoRA rank, the tensor-parallel size and the guidance model are read from
+`atoll.guidance_ttt.config.GuidanceConfig` and nowhere else, so the stack and
+the harness cannot disagree about the step they run. What is fixed here is
+the training method itself (LoRA alpha and targets, the optimizer, the KL
+coefficient), which is not a knob of a run.
+
+The layout is reef-infra's public configuration layout (sections `reef`,
+`inference`, `recipe`, `training`, `storage`, `execution`); Reef's own loader
+accepts it (`atoll.stack.validate`). The bearer token is never written: the
+file says `${REEF_TOKEN:?}`, which Reef expands from its environment and
+refuses to start without.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from atoll.guidance_ttt.config import GuidanceConfig
+from atoll.stack.errors import StackError
+
+TOKEN_ENV = "REEF_TOKEN"
+TOKEN_REFERENCE = "${" + TOKEN_ENV + ":?}"
+TTTD_RECIPE = "recipes.tttd.recipe:TTTDRecipe"
+#: The record-only recipe of reef-infra: receipts and reports, no weight updates.
+RECORD_ONLY_RECIPE = "recipe"
+
+#: The training method of Guidance-TTT (not per-run knobs).
+LORA_ALPHA = 32
+LORA_TARGETS = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+LEARNING_RATE = "4e-5"
+KL_COEF = "0.1"
+
+#: Megatron's description of the Qwen3 family (the default guidance models).
+QWEN3_ARCHITECTURE: dict[str, Any] = {
+    "padded-vocab-size": "151936",
+    "position-embedding-type": "rope",
+    "rotary-base": "1000000",
+    "swiglu": True,
+    "disable-bias-linear": True,
+    "normalization": "RMSNorm",
+    "group-query-attention": True,
+    "qk-layernorm": True,
+}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the stack runs: Reef's address, its directories and the trainer's GPUs."""
+
+    host: str
+    port: int
+    stack_dir: Path
+    state_dir: Path
+    trainer_gpu_count: int
+    ready_timeout_s: float
+
+    @property
+    def run_dir(self) -> Path:
+        """Reef's own service logs (under the stack directory, i.e. the job's)."""
+        return self.stack_dir / "reef-run"
+
+    @property
+    def reef_state_dir(self) -> Path:
+        """Reef's durable storage (under the run's state directory)."""
+        return self.state_dir / "reef"
+
+
+def reef_address(config: GuidanceConfig, port: int | None) -> tuple[str, int]:
+    """Host and port of Reef: the config's `reef_url`, with `port` replacing its port."""
+    parts = urlsplit(config.reef_url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise StackError(
+            f"reef_url {config.reef_url!r} must be an http:// URL of this machine, e.g. http://127.0.0.1:8900"
+        )
+    return parts.hostname, port or parts.port or 80
+
+
+def render(config: GuidanceConfig, placement: Placement, *, training: bool) -> dict[str, Any]:
+    """The serve.yaml mapping: the tttd stack when training, else record-only."""
+    document: dict[str, Any] = {
+        "reef": {
+            "host": placement.host,
+            "port": placement.port,
+            "token": TOKEN_REFERENCE,
+            "run-dir": str(placement.run_dir),
+            "ready-timeout": int(placement.ready_timeout_s),
+        },
+    }
+    if training:
+        document.update(_training_sections(config, placement))
+    document["storage"] = _storage(placement)
+    if training:
+        document["execution"] = {"training": "ray", "rollout": "ray"}
+    return document
+
+
+def _storage(placement: Placement) -> dict[str, str]:
+    base = placement.reef_state_dir
+    return {
+        "artifact-repository": str(base / "artifacts.git"),
+        "artifact-work-dir": str(base / "artifact-work"),
+        "artifact-cache-dir": str(base / "artifact-cache"),
+        "agent-record-dir": str(base / "agent-record"),
+    }
+
+
+def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str, Any]:
+    gpus = placement.trainer_gpu_count
+    tp = config.tensor_parallel_size
+    if gpus < 1 or gpus % tp:
+        raise StackError(
+            f"tensor_parallel_size {tp} does not divide the {gpus} trainer GPUs; "
+            "change tensor_parallel_size or the trainer GPUs"
+        )
+    checkpoints = placement.reef_state_dir / "checkpoints"
+    batch = config.groups * config.rollouts
+    context = config.sequence_length
+    options: dict[str, Any] = {
+        "hf-checkpoint": config.guidance_model,
+        "ref-load": config.guidance_model,
+        "load": str(checkpoints / "megatron"),
+        "save": str(checkpoints / "megatron"),
+        "save-hf": str(checkpoints / "hf" / "{rollout_id}"),
+        "save-interval": "1",
+        "megatron-to-hf-mode": "bridge",
+        "num-rollout": str(config.steps),
+        "rollout-batch-size": str(config.groups),
+        "n-samples-per-prompt": str(config.rollouts),
+        "global-batch-size": str(batch),
+        "disable-rollout-global-dataset": True,
+        "actor-num-nodes": "1",
+        "actor-num-gpus-per-node": str(gpus),
+        "num-gpus-per-node": str(gpus),
+        "tensor-model-parallel-size": str(tp),
+        "pipeline-model-parallel-size": "1",
+        "context-parallel-size": "1",
+        "expert-model-parallel-size": "1",
+        "expert-tensor-parallel-size": "1",
+        **QWEN3_ARCHITECTURE,
+        "seq-length": str(context),
+        "use-dynamic-batch-size": True,
+        "max-tokens-per-gpu": str(context),
+        "recompute-granularity": "full",
+        "recompute-method": "uniform",
+        "recompute-num-layers": "1",
+        "megatron-lora-rank": str(config.lora_rank),
+        "megatron-lora-alpha": str(LORA_ALPHA),
+        "megatron-lora-dropout": "0",
+        "megatron-lora-target-modules": list(LORA_TARGETS),
+        "check-lora-weight-equal": True,
+        "verify-lora-base-weights": True,
+        "optimizer": "adam",
+        "lr": LEARNING_RATE,
+        "lr-decay-style": "constant",
+        "override-opt-param-scheduler": True,
+        "weight-decay": "0",
+        "adam-beta1": "0.9",
+        "adam-beta2": "0.95",
+        "adam-eps": "1e-8",
+        "clip-grad": "0",
+        "use-rollout-logprobs": True,
+        "kl-coef": KL_COEF,
+        "entropy-coef": "0",
+        "rollout-temperature": "1",
+        "rollout-max-response-len": str(config.max_guidance_tokens),
+        "rollout-max-context-len": str(context),
+        "log-probs-chunk-size": "1024",
+        "attention-dropout": "0",
+        "hidden-dropout": "0",
+        "accumulate-allreduce-grads-in-fp32": True,
+        "attention-softmax-in-fp32": True,
+        "attention-backend": "flash",
+    }
+    return {
+        "inference": {
+            "model-path": config.guidance_model,
+            "num-gpus": gpus,
+            "tensor-parallel-size": tp,
+            "timeout-s": 7200,
+            "options": {"context-length": str(context), "mem-fraction-static": "0.5"},
+        },
+        "recipe": {
+            "implementation": TTTD_RECIPE,
+            "config": {
+                "groups-per-step": config.groups,
+                "rollouts-per-group": config.rollouts,
+                "checkpoint-every-n-versions": 1,
+            },
+        },
+        "training": {
+            "backend": "slime",
+            "colocate": True,
+            "ready-timeout": int(placement.ready_timeout_s),
+            "ray-namespace": "reef",
+            "ray-actor-name": "reef-train-bridge",
+            "timeout-s": 7200,
+            "config": {
+                "num_gpus": gpus,
+                "steps": config.steps,
+                "max_tokens": config.max_guidance_tokens,
+                "seq_length": context,
+                "lora_rank": config.lora_rank,
+                "tensor_parallel_size": tp,
+                "checkpoint_dir": str(checkpoints),
+            },
+            "options": options,
+        },
+    }
+
+
+def to_yaml(document: dict[str, Any], *, upstream: tuple[str, str] | None = None) -> str:
+    """The file's text; a search-only stack names its upstream flags in a header comment."""
+    header = "# Reef serve.yaml rendered by atoll from the Guidance-TTT config; the token is read from $REEF_TOKEN.\n"
+    if upstream is not None:
+        header += (
+            "# search-only (training off): reef serve -c serve.yaml "
+            f"--inference.upstream-url {upstream[0]} --inference.upstream-model {upstream[1]}\n"
+        )
+    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)

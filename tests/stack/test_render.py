@@ -1,0 +1,177 @@
+"""serve.yaml rendered from the Guidance-TTT config, checked field by field and by Reef's loader."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from atoll.guidance_ttt.config import GuidanceConfig, load_config
+from atoll.stack import validate
+from atoll.stack.errors import StackError
+from atoll.stack.launcher import plan
+from atoll.stack.options import StackOptions
+
+#: A weight-training recipe the reef-infra wheel ships, standing in for the checkout's tttd
+#: recipe so that Reef's full resolution checks every other section without the checkout.
+WHEEL_TRAINING_RECIPE = "reef.recipe.generated_tasks.recipe:GeneratedTaskRecipe"
+
+CONFIGS = [
+    {},
+    {"groups": 2, "rollouts": 4, "steps": 3, "lora_rank": 16, "sequence_length": 4096,
+     "max_guidance_tokens": 1024, "guidance_model": "Qwen/Qwen3-0.6B", "reef_url": "http://127.0.0.1:9123"},
+    {"groups": 8, "rollouts": 16, "steps": 30, "tensor_parallel_size": 2, "sequence_length": 12288},
+]  # fmt: skip
+
+
+def _render(tmp_path: Path, overrides: dict, **options) -> tuple[GuidanceConfig, dict, Path]:
+    config = load_config(None, {"state_dir": str(tmp_path / "state"), **overrides})
+    planned = plan(config, StackOptions(stack_dir=tmp_path / "stack", **options))
+    path = tmp_path / "serve.yaml"
+    path.write_text(planned.serve_yaml)
+    return config, yaml.safe_load(path.read_text()), path
+
+
+@pytest.mark.parametrize("overrides", CONFIGS, ids=["defaults", "small", "tp2"])
+def test_training_file_follows_the_config_field_by_field(tmp_path: Path, overrides: dict) -> None:
+    config, doc, path = _render(tmp_path, overrides, training=True)
+    g, r = config.groups, config.rollouts
+    port = int(config.reef_url.rsplit(":", 1)[1])
+    assert doc["reef"] == {
+        "host": "127.0.0.1",
+        "port": port,
+        "token": "${REEF_TOKEN:?}",
+        "run-dir": str(tmp_path / "stack" / "reef-run"),
+        "ready-timeout": 3600,
+    }
+    inference = doc["inference"]
+    assert inference["model-path"] == config.guidance_model
+    assert inference["tensor-parallel-size"] == config.tensor_parallel_size
+    assert inference["num-gpus"] == 2
+    assert inference["options"]["context-length"] == str(config.sequence_length)
+    assert doc["recipe"]["implementation"] == "recipes.tttd.recipe:TTTDRecipe"
+    assert doc["recipe"]["config"]["groups-per-step"] == g
+    assert doc["recipe"]["config"]["rollouts-per-group"] == r
+    training = doc["training"]
+    assert training["backend"] == "slime"
+    assert training["colocate"] is True
+    assert training["config"]["steps"] == config.steps
+    assert training["config"]["lora_rank"] == config.lora_rank
+    assert training["config"]["seq_length"] == config.sequence_length
+    assert training["config"]["max_tokens"] == config.max_guidance_tokens
+    assert training["config"]["tensor_parallel_size"] == config.tensor_parallel_size
+    opts = training["options"]
+    expected = {
+        "hf-checkpoint": config.guidance_model,
+        "num-rollout": str(config.steps),
+        "rollout-batch-size": str(g),
+        "n-samples-per-prompt": str(r),
+        "global-batch-size": str(g * r),
+        "actor-num-gpus-per-node": "2",
+        "tensor-model-parallel-size": str(config.tensor_parallel_size),
+        "seq-length": str(config.sequence_length),
+        "rollout-max-response-len": str(config.max_guidance_tokens),
+        "rollout-max-context-len": str(config.sequence_length),
+        "megatron-lora-rank": str(config.lora_rank),
+        "megatron-lora-alpha": "32",
+        "megatron-lora-target-modules": ["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"],
+        "optimizer": "adam",
+        "lr": "4e-5",
+        "lr-decay-style": "constant",
+        "weight-decay": "0",
+        "adam-beta1": "0.9",
+        "adam-beta2": "0.95",
+        "clip-grad": "0",
+        "use-rollout-logprobs": True,
+        "kl-coef": "0.1",
+    }
+    assert {key: opts[key] for key in expected} == expected
+    state = tmp_path / "state" / "reef"
+    assert doc["storage"] == {
+        "artifact-repository": str(state / "artifacts.git"),
+        "artifact-work-dir": str(state / "artifact-work"),
+        "artifact-cache-dir": str(state / "artifact-cache"),
+        "agent-record-dir": str(state / "agent-record"),
+    }
+    assert training["config"]["checkpoint_dir"] == str(state / "checkpoints")
+    assert doc["execution"] == {"training": "ray", "rollout": "ray"}
+
+    # Reef's own loader: the public layout, then the full resolution `reef serve` runs.
+    validate.load_layout(path)
+    resolved = validate.resolve(path, recipe=WHEEL_TRAINING_RECIPE)
+    reef = resolved["reef"]
+    assert reef["training_backend"] == "slime"
+    assert reef["model_path"] == config.guidance_model
+    assert reef["tensor_parallel_size"] == config.tensor_parallel_size
+    assert reef["training_backend_options"]["global-batch-size"] == str(g * r)
+    assert [s["name"] for s in resolved["services"]] == ["slime-driver", "reef"]
+
+
+@pytest.mark.parametrize("overrides", CONFIGS[:2], ids=["defaults", "small"])
+def test_search_only_file_is_record_only_and_loads(tmp_path: Path, overrides: dict) -> None:
+    config, doc, path = _render(
+        tmp_path, overrides, training=False, upstream_url="http://127.0.0.1:9/v1", port=9555
+    )
+    assert set(doc) == {"reef", "storage"}
+    assert doc["reef"]["port"] == 9555
+    assert "# search-only" in path.read_text()
+    resolved = validate.resolve(path, upstream=("http://127.0.0.1:9", config.guidance_model))
+    assert resolved["reef"]["recipe"] == "recipe"
+    assert resolved["reef"]["upstream_url"] == "http://127.0.0.1:9"
+    assert resolved["reef"]["upstream_model"] == config.guidance_model
+    assert resolved["reef"]["agent_record_dir"] == str(tmp_path / "state" / "reef" / "agent-record")
+
+
+def test_reef_loader_rejects_a_field_it_does_not_know(tmp_path: Path) -> None:
+    _, doc, path = _render(tmp_path, {}, training=True)
+    doc["training"]["lora-rank"] = 32
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(StackError, match="unknown config fields: training.lora-rank"):
+        validate.load_layout(path)
+
+
+def test_tensor_parallel_size_must_divide_the_trainer_gpus(tmp_path: Path) -> None:
+    with pytest.raises(
+        StackError, match="tensor_parallel_size 4 does not divide the 2 trainer GPUs"
+    ):
+        _render(tmp_path, {"tensor_parallel_size": 4}, training=True)
+
+
+def test_render_command_prints_the_file_without_the_token(tmp_path: Path) -> None:
+    token = "secret-" + os.urandom(8).hex()
+    result = subprocess.run(
+        [sys.executable, "-m", "atoll.core.cli", "stack", "render", "groups=3", "rollouts=5",
+         "--config", str(_toml(tmp_path)), "--check"],
+        capture_output=True, text=True, env={**os.environ, "REEF_TOKEN": token}, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = yaml.safe_load(result.stdout)
+    assert doc["recipe"]["config"] == {
+        "groups-per-step": 3,
+        "rollouts-per-group": 5,
+        "checkpoint-every-n-versions": 1,
+    }
+    assert doc["training"]["options"]["num-rollout"] == "7"
+    assert token not in result.stdout
+    assert "reef-infra's loader accepts this file" in result.stderr
+
+
+def test_render_command_bad_override_is_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "atoll.core.cli", "stack", "render", "groups=zero"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "setting 'groups'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _toml(tmp_path: Path) -> Path:
+    path = tmp_path / "run.toml"
+    path.write_text(f'steps = 7\nstate_dir = "{tmp_path / "state"}"\n')
+    return path
