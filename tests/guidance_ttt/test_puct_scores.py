@@ -142,3 +142,16 @@ def test_minimizing_task_prefers_lower_raw_scores() -> None:
     assert archive.best_id == 1
     archive.finish_step(0)
     assert archive.scores(1)[0].node.id == 1
+
+
+def test_scores_follow_every_rollout() -> None:
+    archive = Archive.seeded(entry("int main(){}\n", 10.0), Direction.MAX, groups=2)
+    archive.apply_selection(archive.choose(0, 0))
+    before = {s.node.id: s.score for s in archive.scores(0)}
+    archive.apply_rollout(rollout(0, 0, 0, 1, None))
+    after = {s.node.id: s.score for s in archive.scores(0)}
+    # T went 0 -> 1 and n(1) 0 -> 1: node 1's bonus is 1e-6 * 2/3 * sqrt(2) / 2, node 0's
+    # is 1e-6 * 1/3 * sqrt(2) / 1.
+    assert before[1] == pytest.approx(10 + 1e-6 * (2 / 3), abs=1e-13)
+    assert after[1] == pytest.approx(10 + 1e-6 * (2 / 3) * math.sqrt(2) / 2, abs=1e-13)
+    assert after[0] == pytest.approx(10 + 1e-6 * (1 / 3) * math.sqrt(2), abs=1e-13)
