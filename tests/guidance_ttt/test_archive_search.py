@@ -7,7 +7,7 @@ from guidance_builders import entry, rollout
 
 from atoll.guidance_ttt.archive import Archive, ArchiveError
 from atoll.guidance_ttt.contract import Direction
-from atoll.guidance_ttt.entries import Status, program_digest
+from atoll.guidance_ttt.entries import Status, Verification, program_digest
 from atoll.guidance_ttt.node import Node
 
 SEED = "int main() { return -1; }\n"
@@ -187,3 +187,11 @@ def test_json_round_trip_preserves_state() -> None:
     copy = Archive.from_json(archive.to_json())
     assert copy.to_json() == archive.to_json()
     assert copy.child_of(rollout(0, 1, 0, 0, 0.2)) == archive.child_of(rollout(0, 1, 0, 0, 0.2))
+
+
+@pytest.mark.parametrize("raw", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_scores_are_refused_at_the_source(raw: float) -> None:
+    with pytest.raises(ValueError, match="raw score must be a finite number"):
+        Verification(Status.VALID, raw, 0.5)
+    with pytest.raises(ValueError, match="reward must be a finite number"):
+        Verification(Status.VALID, 1.0, raw)

@@ -9,6 +9,7 @@ to and from plain JSON so that the archive's files stay readable.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -35,6 +36,13 @@ class Verification:
     raw_score: float | None
     reward: float
     message: str = ""
+
+    def __post_init__(self) -> None:
+        # NaN or infinity would break ordering and cannot be stored as JSON.
+        if self.raw_score is not None and not math.isfinite(self.raw_score):
+            raise ValueError(f"a raw score must be a finite number, got {self.raw_score!r}")
+        if not math.isfinite(self.reward):
+            raise ValueError(f"a reward must be a finite number, got {self.reward!r}")
 
     @property
     def scored(self) -> bool:

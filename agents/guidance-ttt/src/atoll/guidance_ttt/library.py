@@ -130,14 +130,18 @@ class Library:
             archive, committed_generation = _load_snapshot(committed)
             # Empty the journal first: its events belong to the abandoned, uncommitted work.
             journal = Journal(directory / JOURNAL_FILE)
-            journal.truncate()
-            working = directory / WORKING_FILE
-            generation = committed_generation
-            if working.exists():
-                with contextlib.suppress(ValueError, KeyError, TypeError):
-                    generation = max(generation, json.loads(working.read_bytes())["generation"])
-            generation += 1
-            write_bytes_atomic(working, _snapshot(archive, generation))
+            try:
+                journal.truncate()
+                working = directory / WORKING_FILE
+                generation = committed_generation
+                if working.exists():
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        generation = max(generation, json.loads(working.read_bytes())["generation"])
+                generation += 1
+                write_bytes_atomic(working, _snapshot(archive, generation))
+            except BaseException:
+                journal.close()
+                raise
         except BaseException:
             lock.release()
             raise
