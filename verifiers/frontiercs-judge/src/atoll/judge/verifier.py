@@ -7,8 +7,9 @@ judge's score becomes the reward (0-100), with the raw score beside it. A
 missing candidate or one that does not compile earns 0; a judge that cannot
 answer raises, so Harbor records a failed verification, never a score.
 
-Use it with `--verifier-import-path atoll.judge.verifier:FrontierCSJudgeVerifier`
-and, optionally, verifier kwargs `solution_path`, `problem`, `judge_url`,
+Use it with `--verifier atoll.judge.verifier:FrontierCSJudgeVerifier` (or the short
+name `--verifier frontiercs-judge` under `atoll run`)
+and, optionally, `--verifier-kwarg` `solution_path`, `problem`, `judge_url`,
 `deadline_s`.
 """
 
