@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import atoll, free_port, marked_processes
 from reef_client import ReefClient
+from stack_support import atoll, free_port, marked_processes
 
 from atoll.stack import health
 

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "no-reef-receipt" > /app/receipt.txt

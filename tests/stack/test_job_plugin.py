@@ -1,0 +1,110 @@
+"""The `reef-stack` Harbor job plugin in a real `harbor run`, with the real `reef serve`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from stack_support import atoll, free_port, marked_processes
+
+from atoll.stack import health
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+HERE = Path(__file__).parent
+TASK = HERE / "tasks" / "reef-receipt"
+LOCAL_ENV = "atoll.core.environments.local:LocalEnvironment"
+
+
+def _harbor_run(venv_bin: Path, env: dict[str, str], tmp_path: Path, *pk: str) -> Path:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    roots = tmp_path / "roots"
+    roots.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    config = tmp_path / "run.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\ntraining = "off"\n')
+    done = subprocess.run(
+        [str(venv_bin / "harbor"), "run", "-p", str(TASK), "--agent", "reef_probe_agent:ReefProbeAgent",
+         "--env", LOCAL_ENV, "-o", str(jobs), "--plugin", "reef-stack", "--pk", f"config={config}", *pk],
+        capture_output=True, text=True, timeout=240, cwd=jobs,
+        env={**env, "HOME": str(home), "PYTHONPATH": str(HERE), "ATOLL_LOCAL_ROOT": str(roots)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (job_dir,) = [p.parent for p in jobs.glob("*/result.json")]
+    return job_dir
+
+
+def _reward_and_receipt(job_dir: Path) -> tuple[list[str], dict]:
+    result = json.loads((job_dir / "result.json").read_text())
+    (evals,) = result["stats"]["evals"].values()
+    assert evals["n_errors"] == 0
+    (receipt,) = job_dir.glob("*/agent/receipt.json")
+    return list(evals["reward_stats"]["reward"]), json.loads(receipt.read_text())
+
+
+def test_plugin_starts_reef_for_the_job_and_stops_it_at_the_end(
+    venv_bin, tmp_path, upstream, stack_env, mark
+):
+    port = free_port()
+    env = {k: v for k, v in stack_env.items() if k != "REEF_TOKEN"}  # the plugin makes one
+    job_dir = _harbor_run(
+        venv_bin, env, tmp_path, "--pk", f"upstream_url={upstream.base_url}", "--pk", f"port={port}"
+    )
+    rewards, receipt = _reward_and_receipt(job_dir)
+    assert rewards == ["1.0"]
+    assert len(receipt["receipt"]) == 32
+    assert receipt["answer"] == "<guidance>try a greedy fill</guidance>"
+    assert receipt["reef_url"] == f"http://127.0.0.1:{port}"
+    assert len(upstream.chat_requests()) == 1
+    # Logs under the job directory, Reef's records under the run's state directory.
+    assert (job_dir / "reef-stack" / "logs" / "reef-serve.log").stat().st_size > 0
+    assert (tmp_path / "state" / "reef" / "agent-record").is_dir()
+    # Stopped at job end: no state, no process, nothing on the port.
+    assert not (job_dir / "reef-stack" / "stack.json").exists()
+    assert marked_processes(mark) == []
+    assert not health.healthy(f"http://127.0.0.1:{port}")
+
+
+def test_plugin_uses_a_running_reef_and_leaves_it_running(
+    venv_bin, tmp_path, upstream, stack_env, mark
+):
+    port = free_port()
+    outside = tmp_path / "outside"
+    up = atoll(
+        ["stack", "up", "--training", "off", "--upstream-url", upstream.root_url, "--port", str(port),
+         "--stack-dir", str(outside), f"state_dir={tmp_path / 'outside-state'}"],
+        stack_env,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    try:
+        job_dir = _harbor_run(
+            venv_bin,
+            stack_env,
+            tmp_path,
+            "--pk",
+            f"upstream_url={upstream.base_url}",
+            "--pk",
+            f"port={port}",
+        )
+        rewards, receipt = _reward_and_receipt(job_dir)
+        assert rewards == ["1.0"]
+        assert receipt["reef_url"] == f"http://127.0.0.1:{port}"
+        assert not (job_dir / "reef-stack" / "logs").exists()  # nothing was started
+        assert health.is_reef(f"http://127.0.0.1:{port}")
+    finally:
+        down = atoll(["stack", "down", "--stack-dir", str(outside)], stack_env)
+    assert "stopped reef-serve" in down.stderr
+    assert marked_processes(mark) == []
+
+
+def test_harbor_lists_the_plugin(venv_bin):
+    listed = subprocess.run(
+        [str(venv_bin / "harbor"), "plugins", "list"], capture_output=True, text=True, timeout=60
+    )
+    assert listed.returncode == 0
+    assert "reef-stack" in listed.stdout
+    assert "atoll.stack.job_plugin:ReefStackPlugin" in listed.stdout
