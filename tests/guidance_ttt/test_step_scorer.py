@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from support.judge import JUDGE_PROGRAMS, small_judge
 from support.reef_server import free_port
 
 from atoll.guidance_ttt.contract import Direction, Language, TaskContract
 from atoll.guidance_ttt.entries import Status
 from atoll.guidance_ttt.scorer import JudgeDown, Scorer, judge_url
-from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
-from atoll.judge.problems import BUILTIN_PROBLEMS
-
-JUDGE_PROGRAMS = Path(__file__).parents[1] / "judge" / "programs"
 
 CONTRACT = TaskContract(
     solution_language=Language.CPP,
@@ -32,20 +27,8 @@ WRONG_OUTPUT = '#include <cstdio>\nint main() { std::puts("1 1"); return 0; }\n'
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The embedded judge on problem 0 cut down to two small cases."""
-    root = tmp_path_factory.mktemp("judge")
-    problem = root / "problems" / "0"
-    (problem / "testdata").mkdir(parents=True)
-    for name in ("problem.toml", "statement.txt", "LICENSE"):
-        shutil.copy(BUILTIN_PROBLEMS / "0" / name, problem / name)
-    for number, case in enumerate((1, 2), start=1):
-        shutil.copy(
-            BUILTIN_PROBLEMS / "0" / "testdata" / f"{case}.in",
-            problem / "testdata" / f"{number}.in",
-        )
-    setup = JudgeSetup(problems_dir=root / "problems", state_dir=root / "state", workers=2)
-    with EmbeddedJudge(setup) as embedded:
-        yield embedded.url
+    with small_judge(tmp_path_factory.mktemp("judge")) as url:
+        yield url
 
 
 def test_valid_program_gets_its_score(judge):

@@ -14,7 +14,7 @@ import pytest
 from support.openai_server import ScriptedOpenAIServer, echo_script
 from support.reef_server import ReefServer
 
-__all__ = ["reef_server", "reef_upstream", "reset_reef_upstream", "scripted_llm"]
+__all__ = ["judge_url", "reef_server", "reef_upstream", "reset_reef_upstream", "scripted_llm"]
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +49,12 @@ def reset_reef_upstream(reef_upstream: ScriptedOpenAIServer) -> Iterator[Scripte
     """The session upstream with the default script restored after the test."""
     yield reef_upstream
     reef_upstream.script = echo_script
+
+
+@pytest.fixture(scope="session")
+def judge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real embedded judge on a two-case copy of problem 0, for the whole session."""
+    from support.judge import small_judge
+
+    with small_judge(tmp_path_factory.mktemp("judge")) as url:
+        yield url

@@ -1,0 +1,384 @@
+"""One step of the search: G parents, R rollouts each, and the barrier of all G x R reports.
+
+Rollouts run concurrently on threads, with separate limits for guidance
+calls, executor calls and judge submissions (the three are different
+machines with different capacities). Every rollout is booked into the archive
+and the step journal under one lock, in one order, so that the archive's
+child ids (which the reports carry) come out the same when a crashed step is
+replayed from its journal. An infrastructure failure stops the step: rollouts
+already running finish and are journaled, none is started after it, and the
+error is raised once they are done, so a resume loses nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from atoll.guidance_ttt.archive import Rollout
+from atoll.guidance_ttt.contract import Direction, Task
+from atoll.guidance_ttt.entries import Entry, Status, Verification
+from atoll.guidance_ttt.executor import ExecutorAnswer
+from atoll.guidance_ttt.guidance import (
+    GridSlot,
+    GuidanceSample,
+    GuidanceUnavailable,
+    report_payload,
+)
+from atoll.guidance_ttt.library import Library
+from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.parsing import parse_executor, parse_guidance
+from atoll.guidance_ttt.prompts import executor_prompt, guidance_prompt
+from atoll.guidance_ttt.rollout_journal import FinishedRollout, Slot, StepJournal, StepState
+
+# A guidance call whose answer was lost is sent again at most this often per slot.
+LOST_ANSWER_ATTEMPTS = 3
+
+
+class GuidanceService(Protocol):
+    def sample(self, prompt: str) -> GuidanceSample: ...
+
+    def report(self, payload: dict[str, Any], receipt: str) -> str: ...
+
+
+class ExecutorService(Protocol):
+    def complete(self, prompt: str) -> ExecutorAnswer: ...
+
+
+class ScoringService(Protocol):
+    def score(self, program: str) -> Verification: ...
+
+
+class StepFailed(RuntimeError):
+    """The step stopped on an infrastructure failure; resume the run to finish it."""
+
+
+class StepInconsistent(RuntimeError):
+    """The step journal and the archive disagree; the run cannot safely continue."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    guidance: int = 64
+    executor: int = 32
+    judge: int = 8
+
+
+@dataclass
+class StepContext:
+    """Everything a step needs; built once per run by the controller."""
+
+    task: Task
+    library: Library
+    guidance: GuidanceService
+    executor: ExecutorService
+    scorer: ScoringService
+    run_id: str
+    groups: int
+    rollouts: int
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass
+class StepSummary:
+    """What one step did, as the resume state and the logs record it."""
+
+    step: int
+    elapsed_s: float
+    sampled: int
+    valid: int
+    well_formed_guidance: int
+    non_constant_groups: int
+    degenerate: bool
+    retained_trajectories: int
+    best_raw_score: float | None
+    orphans: list[dict[str, Any]]
+    resumed_rollouts: int
+    reposted_reports: int
+    training: str = "pending"
+    grad_norm: float | None = None
+    train_metrics: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepSummary:
+        return cls(**data)
+
+
+Progress = Callable[[str, int], None]
+
+
+def _no_progress(stage: str, advance: int) -> None:
+    return
+
+
+def run_step(context: StepContext, step: int, progress: Progress = _no_progress) -> StepSummary:
+    """Run (or finish, after a crash) step `step` up to and including its report barrier."""
+    started = time.monotonic()
+    journal = StepJournal(context.library.directory, step)
+    try:
+        state = journal.state()
+        parents = _select(context, journal, state, step)
+        resumed = _replay(context, state, step)
+        reposted = 0
+        for done in state.unacknowledged():
+            _report(context, journal, done)
+            reposted += 1
+        _run_missing(context, journal, state, parents, step, progress)
+        final = journal.state()
+    finally:
+        journal.close()
+    return _summarise(context, final, step, time.monotonic() - started, resumed, reposted)
+
+
+def _select(context: StepContext, journal: StepJournal, state: StepState, step: int) -> list[Node]:
+    parents = context.library.select_step(step, context.groups)
+    for group, node in enumerate(parents):
+        known = state.selections.get(group)
+        if known is None:
+            journal.selection(group, node.id)
+        elif known != node.id:
+            raise StepInconsistent(
+                f"step {step} group {group}: the journal expanded node {known}, the archive "
+                f"selects node {node.id}; the archive is not the one this step started from"
+            )
+    return parents
+
+
+def _replay(context: StepContext, state: StepState, step: int) -> int:
+    """Book the journal's finished rollouts into the archive, in their original order."""
+    archive = context.library.archive
+    for slot in state.finish_order:
+        done = state.finished[slot]
+        if slot in archive.finished:
+            child = archive.finished[slot]
+        else:
+            child = context.library.record(done.rollout)
+        if child != done.child_id:
+            raise StepInconsistent(
+                f"step {step} slot {slot}: replay made child {child}, the reported child is "
+                f"{done.child_id}; the archive is not the one this step started from"
+            )
+    return len(state.finish_order)
+
+
+def _run_missing(
+    context: StepContext,
+    journal: StepJournal,
+    state: StepState,
+    parents: list[Node],
+    step: int,
+    progress: Progress,
+) -> None:
+    missing = [
+        (group, rollout)
+        for group in range(context.groups)
+        for rollout in range(context.rollouts)
+        if (group, rollout) not in state.finished
+    ]
+    runner = _Runner(context, journal, state, parents, step, progress)
+    if missing:
+        workers = min(len(missing), max(context.limits.guidance, context.limits.executor) + 8)
+        with ThreadPoolExecutor(workers, thread_name_prefix=f"step{step}") as pool:
+            for _ in pool.map(runner.run, missing):
+                pass
+    if runner.errors:
+        first = runner.errors[0]
+        more = f" (and {len(runner.errors) - 1} more failures)" if len(runner.errors) > 1 else ""
+        raise StepFailed(f"step {step} stopped: {first}{more}") from first
+
+
+class _Runner:
+    """Runs single rollouts; shared by the worker threads of one step."""
+
+    def __init__(
+        self,
+        context: StepContext,
+        journal: StepJournal,
+        state: StepState,
+        parents: list[Node],
+        step: int,
+        progress: Progress,
+    ) -> None:
+        self.context = context
+        self.journal = journal
+        self.state = state
+        self.parents = parents
+        self.step = step
+        self.progress = progress
+        self.stop = threading.Event()
+        self.errors: list[BaseException] = []
+        self._errors_lock = threading.Lock()
+        self._booking = threading.Lock()
+        self._guidance_slots = threading.BoundedSemaphore(context.limits.guidance)
+        self._executor_slots = threading.BoundedSemaphore(context.limits.executor)
+        self._judge_slots = threading.BoundedSemaphore(context.limits.judge)
+
+    def run(self, slot: Slot) -> None:
+        if self.stop.is_set():
+            return
+        try:
+            self._rollout(*slot)
+        except Exception as exc:  # every failure here is infrastructure: stop the step
+            with self._errors_lock:
+                self.errors.append(exc)
+            self.stop.set()
+
+    def _rollout(self, group: int, rollout: int) -> None:
+        context, task = self.context, self.context.task
+        parent = self.parents[group]
+        entry = parent.entry
+        sample = self.state.samples.get((group, rollout)) or self._sample(group, rollout, entry)
+        self.progress("guidance", 1)
+        parsed = parse_guidance(sample.content)
+        answer: ExecutorAnswer | None = None
+        program: str | None = None
+        summary = ""
+        if not parsed.ok:
+            verification = Verification(Status.GUIDANCE_REJECTED, None, 0.0, parsed.reason or "")
+        else:
+            assert parsed.guidance is not None
+            with self._executor_slots:
+                answer = context.executor.complete(executor_prompt(task, entry, parsed.guidance))
+            self.progress("executor", 1)
+            result = parse_executor(answer.content, task.contract.solution_language)
+            program, summary = result.program, result.summary
+            if program is None:
+                verification = Verification(
+                    Status.PARSE_ERROR, None, 0.0, "no program found in the executor's answer"
+                )
+            else:
+                with self._judge_slots:
+                    verification = context.scorer.score(program)
+        self.progress("judged", 1)
+        done = self._book(
+            group, rollout, parent, sample, parsed.guidance, program, summary, verification, answer
+        )
+        _report(context, self.journal, done)
+        self.progress("reported", 1)
+
+    def _sample(self, group: int, rollout: int, entry: Entry) -> GuidanceSample:
+        prompt = guidance_prompt(self.context.task, entry)
+        attempt = self.state.attempts.get((group, rollout), 0)
+        last: GuidanceUnavailable | None = None
+        for _ in range(LOST_ANSWER_ATTEMPTS):
+            if self.stop.is_set():
+                raise StepFailed("stopped before the guidance call")
+            attempt += 1
+            self.journal.attempt(group, rollout, attempt)
+            try:
+                with self._guidance_slots:
+                    sample = self.context.guidance.sample(prompt)
+            except GuidanceUnavailable as exc:
+                self.journal.attempt_failed(
+                    group, rollout, attempt, answer_lost=exc.answer_lost, error=str(exc)
+                )
+                if not exc.answer_lost:
+                    raise
+                last = exc
+                continue
+            self.journal.guidance(group, rollout, attempt, sample)
+            return sample
+        assert last is not None
+        raise last
+
+    def _book(
+        self,
+        group: int,
+        rollout: int,
+        parent: Node,
+        sample: GuidanceSample,
+        guidance: str | None,
+        program: str | None,
+        summary: str,
+        verification: Verification,
+        answer: ExecutorAnswer | None,
+    ) -> FinishedRollout:
+        context = self.context
+        record = Rollout(
+            step=self.step,
+            group=group,
+            rollout=rollout,
+            parent_id=parent.id,
+            verification=verification,
+            guidance=guidance,
+            program=program,
+            summary=summary,
+            metadata={"receipt": sample.receipt},
+        )
+        slot = GridSlot(self.step, group, rollout, context.groups, context.rollouts)
+        value = (
+            context.task.contract.search_value(verification.raw_score)
+            if verification.scored and verification.raw_score is not None
+            else None
+        )
+        with self._booking:
+            child = context.library.record(record)
+            payload = report_payload(
+                run_id=context.run_id,
+                slot=slot,
+                verification=verification,
+                parent_id=parent.id,
+                search_value=value,
+                library_entry_id=child,
+            )
+            done = FinishedRollout(
+                rollout=record,
+                receipt=sample.receipt,
+                child_id=child,
+                report=payload,
+                executor=None if answer is None else answer.to_json(),
+            )
+            self.journal.finished(done)
+        return done
+
+
+def _report(context: StepContext, journal: StepJournal, done: FinishedRollout) -> None:
+    stored = context.guidance.report(done.report, done.receipt)
+    journal.acknowledged(done.rollout.group, done.rollout.rollout, stored)
+
+
+def _summarise(
+    context: StepContext,
+    state: StepState,
+    step: int,
+    elapsed: float,
+    resumed: int,
+    reposted: int,
+) -> StepSummary:
+    grid = context.groups * context.rollouts
+    if len(state.finished) != grid or len(state.acknowledged) != grid:
+        raise StepInconsistent(
+            f"step {step} reached its barrier with {len(state.finished)} finished and "
+            f"{len(state.acknowledged)} acknowledged rollouts of {grid}"
+        )
+    rollouts = [state.finished[s].rollout for s in state.finish_order]
+    rewards: dict[int, set[float]] = {}
+    for r in rollouts:
+        rewards.setdefault(r.group, set()).add(r.verification.reward)
+    non_constant = sum(1 for values in rewards.values() if len(values) > 1)
+    scored = [r.verification.raw_score for r in rollouts if r.verification.scored]
+    best = None
+    if scored:
+        pick = max if context.task.contract.score_direction is Direction.MAX else min
+        best = pick(s for s in scored if s is not None)
+    return StepSummary(
+        step=step,
+        elapsed_s=round(elapsed, 3),
+        sampled=len(rollouts),
+        valid=sum(1 for r in rollouts if r.verification.scored),
+        well_formed_guidance=sum(1 for r in rollouts if r.guidance is not None),
+        non_constant_groups=non_constant,
+        degenerate=non_constant == 0,
+        retained_trajectories=non_constant * context.rollouts,
+        best_raw_score=best,
+        orphans=[o.to_json() for o in state.orphans],
+        resumed_rollouts=resumed,
+        reposted_reports=reposted,
+    )

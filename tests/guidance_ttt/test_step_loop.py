@@ -1,0 +1,199 @@
+"""One search step end to end: guidance through the real Reef, a scripted executor, the real judge."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from support.guidance_run import (
+    ExecutorScript,
+    GuidanceScript,
+    new_library,
+    step_context,
+    write_task,
+)
+from support.openai_server import Reply
+
+from atoll.guidance_ttt.entries import Status
+from atoll.guidance_ttt.step import StepFailed, run_step
+
+pytest_plugins = ["support.fixtures"]
+
+
+def _scenario() -> str:
+    return f"step-{uuid.uuid4().hex[:8]}"
+
+
+def test_a_step_samples_once_per_rollout_and_reports_every_slot(
+    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+):
+    reset_reef_upstream.script = GuidanceScript(malformed_every=4)
+    scripted_llm.script = ExecutorScript(broken_every=3)
+    before = len(reset_reef_upstream.chat_requests())
+    task = write_task(tmp_path / "task")
+    library = new_library(tmp_path / "state", task, groups=2)
+    scenario = _scenario()
+    context = step_context(
+        task=task,
+        library=library,
+        reef_server=reef_server,
+        scenario=scenario,
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        groups=2,
+        rollouts=3,
+    )
+    stages: dict[str, int] = {}
+    summary = run_step(
+        context, 0, lambda stage, n: stages.__setitem__(stage, stages.get(stage, 0) + n)
+    )
+
+    guidance_calls = reset_reef_upstream.chat_requests()[before:]
+    executor_calls = scripted_llm.chat_requests()
+    assert len(guidance_calls) == 6
+    assert len(executor_calls) == 5  # the malformed guidance never reaches the executor
+    assert stages == {"guidance": 6, "executor": 5, "judged": 6, "reported": 6}
+    assert summary.sampled == 6
+    assert summary.well_formed_guidance == 5
+    assert summary.valid == 4  # executor answers 1, 2, 4, 5 compile; 3 does not
+    assert summary.orphans == []
+    assert summary.best_raw_score is not None and summary.best_raw_score > 0
+    # The guidance model never sees code; the executor sees the parent's.
+    assert all("#include" not in c.body["messages"][0]["content"] for c in guidance_calls)
+    assert all("#include" in c.body["messages"][0]["content"] for c in executor_calls)
+
+    inferences = reef_server.records(scenario, "inference")
+    reports = reef_server.records(scenario, "report")
+    assert len(inferences) == 6 and len(reports) == 6
+    receipts = {r["agent_record_id"] for r in inferences}
+    assert {ref for r in reports for ref in r["references"]} == receipts
+    slots, statuses = set(), []
+    for report in reports:
+        payload = reef_server.record(scenario, report["agent_record_id"])["payload"]
+        meta = payload["metadata"]
+        slots.add((meta["group"], meta["rollout"]))
+        assert meta["comparison_set"] == f"tttd-step-0-group-{meta['group']}"
+        assert meta["parent_id"] == library.archive.selections[meta["group"]]
+        statuses.append(payload["feedback"].split(":")[0])
+    assert slots == {(g, r) for g in range(2) for r in range(3)}
+    assert sorted(statuses) == sorted(["guidance_rejected", "compile_error"] + ["valid"] * 4)
+    assert library.archive.total_rollouts == 6
+    library.close()
+
+
+def test_an_executor_outage_stops_the_step_and_a_resume_finishes_it_without_resampling(
+    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+):
+    reset_reef_upstream.script = GuidanceScript()
+    healthy = ExecutorScript()
+    calls = {"n": 0}
+
+    def flaky(request):
+        calls["n"] += 1
+        return Reply(status=503) if calls["n"] > 2 else healthy(request)
+
+    scripted_llm.script = flaky
+    before = len(reset_reef_upstream.chat_requests())
+    task = write_task(tmp_path / "task")
+    state_dir = tmp_path / "state"
+    library = new_library(state_dir, task, groups=2)
+    scenario = _scenario()
+    settings = dict(
+        task=task,
+        reef_server=reef_server,
+        scenario=scenario,
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        groups=2,
+        rollouts=2,
+    )
+    with pytest.raises(StepFailed, match="HTTP 503"):
+        run_step(step_context(library=library, **settings), 0)
+    reported_before = len(reef_server.records(scenario, "report"))
+    assert reported_before == 2
+    library.close()
+
+    # The process is gone; a new one restores the committed archive and finishes the step.
+    from atoll.guidance_ttt.library import Library
+
+    scripted_llm.script = healthy
+    library = Library.restore_committed(state_dir)
+    summary = run_step(step_context(library=library, **settings), 0)
+    assert summary.resumed_rollouts == 2
+    assert summary.sampled == 4 and summary.valid == 4
+    # Each slot was sampled exactly once across both processes, and reported exactly once.
+    assert len(reset_reef_upstream.chat_requests()) - before == 4
+    assert len(reef_server.records(scenario, "inference")) == 4
+    assert len(reef_server.records(scenario, "report")) == 4
+    library.close()
+
+
+def test_lost_acknowledgements_are_reposted_with_the_same_ids(
+    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+):
+    reset_reef_upstream.script = GuidanceScript()
+    scripted_llm.script = ExecutorScript()
+    task = write_task(tmp_path / "task")
+    state_dir = tmp_path / "state"
+    library = new_library(state_dir, task, groups=1)
+    scenario = _scenario()
+    settings = dict(
+        task=task,
+        reef_server=reef_server,
+        scenario=scenario,
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        groups=1,
+        rollouts=2,
+    )
+    run_step(step_context(library=library, **settings), 0)
+    library.close()
+    journal = next((state_dir / "guidance-run" / "steps").glob("step-*.jsonl"))
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(line for line in lines if '"acknowledged"' not in line))
+
+    from atoll.guidance_ttt.library import Library
+
+    library = Library.restore_committed(state_dir)
+    executor_calls = len(scripted_llm.chat_requests())
+    summary = run_step(step_context(library=library, **settings), 0)
+    assert summary.reposted_reports == 2 and summary.resumed_rollouts == 2
+    assert len(scripted_llm.chat_requests()) == executor_calls
+    assert len(reef_server.records(scenario, "report")) == 2
+    library.close()
+
+
+def test_a_guidance_answer_lost_in_transit_is_resent_and_named_as_orphan(
+    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+):
+    guidance = GuidanceScript()
+    first = {"slow": True}
+
+    def slow_once(request):
+        if first.pop("slow", False):
+            return Reply(content="<guidance>late</guidance>", delay_s=2.5)
+        return guidance(request)
+
+    reset_reef_upstream.script = slow_once
+    scripted_llm.script = ExecutorScript()
+    task = write_task(tmp_path / "task")
+    library = new_library(tmp_path / "state", task, groups=1)
+    context = step_context(
+        task=task,
+        library=library,
+        reef_server=reef_server,
+        scenario=_scenario(),
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        groups=1,
+        rollouts=1,
+        guidance_timeout_s=1.0,
+    )
+    summary = run_step(context, 0)
+    assert summary.sampled == 1
+    assert len(summary.orphans) == 1
+    orphan = summary.orphans[0]
+    assert (orphan["group"], orphan["rollout"], orphan["attempt"]) == (0, 0, 1)
+    assert "no answer from Reef" in orphan["error"]
+    library.close()
+    assert Status.VALID.value == "valid"

@@ -1,0 +1,139 @@
+"""Building blocks of Guidance-TTT step and run tests: a task, scripted models and a step context.
+
+The guidance model answers through the real Reef server, the executor is a
+scripted OpenAI-compatible server, and programs are scored by the real
+embedded judge, so a step test exercises every wire the production run uses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from support.judge import JUDGE_PROGRAMS
+from support.openai_server import Reply
+
+from atoll.guidance_ttt.archive import Archive
+from atoll.guidance_ttt.contract import Task, load_task
+from atoll.guidance_ttt.entries import Entry, Status, Verification
+from atoll.guidance_ttt.executor import Executor, executor_spec
+from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.library import Library
+from atoll.guidance_ttt.scorer import Scorer
+from atoll.guidance_ttt.step import Limits, StepContext
+
+CONTRACT = {
+    "solution_language": "cpp",
+    "mechanism_constraint": "Every mechanism must finish within the time limit.",
+    "objective": "Pack all polyominoes into the smallest square.",
+    "raw_score_label": "judge score",
+    "score_direction": "max",
+    "solution_contract": "a complete C++17 program reading stdin and writing stdout",
+    "judge_problem_id": "0",
+}
+STATEMENT = "Pack the given polyominoes into a square without overlap. Minimise the area."
+
+SHELF = (JUDGE_PROGRAMS / "shelf.cpp").read_text()
+BROKEN = (JUDGE_PROGRAMS / "broken.cpp").read_text()
+
+
+def write_task(directory: Path) -> Task:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "instruction.md").write_text(STATEMENT + "\n", encoding="utf-8")
+    (directory / "contract.json").write_text(json.dumps(CONTRACT), encoding="utf-8")
+    return load_task(directory)
+
+
+def seed_entry() -> Entry:
+    return Entry(
+        program=SHELF,
+        summary="Shelf packing of bounding boxes, tallest first.",
+        verification=Verification(Status.VALID, 10.0, 10.0, "seed"),
+    )
+
+
+def new_library(state_dir: Path, task: Task, groups: int) -> Library:
+    """A fresh run's library, committed at step 0 as the controller leaves it."""
+    library = Library.create(
+        state_dir, Archive.seeded(seed_entry(), task.contract.score_direction, groups)
+    )
+    library.commit()
+    return library
+
+
+class GuidanceScript:
+    """Guidance answers by call number: every `malformed_every`-th answer has no guidance block."""
+
+    def __init__(self, malformed_every: int = 0) -> None:
+        self.malformed_every = malformed_every
+        self._count = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            number = next(self._count)
+        if self.malformed_every and number % self.malformed_every == 0:
+            return Reply(content="I would try something clever but forgot the tags.")
+        return Reply(
+            content=f"Thinking...\n<guidance>Idea {number}: sort pieces by area.</guidance>"
+        )
+
+
+class ExecutorScript:
+    """Executor answers by call number: distinct valid programs, with a broken or empty one mixed in."""
+
+    def __init__(self, broken_every: int = 0, empty_every: int = 0) -> None:
+        self.broken_every = broken_every
+        self.empty_every = empty_every
+        self._count = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            number = next(self._count)
+        if self.empty_every and number % self.empty_every == 0:
+            return Reply(content="I could not write it.")
+        program = BROKEN if self.broken_every and number % self.broken_every == 0 else SHELF
+        program = f"// variant {number}\n{program}"
+        return Reply(
+            content=f"<solution>\n```cpp\n{program}```\n</solution>\n<summary>Variant {number}.</summary>"
+        )
+
+
+def step_context(
+    *,
+    task: Task,
+    library: Library,
+    reef_server: Any,
+    scenario: str,
+    executor_url: str,
+    judge_url: str,
+    groups: int,
+    rollouts: int,
+    run_id: str = "test-run",
+    guidance_timeout_s: float = 60.0,
+) -> StepContext:
+    guidance = GuidanceClient(
+        ReefEndpoint(reef_server.url, reef_server.token),
+        scenario=scenario,
+        model="scripted",
+        max_completion_tokens=256,
+        timeout_s=guidance_timeout_s,
+        backoff_s=0.01,
+    )
+    executor = Executor(executor_spec("gpt-oss-local", base_url=executor_url), environ={})
+    scorer = Scorer(judge_url, task.contract, deadline_s=120, poll_interval_s=0.05)
+    return StepContext(
+        task=task,
+        library=library,
+        guidance=guidance,
+        executor=executor,
+        scorer=scorer,
+        run_id=run_id,
+        groups=groups,
+        rollouts=rollouts,
+        limits=Limits(guidance=4, executor=4, judge=2),
+    )
