@@ -1,0 +1,230 @@
+"""The run controller: steps, the training barrier, and the archive commit, resumable at any point.
+
+Per step: run the step up to its report barrier, fold the archive, wait for
+Reef to train the step and check the update (or, in search-only mode, train
+nothing, by choice), write the step summary, and only then commit the archive
+and advance the resume state. A resume restores the committed archive,
+refuses a changed identity, checks that Reef's trainer is where the archive
+says, and finishes the open step from its journal.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from atoll.guidance_ttt import resume
+from atoll.guidance_ttt.archive import Archive
+from atoll.guidance_ttt.atomic import write_json_atomic
+from atoll.guidance_ttt.bridge import SEARCH_ONLY_MODE, StepExpectation, TrainingBridge
+from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
+from atoll.guidance_ttt.contract import Task
+from atoll.guidance_ttt.entries import Entry
+from atoll.guidance_ttt.library import Library, run_dir
+from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.step import (
+    ExecutorService,
+    GuidanceService,
+    Limits,
+    ScoringService,
+    StepContext,
+    StepSummary,
+    run_step,
+)
+
+RESULT_FILE = "result.json"
+DEFAULT_SCENARIO = "guidance-ttt"
+STAGES = ("guidance", "executor", "judged", "reported")
+
+
+class TrainerOutOfStep(RuntimeError):
+    """Reef's trainer is not at the step the committed archive is at."""
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    training: str
+    best: Node | None
+    summaries: list[StepSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "run_id": self.run_id,
+            "training": self.training,
+            "steps": len(self.summaries),
+            "best": None
+            if best is None
+            else {
+                "id": best.id,
+                "raw_score": best.raw_score,
+                "program": best.entry.program,
+                "summary": best.entry.summary,
+            },
+            "summaries": [s.to_json() for s in self.summaries],
+        }
+
+
+def run(
+    config: GuidanceConfig,
+    task: Task,
+    seed: Entry,
+    *,
+    guidance: GuidanceService,
+    executor: ExecutorService,
+    scorer: ScoringService,
+    bridge: TrainingBridge,
+    scenario: str = DEFAULT_SCENARIO,
+    console: Console | None = None,
+) -> RunResult:
+    """Run (or resume) the search until `config.steps` steps are committed."""
+    console = console or Console(stderr=True)
+    if (config.training == "off") != (bridge.mode == SEARCH_ONLY_MODE):
+        raise ConfigError(
+            f"training is {config.training!r} but the training bridge is {bridge.mode!r}; "
+            "use the search-only bridge exactly when training is 'off'"
+        )
+    state_dir = config.state_dir
+    library, state = _open(config, task, seed, bridge, scenario, console)
+    try:
+        context = StepContext(
+            task=task,
+            library=library,
+            guidance=guidance,
+            executor=executor,
+            scorer=scorer,
+            run_id=state.run_id,
+            groups=config.groups,
+            rollouts=config.rollouts,
+            limits=Limits(
+                guidance=config.guidance_concurrency,
+                executor=config.executor_concurrency,
+                judge=config.judge_concurrency,
+            ),
+        )
+        for step in range(state.next_step, config.steps):
+            summary = _step_with_progress(context, step, console)
+            library.finish_step(step)
+            commit = bridge.await_training(
+                StepExpectation(
+                    step=step,
+                    groups=config.groups,
+                    rollouts_per_group=config.rollouts,
+                    rollouts=summary.sampled,
+                    non_constant_groups=summary.non_constant_groups,
+                )
+            )
+            summary.training = bridge.mode
+            if commit is not None:
+                summary.grad_norm = commit.grad_norm
+                summary.train_metrics = commit.metrics
+            resume.save_summary(state_dir, summary)
+            library.commit()
+            state.summaries.append(summary)
+            state.next_step = step + 1
+            resume.save(state_dir, state)
+            _log_step(console, summary)
+        result = RunResult(state.run_id, state.training, library.archive.best, state.summaries)
+        write_json_atomic(run_dir(state_dir) / RESULT_FILE, result.to_json())
+        return result
+    finally:
+        library.close()
+
+
+def _open(
+    config: GuidanceConfig,
+    task: Task,
+    seed: Entry,
+    bridge: TrainingBridge,
+    scenario: str,
+    console: Console,
+) -> tuple[Library, resume.ResumeState]:
+    state_dir = config.state_dir
+    saved = resume.load(state_dir)
+    if saved is None:
+        _check_trainer(bridge, 0, open_step_complete=False)
+        archive = Archive.seeded(seed, task.contract.score_direction, config.groups)
+        library = Library.create(state_dir, archive)
+        library.commit()
+        state = resume.ResumeState(
+            run_id=uuid.uuid4().hex[:12],
+            scenario=scenario,
+            training=bridge.mode,
+            identity=config.identity(),
+            next_step=0,
+        )
+        resume.save(state_dir, state)
+        console.print(f"guidance-ttt: new run {state.run_id} ({bridge.mode}) in {state_dir}")
+        return library, state
+    saved.check(config, bridge.mode, scenario)
+    library = Library.restore_committed(state_dir)
+    try:
+        resume.catch_up(state_dir, saved, library.archive.step)
+        open_step = saved.next_step
+        journal = read_step(step_journal_path(run_dir(state_dir), open_step), open_step)
+        complete = len(journal.finished) == config.groups * config.rollouts
+        _check_trainer(bridge, open_step, open_step_complete=complete)
+        resume.save(state_dir, saved)
+    except BaseException:
+        library.close()
+        raise
+    console.print(
+        f"guidance-ttt: resuming run {saved.run_id} ({saved.training}) at step {saved.next_step}"
+    )
+    return library, saved
+
+
+def _check_trainer(bridge: TrainingBridge, step: int, *, open_step_complete: bool) -> None:
+    trained = bridge.trainer_step()
+    if trained is None or trained == step:
+        return
+    if open_step_complete and trained == step + 1:
+        return  # Reef trained the open step before the archive commit; the gate re-checks it
+    raise TrainerOutOfStep(
+        f"Reef's trainer has completed {trained} steps but the committed archive is at step "
+        f"{step}; resume against the Reef state this run trained, or start a new state directory"
+    )
+
+
+def _step_with_progress(context: StepContext, step: int, console: Console) -> StepSummary:
+    grid = context.groups * context.rollouts
+    with Progress(
+        TextColumn(f"step {step} " + "{task.description:>9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        tasks = {stage: progress.add_task(stage, total=grid) for stage in STAGES}
+
+        def advance(stage: str, count: int) -> None:
+            progress.advance(tasks[stage], count)
+
+        return run_step(context, step, advance)
+
+
+def _log_step(console: Console, summary: StepSummary) -> None:
+    best = "-" if summary.best_raw_score is None else f"{summary.best_raw_score:.6g}"
+    grad = "-" if summary.grad_norm is None else f"{summary.grad_norm:.4g}"
+    console.print(
+        f"step {summary.step}: {summary.valid}/{summary.sampled} valid, "
+        f"{summary.well_formed_guidance} well-formed guidance, "
+        f"{summary.non_constant_groups} non-constant groups"
+        f"{' (degenerate)' if summary.degenerate else ''}, best {best}, grad norm {grad}, "
+        f"training {summary.training}, {summary.elapsed_s:.1f} s"
+        + (f", {len(summary.orphans)} orphaned guidance calls" if summary.orphans else "")
+    )

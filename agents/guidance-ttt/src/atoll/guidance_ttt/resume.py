@@ -1,0 +1,131 @@
+"""The resume state of a run: who it is, how far it got, and what each step did.
+
+`resume-state.json` is what lets a stopped run continue as the same run: the
+settings that define it (a resume with different ones would mix two
+experiments in one archive and one trained adapter), the training mode (a
+search-only run never silently becomes a trained one, or back), the run id
+that makes report ids unique, and the per-step summaries. It holds no
+credential. The committed archive, not this file, says which step is next;
+this file may lag by the one step whose commit it was about to record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atoll.guidance_ttt.atomic import write_json_atomic
+from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
+from atoll.guidance_ttt.library import run_dir
+from atoll.guidance_ttt.step import StepSummary
+
+FORMAT = "atoll.guidance_ttt.resume/1"
+RESUME_FILE = "resume-state.json"
+SUMMARY_SUFFIX = ".summary.json"
+
+
+class ResumeError(RuntimeError):
+    """The resume state is unreadable or does not fit this run."""
+
+
+@dataclass
+class ResumeState:
+    run_id: str
+    scenario: str
+    training: str
+    identity: dict[str, Any]
+    next_step: int
+    summaries: list[StepSummary] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "run_id": self.run_id,
+            "scenario": self.scenario,
+            "training": self.training,
+            "identity": self.identity,
+            "next_step": self.next_step,
+            "summaries": [s.to_json() for s in self.summaries],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResumeState:
+        if data.get("format") != FORMAT:
+            raise ResumeError(
+                f"resume state has format {data.get('format')!r}, expected {FORMAT!r}"
+            )
+        try:
+            return cls(
+                run_id=str(data["run_id"]),
+                scenario=str(data["scenario"]),
+                training=str(data["training"]),
+                identity=dict(data["identity"]),
+                next_step=int(data["next_step"]),
+                summaries=[StepSummary.from_json(s) for s in data.get("summaries", [])],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResumeError(f"resume state is incomplete: {exc}") from None
+
+    def check(self, config: GuidanceConfig, training: str, scenario: str) -> None:
+        """Refuse to continue a run whose defining settings changed."""
+        config.check_identity(self.identity)
+        if training != self.training:
+            raise IdentityChanged(
+                f"cannot resume: training mode changed from {self.training!r} to {training!r}; "
+                "start a new state directory instead"
+            )
+        if scenario != self.scenario:
+            raise IdentityChanged(
+                f"cannot resume: Reef scenario changed from {self.scenario!r} to {scenario!r}"
+            )
+
+
+def resume_path(state_dir: Path) -> Path:
+    return run_dir(state_dir) / RESUME_FILE
+
+
+def load(state_dir: Path) -> ResumeState | None:
+    """The saved state, or None for a state directory where no run started."""
+    path = resume_path(state_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResumeError(f"{path} cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise ResumeError(f"{path} is not a JSON object")
+    return ResumeState.from_json(data)
+
+
+def save(state_dir: Path, state: ResumeState) -> None:
+    write_json_atomic(resume_path(state_dir), state.to_json())
+
+
+def summary_path(state_dir: Path, step: int) -> Path:
+    return run_dir(state_dir) / "steps" / f"step-{step:05d}{SUMMARY_SUFFIX}"
+
+
+def save_summary(state_dir: Path, summary: StepSummary) -> None:
+    write_json_atomic(summary_path(state_dir, summary.step), summary.to_json())
+
+
+def catch_up(state_dir: Path, state: ResumeState, committed_step: int) -> None:
+    """Bring `state` level with the committed archive (a crash may have cut its last update)."""
+    if committed_step < state.next_step:
+        raise ResumeError(
+            f"the committed archive is at step {committed_step} but the resume state says "
+            f"step {state.next_step} was committed; the state directory is inconsistent"
+        )
+    known = {s.step for s in state.summaries}
+    for step in range(state.next_step, committed_step):
+        path = summary_path(state_dir, step)
+        if step not in known:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ResumeError(f"summary of committed step {step} is missing: {exc}") from None
+            state.summaries.append(StepSummary.from_json(data))
+    state.next_step = committed_step
