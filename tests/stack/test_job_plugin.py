@@ -18,7 +18,9 @@ TASK = HERE / "tasks" / "reef-receipt"
 LOCAL_ENV = "atoll.core.environments.local:LocalEnvironment"
 
 
-def _harbor_run(venv_bin: Path, env: dict[str, str], tmp_path: Path, *pk: str) -> Path:
+def _harbor(
+    venv_bin: Path, env: dict[str, str], tmp_path: Path, *pk: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     roots = tmp_path / "roots"
@@ -31,8 +33,14 @@ def _harbor_run(venv_bin: Path, env: dict[str, str], tmp_path: Path, *pk: str) -
         [str(venv_bin / "harbor"), "run", "-p", str(TASK), "--agent", "reef_probe_agent:ReefProbeAgent",
          "--env", LOCAL_ENV, "-o", str(jobs), "--plugin", "reef-stack", "--pk", f"config={config}", *pk],
         capture_output=True, text=True, timeout=240, cwd=jobs,
-        env={**env, "HOME": str(home), "PYTHONPATH": str(HERE), "ATOLL_LOCAL_ROOT": str(roots)},
+        env={**env, "HOME": str(home), "PYTHONPATH": str(HERE), "ATOLL_LOCAL_ROOT": str(roots),
+             "HARBOR_TELEMETRY": "0"},
     )  # fmt: skip
+    return done, jobs
+
+
+def _harbor_run(venv_bin: Path, env: dict[str, str], tmp_path: Path, *pk: str) -> Path:
+    done, jobs = _harbor(venv_bin, env, tmp_path, *pk)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (job_dir,) = [p.parent for p in jobs.glob("*/result.json")]
     return job_dir
@@ -108,3 +116,35 @@ def test_harbor_lists_the_plugin(venv_bin):
     assert listed.returncode == 0
     assert "reef-stack" in listed.stdout
     assert "atoll.stack.job_plugin:ReefStackPlugin" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("pk", "message"),
+    [
+        (("--pk", "trainng=on"), "reef-stack: error: reef-stack option trainng: Extra inputs"),
+        (
+            ("--pk", "training=on", "--pk", "reef_home=/nonexistent"),
+            "reef-stack: error: REEF_HOME=/nonexistent",
+        ),
+    ],
+    ids=["unknown-option", "bad-reef-home"],
+)
+def test_plugin_errors_are_one_line_and_start_nothing(
+    venv_bin, tmp_path, stack_env, mark, pk, message
+):
+    done, _ = _harbor(venv_bin, stack_env, tmp_path, "--pk", f"port={free_port()}", *pk)
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output
+    (line,) = [line for line in output.splitlines() if "reef-stack: error:" in line]
+    assert line.startswith(message)
+    assert marked_processes(mark) == []
+
+
+def test_atoll_registry_lists_the_job_plugin_and_the_command(venv_bin):
+    listed = subprocess.run(
+        [str(venv_bin / "atoll"), "plugins", "list"], capture_output=True, text=True, timeout=60
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "reef-stack" in listed.stdout and "job plugin" in listed.stdout
+    assert "atoll.stack" in listed.stdout and "command" in listed.stdout

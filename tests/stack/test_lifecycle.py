@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -186,3 +189,23 @@ def test_missing_tools_are_one_clear_error(tmp_path, upstream, stack_env, mark, 
     assert up.returncode == 2
     assert message in _one_error_line(up.stderr)
     assert marked_processes(mark) == []
+
+
+def test_ctrl_c_during_start_stops_what_was_started(tmp_path, upstream, stack_env, mark):
+    stack_dir = tmp_path / "stack"
+    command = subprocess.Popen(
+        [sys.executable, "-m", "atoll.core.cli", "stack", "up", "--training", "off",
+         "--upstream-url", upstream.root_url, "--port", str(free_port()), "--stack-dir", str(stack_dir),
+         f"state_dir={tmp_path / 'state'}"],
+        env=stack_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (stack_dir / "stack.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marked_processes(mark), "reef serve was not started"
+    command.send_signal(signal.SIGINT)
+    _, stderr = command.communicate(timeout=120)
+    assert command.returncode == 130, stderr
+    assert "interrupted; stopped what this command had started" in stderr
+    assert _wait_gone(mark) == []
+    assert not (stack_dir / "stack.json").exists()

@@ -34,7 +34,7 @@ UPSTREAM_URL = typer.Option(None, "--upstream-url", help="Guidance endpoint for 
 UPSTREAM_MODEL = typer.Option(None, "--upstream-model", help="Model name at the guidance endpoint.")
 PORT = typer.Option(None, "--port", help="Reef's port; default: the port of the config's reef_url.")
 STACK_DIR = typer.Option(
-    None, "--stack-dir", help="State file, serve.yaml and logs [default: <state_dir>/stack]."
+    None, "--stack-dir", help="State file, serve.yaml and logs (default: <state_dir>/stack)."
 )
 REEF_HOME = typer.Option(
     None, "--reef-home", envvar="REEF_HOME", help="Reef source checkout (holds recipes/tttd)."
@@ -69,6 +69,8 @@ def _plan(
     stack_dir: Path | None,
     reef_home: str | None = None,
     ready_timeout: float | None = None,
+    trainer_gpus: str | None = None,
+    executor_server: str | None = None,
 ):  # noqa: ANN202  (returns atoll.stack.launcher.Plan; imported lazily)
     from atoll.guidance_ttt.config import load_config
     from atoll.stack.launcher import plan
@@ -91,6 +93,8 @@ def _plan(
             "stack_dir": stack_dir,
             "reef_home": reef_home,
             "ready_timeout_s": ready_timeout,
+            **({"trainer_gpus": trainer_gpus} if trainer_gpus else {}),
+            **({"executor_server": executor_server} if executor_server else {}),
         }
     )
     return plan(guidance, options)
@@ -145,6 +149,12 @@ def up(
     ready_timeout: float | None = typer.Option(
         None, "--ready-timeout", help="Health deadline, seconds."
     ),
+    trainer_gpus: str | None = typer.Option(
+        None, "--trainer-gpus", help="CUDA_VISIBLE_DEVICES of the trainer (default: 0,1)."
+    ),
+    executor_server: str | None = typer.Option(
+        None, "--executor-server", help="auto|on|off: the local executor's SGLang server on GPU 2."
+    ),
 ) -> None:
     """Start the stack, print the Reef URL, return when healthy (processes keep running)."""
 
@@ -161,6 +171,8 @@ def up(
             stack_dir,
             reef_home,
             ready_timeout,
+            trainer_gpus,
+            executor_server,
         )
         state = launcher.up(planned, _err)
         _err.print(

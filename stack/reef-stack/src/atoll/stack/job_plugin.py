@@ -72,7 +72,11 @@ class ReefStackPlugin(BaseJobPlugin):
             self._install_sigterm()
             state = launcher.up(planned, self._console)
         except StackError as exc:
+            self._forget()  # a failed start has already stopped what it started
             raise SystemExit(f"reef-stack: error: {exc}") from exc
+        except BaseException:
+            self._forget()
+            raise
         self.reef_url = state.reef_url
         os.environ[URL_ENV] = state.reef_url
         self._console.print(f"reef-stack: Reef at {state.reef_url}")
@@ -100,7 +104,13 @@ class ReefStackPlugin(BaseJobPlugin):
         self._stopped = True
         from atoll.stack import launcher
 
+        atexit.unregister(self.stop)
         launcher.down(self.stack_dir, self._console, grace_s=self.options.grace_s)
+        self._restore_sigterm()
+
+    def _forget(self) -> None:
+        self._stopped = True
+        atexit.unregister(self.stop)
         self._restore_sigterm()
 
     def _install_sigterm(self) -> None:

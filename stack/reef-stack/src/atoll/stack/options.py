@@ -20,7 +20,6 @@ DEFAULT_PORT = 8900
 #: GPUs of the default split: the trainer (and its colocated SGLang) on 0,1, the local executor on 2.
 TRAINER_GPUS = "0,1"
 EXECUTOR_GPU = "2"
-EXECUTOR_PORT = 30010
 
 
 class StackOptions(BaseModel):
@@ -43,7 +42,6 @@ class StackOptions(BaseModel):
     ready_timeout_s: float | None = Field(None, gt=0, description="Health deadline in seconds.")
     trainer_gpus: str = TRAINER_GPUS
     executor_gpu: str = EXECUTOR_GPU
-    executor_port: int = Field(EXECUTOR_PORT, ge=1, le=65535)
     executor_server: Literal["auto", "on", "off"] = "auto"
     grace_s: float = Field(30.0, ge=0, description="Seconds between SIGTERM and SIGKILL on stop.")
 

@@ -1,0 +1,85 @@
+"""One Guidance-TTT training step through a running stack, for `scripts/gpu_smoke.sh`.
+
+It samples the full G × R grid of step 0 through Reef with the same client the
+agent uses, reports a reward per rollout that differs within each group (a
+constant group would be dropped and nothing would train), and waits until
+Reef's `GET /reef/status` shows the scenario past step 0, failing on a failed
+step or the deadline. It exercises the stack, not the search: no executor and
+no judge are involved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from atoll.guidance_ttt.bridge import scenario_progress
+from atoll.guidance_ttt.config import load_config
+from atoll.guidance_ttt.entries import Status, Verification
+from atoll.guidance_ttt.guidance import GridSlot, GuidanceClient, ReefEndpoint, report_payload
+
+PROMPT = (
+    "<problem>Place as many unit squares as possible in a 4x4 box.</problem>\n"
+    "Answer with exactly one terminal <guidance>...</guidance> block holding one strategy idea."
+)
+
+
+def run_step(config_path: Path | None, reef_url: str | None, deadline_s: float) -> int:
+    config = load_config(config_path)
+    endpoint = ReefEndpoint.resolve(reef_url)
+    scenario = f"gpu-smoke-{uuid.uuid4().hex[:8]}"
+    client = GuidanceClient(
+        endpoint,
+        scenario=scenario,
+        model=config.guidance_model,
+        max_completion_tokens=config.max_guidance_tokens,
+    )
+    g, r = config.groups, config.rollouts
+    started = time.monotonic()
+    for group in range(g):
+        for rollout in range(r):
+            slot = GridSlot(0, group, rollout, g, r)
+            sample = client.sample(PROMPT)
+            reward = rollout / max(1, r - 1)
+            verification = Verification(Status.VALID, reward, reward, "smoke")
+            payload = report_payload(
+                run_id=scenario, slot=slot, verification=verification, parent_id=group,
+                search_value=reward, library_entry_id=None,
+            )  # fmt: skip
+            client.report(payload, sample.receipt)
+            print(f"step 0 group {group} rollout {rollout}: receipt {sample.receipt}", flush=True)
+    print(
+        f"sampled and reported {g * r} rollouts in {time.monotonic() - started:.0f} s", flush=True
+    )
+    while time.monotonic() - started < deadline_s:
+        progress = scenario_progress(client.status(), scenario)
+        if progress is not None and progress.failed_steps:
+            print(f"Reef lists failed steps {list(progress.failed_steps)}", file=sys.stderr)
+            return 1
+        if progress is not None and progress.scenario_step >= 1:
+            print(f"trained: scenario {scenario} at step {progress.scenario_step} "
+                  f"after {time.monotonic() - started:.0f} s")  # fmt: skip
+            return 0
+        time.sleep(5)
+    print(f"Reef did not train step 0 within {deadline_s:.0f} s", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m atoll.stack.smoke", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--config", type=Path, default=None, help="Guidance-TTT config file.")
+    parser.add_argument("--reef-url", default=None, help="Reef URL (default: $REEF_URL).")
+    parser.add_argument(
+        "--deadline", type=float, default=1800.0, help="Seconds to wait for training."
+    )
+    args = parser.parse_args(argv)
+    return run_step(args.config, args.reef_url, args.deadline)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
