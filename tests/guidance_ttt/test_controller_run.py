@@ -25,7 +25,7 @@ pytest_plugins = ["support.fixtures"]
 @pytest.fixture
 def services(tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url):
     reset_reef_upstream.script = GuidanceScript()
-    scripted_llm.script = ExecutorScript()
+    scripted_llm.script = ExecutorScript(variants=3)
     task = write_task(tmp_path / "task")
     scenario = f"run-{uuid.uuid4().hex[:8]}"
     return {

@@ -85,9 +85,10 @@ class GuidanceScript:
 class ExecutorScript:
     """Executor answers by call number: distinct valid programs, with a broken or empty one mixed in."""
 
-    def __init__(self, broken_every: int = 0, empty_every: int = 0) -> None:
+    def __init__(self, broken_every: int = 0, empty_every: int = 0, variants: int = 0) -> None:
         self.broken_every = broken_every
         self.empty_every = empty_every
+        self.variants = variants  # > 0: programs repeat after this many (the judge's cache hits)
         self._count = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -97,7 +98,8 @@ class ExecutorScript:
         if self.empty_every and number % self.empty_every == 0:
             return Reply(content="I could not write it.")
         program = BROKEN if self.broken_every and number % self.broken_every == 0 else SHELF
-        program = f"// variant {number}\n{program}"
+        variant = number % self.variants if self.variants else number
+        program = f"// variant {variant}\n{program}"
         return Reply(
             content=f"<solution>\n```cpp\n{program}```\n</solution>\n<summary>Variant {number}.</summary>"
         )
