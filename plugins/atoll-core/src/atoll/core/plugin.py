@@ -28,3 +28,15 @@ def atoll_commands() -> list[Registration]:
             "A private Docker engine on its own socket, with Compose and the base image.",
         ),
     ]
+
+
+@hookimpl
+def atoll_environments() -> list[Registration]:
+    return [
+        Registration(
+            "atoll-local",
+            Kind.ENVIRONMENT,
+            "atoll.core.environments.local:LocalEnvironment",
+            "Trials under bubblewrap on this machine: no container engine needed.",
+        ),
+    ]

@@ -62,6 +62,13 @@ def _system_binds() -> list[str]:
 
 def _mount_args(mounts: Sequence[Mount]) -> list[str]:
     args: list[str] = []
+    # bubblewrap would create missing parents of a mount point with mode 0700;
+    # make those that live on the root tmpfs traversable instead.
+    targets = {PurePosixPath(check_target(m.target)) for m in mounts}
+    parents = {p for t in targets for p in t.parents if str(p) != "/"}
+    for parent in sorted(parents, key=lambda p: len(p.parts)):
+        if not any(parent == t or parent.is_relative_to(t) for t in targets):
+            args += ["--perms", "0755", "--dir", str(parent)]
     # Parents before children, so a nested mount lands on top of its parent.
     for m in sorted(mounts, key=lambda m: len(PurePosixPath(check_target(m.target)).parts)):
         source = os.fspath(m.source)

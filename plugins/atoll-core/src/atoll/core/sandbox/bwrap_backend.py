@@ -30,7 +30,7 @@ from atoll.core.sandbox.spec import (
     SandboxSpec,
     Status,
 )
-from atoll.core.sandbox.supervise import Outcome, Why, supervise
+from atoll.core.sandbox.supervise import CancelToken, Outcome, Why, supervise
 
 # What allocation failures look like when only RLIMIT_AS guards memory.
 _ALLOC_FAILURE = re.compile(
@@ -107,17 +107,26 @@ class BwrapBackend(SandboxBackend):
         argv: Sequence[str],
         spec: SandboxSpec,
         stdin: bytes | None = None,
+        *,
+        cancel: CancelToken | None = None,
     ) -> SandboxResult:
+        """As SandboxBackend.run; `cancel` lets another thread end the run early."""
         self.check()
-        return self._run(argv, spec, stdin)
+        return self._run(argv, spec, stdin, cancel)
 
-    def _run(self, argv: Sequence[str], spec: SandboxSpec, stdin: bytes | None) -> SandboxResult:
+    def _run(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None,
+        cancel: CancelToken | None = None,
+    ) -> SandboxResult:
         if spec.uid == 0 or spec.gid == 0:
             raise SandboxError("sandboxed programs never run as root: give the spec a non-zero uid")
         limits = spec.limits
         processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
         try:
-            group = RunCgroup.create(limits.memory_bytes, processes)
+            group = RunCgroup.create(limits.memory_bytes, processes, limits.cpus)
         except OSError as exc:
             raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
         status_r, status_w = os.pipe()
@@ -137,7 +146,7 @@ class BwrapBackend(SandboxBackend):
                 raise SandboxError(f"cannot start bubblewrap: {exc}") from exc
             os.close(status_w)
             status_w = -1
-            outcome = self._supervise(proc, started, stdin, status_r, limits, group)
+            outcome = self._supervise(proc, started, stdin, status_r, limits, group, cancel)
             cpu = group.cpu_seconds() if group is not None else None
             peak = group.peak_memory() if group is not None else None
             oom = group.oom_killed() if group is not None else False
@@ -171,6 +180,7 @@ class BwrapBackend(SandboxBackend):
         status_r: int,
         limits: Limits,
         group: RunCgroup | None,
+        cancel: CancelToken | None,
     ) -> Outcome:
         def kill() -> None:
             # The namespace's pid 1 takes every process in it down with it; the
@@ -191,6 +201,7 @@ class BwrapBackend(SandboxBackend):
             kill=kill,
             cpu_used=group.cpu_seconds if group is not None and group.cpu else None,
             cpu_limit=limits.cpu_seconds,
+            cancel=cancel,
         )
 
 
@@ -223,7 +234,7 @@ def _result(
         status = Status.MEMORY_LIMIT
     elif outcome.killed_for == Why.CPU or sig == signal.SIGXCPU or over_cpu:
         status = Status.CPU_TIME_LIMIT
-    elif outcome.killed_for == Why.WALL:
+    elif outcome.killed_for in (Why.WALL, Why.CANCELLED):
         status = Status.WALL_TIME_LIMIT
     elif sig == signal.SIGXFSZ:
         status = Status.OUTPUT_LIMIT

@@ -28,7 +28,8 @@ class _Layout:
     version: int
     memory: Path | None  # parent directories (created once)
     pids: Path | None
-    cpu: Path | None
+    cpu: Path | None  # CPU accounting
+    quota: Path | None = None  # CPU bandwidth limits
 
 
 def _writable_parent(hierarchy: Path) -> Path | None:
@@ -50,9 +51,10 @@ def layout() -> _Layout | None:
     memory = _writable_parent(ROOT / "memory")
     pids = _writable_parent(ROOT / "pids")
     cpu = _writable_parent(ROOT / "cpuacct")
+    quota = _writable_parent(ROOT / "cpu")
     if memory is None and pids is None:
         return None
-    return _Layout(1, memory, pids, cpu)
+    return _Layout(1, memory, pids, cpu, quota)
 
 
 def _v2_layout() -> _Layout | None:
@@ -69,7 +71,8 @@ def _v2_layout() -> _Layout | None:
         return None
     if "memory" not in enabled:
         return None
-    return _Layout(2, parent, parent if "pids" in enabled else None, parent)
+    cpu = parent if "cpu" in enabled else None
+    return _Layout(2, parent, parent if "pids" in enabled else None, cpu, cpu)
 
 
 def run_prefix() -> str:
@@ -82,7 +85,7 @@ def created_groups() -> list[Path]:
     lay = layout()
     if lay is None:
         return []
-    parents = {p for p in (lay.memory, lay.pids, lay.cpu) if p is not None}
+    parents = {p for p in (lay.memory, lay.pids, lay.cpu, lay.quota) if p is not None}
     return [g for p in parents for g in p.glob(f"{run_prefix()}*")]
 
 
@@ -118,21 +121,24 @@ class RunCgroup:
         self.memory = lay.memory / name if lay.memory else None
         self.pids = lay.pids / name if lay.pids else None
         self.cpu = lay.cpu / name if lay.cpu else None
+        self.quota = lay.quota / name if lay.quota else None
 
     @classmethod
-    def create(cls, memory_bytes: int | None, processes: int | None) -> RunCgroup | None:
+    def create(
+        cls, memory_bytes: int | None, processes: int | None, cpus: float | None = None
+    ) -> RunCgroup | None:
         """Make the groups for one run with these limits; None if cgroups are unusable."""
         lay = layout()
         if lay is None:
             return None
         name = f"{run_prefix()}{uuid.uuid4().hex}"
-        parents = {p for p in (lay.memory, lay.pids, lay.cpu) if p is not None}
+        parents = {p for p in (lay.memory, lay.pids, lay.cpu, lay.quota) if p is not None}
         dirs = [p / name for p in sorted(parents)]
         for d in dirs:
             d.mkdir()
         group = cls(lay, dirs)
         try:
-            group._limit(memory_bytes, processes)
+            group._limit(memory_bytes, processes, cpus)
         except OSError:
             group.remove()
             raise
@@ -142,7 +148,7 @@ class RunCgroup:
     def limits_processes(self) -> bool:
         return self.pids is not None
 
-    def _limit(self, memory_bytes: int | None, processes: int | None) -> None:
+    def _limit(self, memory_bytes: int | None, processes: int | None, cpus: float | None) -> None:
         v1 = self._layout.version == 1
         if memory_bytes is not None and self.memory is not None:
             if v1:
@@ -157,6 +163,14 @@ class RunCgroup:
                     _write(swap, 0)
         if processes is not None and self.pids is not None:
             _write(self.pids / "pids.max", processes)
+        if cpus is not None and self.quota is not None:
+            period = 100_000
+            quota = max(1000, int(cpus * period))
+            if v1:
+                _write(self.quota / "cpu.cfs_period_us", period)
+                _write(self.quota / "cpu.cfs_quota_us", quota)
+            else:
+                _write(self.quota / "cpu.max", f"{quota} {period}")
 
     def procs_files(self) -> list[Path]:
         """The files a process writes its pid to, to join every group of this run."""

@@ -45,6 +45,7 @@ class Limits:
     open_files: int | None = 256
     stdout_bytes: int = 1 * MiB
     stderr_bytes: int = 64 * 1024
+    cpus: float | None = None  # CPU bandwidth (cores); None: no cap
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,33 @@ class Why:
     WALL = "wall"
     CPU = "cpu"
     OUTPUT = "output"
+    CANCELLED = "cancelled"
+
+
+class CancelToken:
+    """Lets another thread stop a run early: `cancel()` wakes the supervisor.
+
+    A pipe rather than a threading.Event, so the supervisor's one `select`
+    notices it without polling.
+    """
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self.cancelled = False
+
+    def fileno(self) -> int:
+        return self._read
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        with contextlib.suppress(OSError):
+            os.write(self._write, b"x")
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 @dataclass
@@ -70,6 +97,7 @@ def supervise(
     cpu_used: Callable[[], float | None] | None = None,
     cpu_limit: float | None = None,
     cpu_poll_seconds: float = 0.1,
+    cancel: CancelToken | None = None,
 ) -> Outcome:
     """Run `proc` to completion (or until a limit), reap it, and report."""
     sel = selectors.DefaultSelector()
@@ -82,6 +110,8 @@ def supervise(
     sel.register(pidfd, selectors.EVENT_READ, "exit")
     if status_read_fd is not None:
         sel.register(status_read_fd, selectors.EVENT_READ, "status")
+    if cancel is not None:
+        sel.register(cancel.fileno(), selectors.EVENT_READ, "cancel")
     pending_in = memoryview(stdin or b"")
     if proc.stdin is not None:
         os.set_blocking(proc.stdin.fileno(), False)
@@ -119,7 +149,10 @@ def supervise(
                     break  # something still holds the pipes open; the run is over
             for key, _ in events:
                 what = key.data
-                if what == "exit":
+                if what == "cancel":
+                    sel.unregister(key.fd)
+                    stop(Why.CANCELLED)
+                elif what == "exit":
                     exited = True
                     sel.unregister(pidfd)
                 elif what == "stdin":

@@ -1,0 +1,1 @@
+"""Harbor environments that atoll adds (`atoll-local`: trials under bubblewrap)."""

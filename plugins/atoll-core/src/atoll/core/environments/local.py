@@ -1,0 +1,361 @@
+"""`atoll-local`: a Harbor environment that runs each trial under bubblewrap.
+
+No container engine and no image build: each trial gets its own root (see
+`trial_root`) with the task's directories bound at their usual paths over the
+host's read-only system directories, and every `exec` is one sandbox run (see
+`atoll.core.sandbox`) as an unprivileged uid, in fresh namespaces, with the
+task's network mode, memory and CPU limits. Use it where Docker is missing or
+too slow; tasks whose Dockerfile installs software need `--env docker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import os
+import posixpath
+import shlex
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+
+from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.capabilities import (
+    EnvironmentCapabilities,
+    EnvironmentResourceCapabilities,
+)
+from harbor.models.task.config import NetworkMode, NetworkPolicy
+
+from atoll.core.environments import dockerfile, transfer
+from atoll.core.environments.trial_root import TrialRoot, TrialRootError, User, top_level
+from atoll.core.sandbox import Limits, Mount, Network, SandboxSpec, Status, get_backend
+from atoll.core.sandbox.bwrap_backend import BwrapBackend
+from atoll.core.sandbox.supervise import CancelToken
+
+MiB = 1024 * 1024
+DEFAULT_WORKDIR = "/app"
+EXEC_OUTPUT_BYTES = 64 * MiB
+TRANSFER_BYTES = 1024 * MiB
+EXEC_PROCESSES = 4096
+
+# Execs block a thread each for as long as the command runs (agents run for
+# minutes), so they get their own pool rather than asyncio's small default.
+_EXECUTOR = ThreadPoolExecutor(max_workers=256, thread_name_prefix="atoll-local")
+
+
+class LocalEnvironment(BaseEnvironment):
+    """Harbor environment: one bubblewrap box per trial, no container engine."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._root: TrialRoot | None = None
+        self._plan = dockerfile.Plan()
+        self._active: set[CancelToken] = set()
+        super().__init__(*args, **kwargs)
+        self._backend = get_backend("bwrap")
+        if not isinstance(self._backend, BwrapBackend):
+            raise RuntimeError("atoll-local needs the bubblewrap sandbox backend")
+
+    # --- what Harbor asks about the environment -------------------------------
+
+    @staticmethod
+    def type() -> str:
+        return "atoll-local"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        # Each exec is a fresh namespace, so the network policy can change
+        # between phases at no cost; log directories are host bind mounts.
+        return EnvironmentCapabilities(
+            disable_internet=True, dynamic_network_policy=True, mounted=True
+        )
+
+    @classmethod
+    def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
+        return EnvironmentResourceCapabilities(cpu_limit=True, memory_limit=True)
+
+    @classmethod
+    def preflight(cls) -> None:
+        from atoll.core.sandbox import SandboxError
+
+        try:
+            get_backend("bwrap").check()
+        except SandboxError as exc:
+            raise SystemExit(f"atoll-local cannot run here: {exc}") from None
+
+    def _validate_definition(self) -> None:
+        # Nothing is required: without a Dockerfile the trial simply starts empty.
+        dockerfile_path = self.environment_dir / "Dockerfile"
+        if dockerfile_path.exists():
+            self._plan = dockerfile.parse(dockerfile_path)
+
+    async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
+        if network_policy.network_mode == NetworkMode.ALLOWLIST:
+            raise ValueError("atoll-local supports network modes public and no-network only")
+
+    # --- lifecycle ------------------------------------------------------------
+
+    @property
+    def root(self) -> TrialRoot:
+        if self._root is None:
+            raise RuntimeError("the atoll-local environment is not started")
+        return self._root
+
+    @property
+    def workdir(self) -> str:
+        return self.task_env_config.workdir or self._plan.workdir or DEFAULT_WORKDIR
+
+    async def start(self, force_build: bool) -> None:
+        await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._backend.check)
+        parent = os.environ.get("ATOLL_LOCAL_ROOT")
+        self._root = TrialRoot(Path(parent) if parent else None)
+        self.root.ensure_top(top_level(self.workdir))
+        for mount in self._mounts:
+            if mount.get("type", "bind") == "bind" and not mount.get("read_only"):
+                Path(mount["source"]).mkdir(parents=True, exist_ok=True)
+                Path(mount["source"]).chmod(0o777)
+        await self.exec(f"mkdir -p {shlex.quote(self.workdir)}", user="root")
+        await self._apply_dockerfile()
+        await self._upload_environment_dir_after_start()
+
+    async def _apply_dockerfile(self) -> None:
+        for copy in self._plan.copies:
+            await self._copy_from_context(copy)
+        if self._plan.skipped:
+            kinds = sorted({line.split()[0].upper() for line in self._plan.skipped})
+            self.logger.warning(
+                f"atoll-local applied only COPY/ADD/WORKDIR/ENV/USER of "
+                f"{self.environment_dir / 'Dockerfile'}; {len(self._plan.skipped)} other "
+                f"step(s) ({', '.join(kinds)}) are not built: use --env docker for those"
+            )
+
+    async def _copy_from_context(self, copy: dockerfile.Copy) -> None:
+        context = self.environment_dir.resolve()
+        for pattern in copy.sources:
+            matches = sorted(glob.glob(os.path.join(context, pattern.lstrip("/"))))
+            if not matches:
+                raise FileNotFoundError(f"Dockerfile COPY source not found in {context}: {pattern}")
+            for match in matches:
+                source = Path(match)
+                if not source.resolve().is_relative_to(context):
+                    raise ValueError(f"Dockerfile COPY source leaves the build context: {pattern}")
+                if source.is_dir():
+                    await self.upload_dir(source, copy.dest)
+                    target = copy.dest
+                elif copy.dest_is_dir:
+                    target = posixpath.join(copy.dest, source.name)
+                    await self.upload_file(source, target)
+                else:
+                    target = copy.dest
+                    await self.upload_file(source, target)
+                if copy.chown:
+                    self.root.chown_tree(self._host_path(target), self.root.user(copy.chown).uid)
+
+    def _host_path(self, box_path: str) -> Path:
+        """Where a path of the box lives on the host (only used before any exec)."""
+        normal = PurePosixPath(posixpath.normpath(box_path))
+        return self.root.fs.joinpath(*normal.parts[1:])
+
+    async def stop(self, delete: bool) -> None:
+        for token in list(self._active):
+            token.cancel()
+        if self._root is None:
+            return
+        self._kill_leftovers()
+        await self.prepare_logs_for_host()
+        if delete:
+            self._root.remove()
+        else:
+            self.logger.info(f"atoll-local kept the trial's files in {self._root.path}")
+
+    def _kill_leftovers(self) -> None:
+        """Every run dies with its namespace; this catches anything that did not."""
+        uids = self.root.uids
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                status = (entry / "status").read_text()
+                line = next(x for x in status.splitlines() if x.startswith("Uid:"))
+                if int(line.split()[1]) in uids:
+                    os.kill(int(entry.name), signal.SIGKILL)
+
+    async def prepare_logs_for_host(self) -> None:
+        """Give the host user back what the trial's uids wrote in the log mounts."""
+        if self._root is None:
+            return
+        for mount in self._mounts:
+            if mount.get("type", "bind") == "bind" and not mount.get("read_only"):
+                self.root.chown_tree(Path(mount["source"]), os.getuid())
+
+    # --- running commands -----------------------------------------------------
+
+    def _box_user(self, user: str | int | None) -> User:
+        who = self._resolve_user(user)
+        if who is None:
+            who = self._plan.user
+        return self.root.user(who)
+
+    def _spec(self, user: User, cwd: str, env: dict[str, str], limits: Limits) -> SandboxSpec:
+        mounts = [Mount(self.root.fs / top, f"/{top}", writable=True) for top in self.root.tops()]
+        mounts += [
+            Mount(self.root.etc / "passwd", "/etc/passwd"),
+            Mount(self.root.etc / "group", "/etc/group"),
+        ]
+        for mount in self._mounts:
+            if mount.get("type", "bind") != "bind":
+                raise ValueError(f"atoll-local supports bind mounts only, not {mount['type']!r}")
+            mounts.append(
+                Mount(Path(mount["source"]), mount["target"], writable=not mount.get("read_only"))
+            )
+        network = (
+            Network.HOST
+            if self._network_policy.network_mode == NetworkMode.PUBLIC
+            else Network.NONE
+        )
+        base_env = {
+            "HOME": user.home,
+            "USER": user.name,
+            "LOGNAME": user.name,
+            "TERM": "xterm",
+            "LANG": "C.UTF-8",
+        }
+        return SandboxSpec(
+            mounts=tuple(mounts),
+            workdir=cwd,
+            env={**base_env, **self._plan.env, **env},
+            uid=user.uid,
+            gid=user.uid,
+            network=network,
+            limits=limits,
+        )
+
+    def _limits(self, timeout_sec: float | None, output_bytes: int) -> Limits:
+        memory_mb = self._effective_memory_mb
+        return Limits(
+            cpu_seconds=None,
+            wall_seconds=float(timeout_sec) if timeout_sec else None,
+            memory_bytes=memory_mb * MiB if memory_mb else None,
+            processes=EXEC_PROCESSES,
+            file_size_bytes=None,
+            open_files=None,
+            stdout_bytes=output_bytes,
+            stderr_bytes=output_bytes,
+            cpus=float(self._effective_cpus) if self._effective_cpus else None,
+        )
+
+    async def _run(
+        self,
+        argv: list[str],
+        *,
+        user: User,
+        cwd: str,
+        env: dict[str, str],
+        timeout_sec: float | None = None,
+        stdin: bytes | None = None,
+        output_bytes: int = EXEC_OUTPUT_BYTES,
+    ):
+        spec = self._spec(user, cwd, env, self._limits(timeout_sec, output_bytes))
+        token = CancelToken()
+        self._active.add(token)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            _EXECUTOR, lambda: self._backend.run(argv, spec, stdin, cancel=token)
+        )
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            token.cancel()
+            with contextlib.suppress(Exception):
+                await future
+            raise
+        finally:
+            self._active.discard(token)
+            token.close()
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
+        result = await self._run(
+            ["bash", "-c", command],
+            user=self._box_user(user),
+            cwd=cwd or self.workdir,
+            env=self._merge_env(env) or {},
+            timeout_sec=timeout_sec,
+        )
+        if result.status is Status.WALL_TIME_LIMIT and timeout_sec:
+            raise RuntimeError(f"Command timed out after {timeout_sec} seconds")
+        stdout = result.stdout.decode(errors="replace") or None
+        stderr = result.stderr.decode(errors="replace") or None
+        callback = self._output_callback()
+        if callback is not None and stdout:
+            await callback(stdout, "stdout")
+        code = result.exit_code if result.exit_code is not None else 128 + (result.signal or 9)
+        return ExecResult(stdout=stdout, stderr=stderr, return_code=code)
+
+    # --- files ----------------------------------------------------------------
+
+    async def _unpack_in_box(self, data: bytes, target_dir: str) -> None:
+        self._writable(target_dir)
+        quoted = shlex.quote(target_dir)
+        result = await self._run(
+            ["sh", "-c", f"mkdir -p {quoted} && tar -x -f - -C {quoted} --no-same-owner"],
+            user=self.root.root_user,
+            cwd="/",
+            env={},
+            stdin=data,
+            output_bytes=MiB,
+        )
+        if not result.ok:
+            raise RuntimeError(
+                f"could not copy into {target_dir}: "
+                + result.stderr.decode(errors="replace").strip()
+            )
+
+    def _writable(self, box_path: str) -> None:
+        try:
+            self.root.ensure_top(top_level(box_path))
+        except TrialRootError as exc:
+            raise ValueError(str(exc)) from None
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        target = posixpath.normpath(target_path)
+        data = transfer.pack(Path(source_path), posixpath.basename(target))
+        await self._unpack_in_box(data, posixpath.dirname(target))
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        data = transfer.pack(Path(source_dir), ".")
+        await self._unpack_in_box(data, posixpath.normpath(target_dir))
+
+    async def _pack_in_box(self, argv: list[str], what: str) -> bytes:
+        result = await self._run(
+            argv, user=self.root.root_user, cwd="/", env={}, output_bytes=TRANSFER_BYTES
+        )
+        if not result.ok:
+            raise RuntimeError(
+                f"could not read {what} from the environment: "
+                + result.stderr.decode(errors="replace").strip()
+            )
+        return result.stdout
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        data = await self._pack_in_box(["cat", "--", source_path], source_path)
+        target = Path(target_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.part")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        data = await self._pack_in_box(["tar", "-c", "-f", "-", "-C", source_dir, "."], source_dir)
+        skipped = transfer.unpack(data, Path(target_dir))
+        if skipped:
+            self.logger.warning(
+                f"atoll-local left out {len(skipped)} entr(ies) of {source_dir} that point "
+                f"outside it: {', '.join(skipped[:5])}"
+            )

@@ -1,0 +1,8 @@
+#!/bin/bash
+# Reward 1 only if the answer is right and the box is what atoll-local promises.
+reward=1
+[ "$(cat /app/answer.txt)" = "BUBBLEWRAP" ] || { echo "wrong answer"; reward=0; }
+[ "$(id -u)" != 0 ] || { echo "running as real root"; reward=0; }
+[ ! -e /root/.bashrc ] || [ -O /root ] || { echo "host /root visible"; reward=0; }
+[ -d /logs/agent ] && [ -d /tests ] && [ -d /solution ] || { echo "missing dirs"; reward=0; }
+echo $reward > /logs/verifier/reward.txt
