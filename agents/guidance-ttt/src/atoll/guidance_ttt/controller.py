@@ -46,6 +46,8 @@ from atoll.guidance_ttt.step import (
 RESULT_FILE = "result.json"
 DEFAULT_SCENARIO = "guidance-ttt"
 STAGES = ("guidance", "executor", "judged", "reported")
+# Log lines are data (paths, scores): no markup, no highlighting, no wrapping.
+PLAIN: dict[str, Any] = {"markup": False, "highlight": False, "soft_wrap": True}
 
 
 class TrainerOutOfStep(RuntimeError):
@@ -166,7 +168,9 @@ def _open(
             next_step=0,
         )
         resume.save(state_dir, state)
-        console.print(f"guidance-ttt: new run {state.run_id} ({bridge.mode}) in {state_dir}")
+        console.print(
+            f"guidance-ttt: new run {state.run_id} ({bridge.mode}) in {state_dir}", **PLAIN
+        )
         return library, state
     saved.check(config, bridge.mode, scenario)
     library = Library.restore_committed(state_dir)
@@ -181,7 +185,8 @@ def _open(
         library.close()
         raise
     console.print(
-        f"guidance-ttt: resuming run {saved.run_id} ({saved.training}) at step {saved.next_step}"
+        f"guidance-ttt: resuming run {saved.run_id} ({saved.training}) at step {saved.next_step}",
+        **PLAIN,
     )
     return library, saved
 
@@ -226,5 +231,6 @@ def _log_step(console: Console, summary: StepSummary) -> None:
         f"{summary.non_constant_groups} non-constant groups"
         f"{' (degenerate)' if summary.degenerate else ''}, best {best}, grad norm {grad}, "
         f"training {summary.training}, {summary.elapsed_s:.1f} s"
-        + (f", {len(summary.orphans)} orphaned guidance calls" if summary.orphans else "")
+        + (f", {len(summary.orphans)} orphaned guidance calls" if summary.orphans else ""),
+        **PLAIN,
     )
