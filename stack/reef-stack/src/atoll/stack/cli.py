@@ -127,10 +127,17 @@ def render(
                 path = Path(tmp) / "serve.yaml"
                 path.write_text(text)
                 validate.load_layout(path)
-                if planned.upstream is not None or reef_home:
-                    home = Path(reef_home) if reef_home and not planned.upstream else None
-                    validate.resolve(path, upstream=planned.upstream, reef_home=home)
-            _err.print("reef-infra's loader accepts this file")
+                if planned.upstream is not None:
+                    validate.resolve(path, upstream=planned.upstream)
+                    checked = "fully resolved"
+                elif reef_home:
+                    from atoll.stack.preflight import reef_home as checkout
+
+                    validate.resolve(path, reef_home=checkout(reef_home))
+                    checked = f"fully resolved with the tttd recipe of {reef_home}"
+                else:
+                    checked = "public layout only; set REEF_HOME to resolve the tttd recipe too"
+            _err.print(f"reef-infra's loader accepts this file ({checked})")
         _out.out(text, end="")
 
     _guarded(action)
