@@ -14,7 +14,6 @@ from support.guidance_run import (
 )
 from support.openai_server import Reply
 
-from atoll.guidance_ttt.entries import Status
 from atoll.guidance_ttt.step import StepFailed, run_step
 
 pytest_plugins = ["support.fixtures"]
@@ -196,4 +195,30 @@ def test_a_guidance_answer_lost_in_transit_is_resent_and_named_as_orphan(
     assert (orphan["group"], orphan["rollout"], orphan["attempt"]) == (0, 0, 1)
     assert "no answer from Reef" in orphan["error"]
     library.close()
-    assert Status.VALID.value == "valid"
+
+
+def test_a_judge_that_is_down_stops_the_step_and_scores_nothing(
+    tmp_path, reef_server, reset_reef_upstream, scripted_llm
+):
+    from support.reef_server import free_port
+
+    reset_reef_upstream.script = GuidanceScript()
+    scripted_llm.script = ExecutorScript()
+    task = write_task(tmp_path / "task")
+    library = new_library(tmp_path / "state", task, groups=1)
+    scenario = _scenario()
+    context = step_context(
+        task=task,
+        library=library,
+        reef_server=reef_server,
+        scenario=scenario,
+        executor_url=scripted_llm.base_url,
+        judge_url=f"http://127.0.0.1:{free_port()}",
+        groups=1,
+        rollouts=2,
+    )
+    with pytest.raises(StepFailed, match="judge failure"):
+        run_step(context, 0)
+    assert reef_server.records(scenario, "report") == []
+    assert library.archive.total_rollouts == 0
+    library.close()
