@@ -58,11 +58,14 @@ class Problem:
         """The checker's parsed form of case `index`, parsed once per process."""
         with self._lock:
             found = self._prepared.get(index)
-        if found is not None:
+            if found is None:
+                found = self._prepared[index] = self.checker.prepare(self.case_input(index))
             return found
-        value = self.checker.prepare(self.case_input(index))
-        with self._lock:
-            return self._prepared.setdefault(index, value)
+
+    def warm(self) -> None:
+        """Parse every case now, so that no submission pays for it."""
+        for index in range(len(self.cases)):
+            self.prepared(index)
 
     def check(self, index: int, output: bytes) -> CheckResult:
         return self.checker.check(self.prepared(index), output)

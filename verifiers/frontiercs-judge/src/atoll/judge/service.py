@@ -67,6 +67,14 @@ class JudgeService:
             self._queue.put(submission.sid)
         for thread in self._threads:
             thread.start()
+        threading.Thread(target=self._warm, name="judge-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        for problem in self.engine.problems.values():
+            try:
+                problem.warm()
+            except Exception:  # a bad input shows up, with its message, when judged
+                log.exception("cannot parse the test inputs of problem %s", problem.id)
 
     def stop(self) -> None:
         for _ in self._threads:
