@@ -21,6 +21,10 @@ SCENARIO = "reef-stack-test"
 
 
 class ReefProbeAgent(BaseAgent):
+    def __init__(self, *args, linger_s: float = 0.0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.linger_s = float(linger_s)
+
     @staticmethod
     def name() -> str:
         return "reef-probe"
@@ -44,3 +48,4 @@ class ReefProbeAgent(BaseAgent):
             json.dumps({"receipt": receipt, "answer": answer, "reef_url": os.environ["REEF_URL"]})
         )
         await environment.exec(f"echo {receipt} > /app/receipt.txt")
+        await asyncio.sleep(self.linger_s)  # lets a test interrupt the job mid-run

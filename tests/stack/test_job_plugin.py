@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -18,24 +20,29 @@ TASK = HERE / "tasks" / "reef-receipt"
 LOCAL_ENV = "atoll.core.environments.local:LocalEnvironment"
 
 
+def _harbor_argv(venv_bin: Path, tmp_path: Path, *pk: str) -> tuple[list[str], Path]:
+    jobs = tmp_path / "jobs"
+    config = tmp_path / "run.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\ntraining = "off"\n')
+    return [str(venv_bin / "harbor"), "run", "-p", str(TASK), "--agent", "reef_probe_agent:ReefProbeAgent",
+            "--env", LOCAL_ENV, "-o", str(jobs), "--plugin", "reef-stack", "--pk", f"config={config}",
+            *pk], jobs  # fmt: skip
+
+
+def _harbor_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    for name in ("jobs", "roots", "home"):
+        (tmp_path / name).mkdir(exist_ok=True)
+    return {**env, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(HERE),
+            "ATOLL_LOCAL_ROOT": str(tmp_path / "roots"), "HARBOR_TELEMETRY": "0"}  # fmt: skip
+
+
 def _harbor(
     venv_bin: Path, env: dict[str, str], tmp_path: Path, *pk: str
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    roots = tmp_path / "roots"
-    roots.mkdir()
-    home = tmp_path / "home"
-    home.mkdir()
-    config = tmp_path / "run.toml"
-    config.write_text(f'state_dir = "{tmp_path / "state"}"\ntraining = "off"\n')
+    argv, jobs = _harbor_argv(venv_bin, tmp_path, *pk)
     done = subprocess.run(
-        [str(venv_bin / "harbor"), "run", "-p", str(TASK), "--agent", "reef_probe_agent:ReefProbeAgent",
-         "--env", LOCAL_ENV, "-o", str(jobs), "--plugin", "reef-stack", "--pk", f"config={config}", *pk],
-        capture_output=True, text=True, timeout=240, cwd=jobs,
-        env={**env, "HOME": str(home), "PYTHONPATH": str(HERE), "ATOLL_LOCAL_ROOT": str(roots),
-             "HARBOR_TELEMETRY": "0"},
-    )  # fmt: skip
+        argv, capture_output=True, text=True, timeout=240, cwd=jobs, env=_harbor_env(env, tmp_path)
+    )
     return done, jobs
 
 
@@ -148,3 +155,36 @@ def test_atoll_registry_lists_the_job_plugin_and_the_command(venv_bin):
     assert listed.returncode == 0, listed.stderr
     assert "reef-stack" in listed.stdout and "job plugin" in listed.stdout
     assert "atoll.stack" in listed.stdout and "command" in listed.stdout
+
+
+def test_interrupting_the_job_stops_the_stack(venv_bin, tmp_path, upstream, stack_env, mark):
+    port = free_port()
+    argv, jobs = _harbor_argv(
+        venv_bin, tmp_path, "--pk", f"upstream_url={upstream.base_url}", "--pk", f"port={port}",
+        "--ak", "linger_s=120",
+    )  # fmt: skip
+    harbor = subprocess.Popen(
+        argv, cwd=tmp_path, env=_harbor_env(stack_env, tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not list(jobs.glob("*/*/agent/receipt.json")) and time.monotonic() < deadline:
+            assert harbor.poll() is None, harbor.stdout.read() if harbor.stdout else ""
+            time.sleep(0.1)
+        assert health.is_reef(f"http://127.0.0.1:{port}")  # the agent is mid-run, Reef is up
+        harbor.send_signal(signal.SIGINT)  # Ctrl-C: Harbor never reaches on_job_end
+        output, _ = harbor.communicate(timeout=120)
+    finally:
+        if harbor.poll() is None:
+            harbor.kill()
+    assert "reef-stack: stopped reef-serve" in output
+    assert _settles(mark)
+    assert not health.healthy(f"http://127.0.0.1:{port}")
+
+
+def _settles(mark: str) -> bool:
+    deadline = time.monotonic() + 10
+    while marked_processes(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return marked_processes(mark) == []
