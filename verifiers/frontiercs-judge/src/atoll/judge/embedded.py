@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -50,8 +51,9 @@ class JudgeSetup:
     def engine(self) -> Engine:
         return Engine(load_problems(self.problems_dir), self.state, self.workers, self.backend)
 
-    def service(self) -> JudgeService:
-        store = Store(self.state / "judge.sqlite")
+    def service(self, results: Path | None = None) -> JudgeService:
+        """The judge service; results in `results` (default: the state dir's judge.sqlite)."""
+        store = Store(results or self.state / "judge.sqlite")
         return JudgeService(self.engine(), store, max_queue=self.max_queue)
 
 
@@ -63,13 +65,21 @@ def serve(host: str, port: int, setup: JudgeSetup) -> None:
 
 
 class EmbeddedJudge:
-    """An in-process judge on 127.0.0.1:<free port>; use as a context manager."""
+    """An in-process judge on 127.0.0.1:<free port>; use as a context manager.
+
+    It shares the state dir's compile cache with every other judge, but keeps
+    its results in a private database that lives as long as it does: they
+    matter only to this process, and a second process starting on the same
+    state dir must not mistake them for work a crashed server left behind.
+    """
 
     def __init__(self, setup: JudgeSetup | None = None) -> None:
         self.setup = setup or JudgeSetup()
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._service: JudgeService | None = None
+        self._results: tempfile.TemporaryDirectory[str] | None = None
 
     def __enter__(self) -> EmbeddedJudge:
         self.start()
@@ -79,7 +89,8 @@ class EmbeddedJudge:
         self.stop()
 
     def start(self, timeout_s: float = 30.0) -> str:
-        service = self.setup.service()
+        self._results = tempfile.TemporaryDirectory(prefix="atoll-judge-results-")
+        service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
         service.start()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -104,5 +115,11 @@ class EmbeddedJudge:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._service is not None:
+            self._service.close()
+        if self._results is not None:
+            self._results.cleanup()
         self._server = None
         self._thread = None
+        self._service = None
+        self._results = None

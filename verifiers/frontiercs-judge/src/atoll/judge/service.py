@@ -80,6 +80,15 @@ class JudgeService:
         for _ in self._threads:
             self._queue.put(_STOP)
 
+    def close(self) -> None:
+        """Stop judging and release the engine and the store (waits for running work)."""
+        self.stop()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join()
+        self.engine.close()
+        self.store.close()
+
     def submit(self, pid: str, lang: str, source: bytes) -> int:
         """Accept a submission (durably) and return its id; QueueFull when saturated."""
         self.engine.problem(pid)  # UnknownProblem before anything is stored

@@ -1,0 +1,63 @@
+"""Results in SQLite: kept after reading, and never a score for work a crash interrupted."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from atoll.judge.engine import Engine
+from atoll.judge.service import JudgeService
+from atoll.judge.store import MAX_ATTEMPTS, State, Store
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def wait_final(service: JudgeService, sid: int) -> tuple[int, dict]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        view = service.result(sid)
+        if view.body.get("status") != "queued":
+            return view.http_status, view.body
+        time.sleep(0.05)
+    raise AssertionError(f"submission {sid} not judged")
+
+
+def test_result_survives_reopening_the_database(tmp_path: Path) -> None:
+    store = Store(tmp_path / "judge.sqlite")
+    sid = store.add("0", "cpp", b"int main(){}")
+    store.start(sid)
+    store.finish(sid, {"status": "done", "score": 42.5, "cases": []})
+    store.close()
+    again = Store(tmp_path / "judge.sqlite")
+    for _ in range(2):
+        found = again.get(sid)
+        assert found is not None and found.state is State.FINAL
+        assert found.result == {"status": "done", "score": 42.5, "cases": []}
+    assert again.unfinished() == []
+
+
+def test_interrupted_work_is_rerun_then_given_up_as_an_infrastructure_error(
+    tmp_path: Path, small_engine: Engine, sources: dict[str, bytes]
+) -> None:
+    db = tmp_path / "judge.sqlite"
+    store = Store(db)
+    rerun = store.add("0", "cpp", sources["row"])
+    store.start(rerun)  # a judge died once while running it
+    poison = store.add("0", "cpp", sources["row"] + b"\n")
+    for _ in range(MAX_ATTEMPTS):
+        store.start(poison)  # ... and this one killed the judge every time
+    store.close()
+
+    service = JudgeService(small_engine, Store(db))
+    service.start()
+    try:
+        status, body = wait_final(service, rerun)
+        assert status == 200 and body["status"] == "done" and body["score"] > 0
+        status, body = wait_final(service, poison)
+        assert status == 500
+        assert body["status"] == "infrastructure_error" and "score" not in body
+        assert "not scored" in body["error"]
+    finally:
+        service.stop()
