@@ -1,8 +1,19 @@
-"""atoll-guidance-ttt's registrations with the atoll host.
-
-The Guidance-TTT agent is registered here once it exists; until then the plugin adds nothing.
-"""
+"""atoll-guidance-ttt's registrations with the atoll host: the `guidance-ttt` Harbor agent."""
 
 from __future__ import annotations
 
-from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+
+@hookimpl
+def atoll_agents() -> list[Registration]:
+    return [
+        Registration(
+            "guidance-ttt",
+            Kind.AGENT,
+            "atoll.guidance_ttt.agent:GuidanceTTTAgent",
+            "Test-time training of a guidance model through Reef: a PUCT search over "
+            "scored programs, one whole run per trial.",
+        )
+    ]

@@ -1,0 +1,187 @@
+"""The `guidance-ttt` Harbor agent: one trial owns a whole Guidance-TTT run.
+
+Harbor hands the agent the task's instruction and an environment; the search
+itself runs on the host (it talks to Reef, the executor and the judge, none
+of which live in the trial's sandbox), and only its result goes into the
+trial: the best program is uploaded to the task's workspace, where the task's
+own verifier re-scores it. The task's `contract.json` and seed program are
+read from the task directory, which is the parent of the environment
+directory Harbor builds the trial from. Settings come from agent kwargs
+(`--ak key=value`) through the run config, credentials from the environment
+only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import tempfile
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harbor.agents.base import BaseAgent
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext
+from rich.console import Console
+
+from atoll.guidance_ttt import controller, resume
+from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingBridge
+from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
+from atoll.guidance_ttt.contract import CONTRACT_FILE, Language, Task, load_contract
+from atoll.guidance_ttt.executor import Executor, executor_spec
+from atoll.guidance_ttt.guidance import REEF_TOKEN_ENV, REEF_URL_ENV, GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.outputs import write_outputs
+from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, judge_url
+from atoll.guidance_ttt.seed import read_seed
+
+AGENT_NAME = "guidance-ttt"
+DISTRIBUTION = "atoll-guidance-ttt"
+SOLUTION_NAMES = {Language.CPP: "solution.cpp", Language.PYTHON: "solution.py"}
+DEFAULT_WORKDIR = "/workspace"
+RUN_LOG = "guidance-ttt.log"
+
+
+class RunWithoutProgram(RuntimeError):
+    """The run finished but its archive holds no program to hand to the verifier."""
+
+
+# Agent-kwarg spellings that name a config setting differently.
+KWARG_ALIASES = {"executor": "executor_preset"}
+
+
+class GuidanceTTTAgent(BaseAgent):
+    """Runs the whole multi-step search of one task inside one Harbor trial."""
+
+    def __init__(
+        self,
+        logs_dir: Path,
+        model_name: str | None = None,
+        logger: Any = None,
+        mcp_servers: Any = None,
+        skills_dir: str | None = None,
+        *args: Any,
+        extra_env: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(logs_dir, model_name, logger, mcp_servers, skills_dir, extra_env=extra_env)
+        self.config = agent_config(kwargs, model_name)
+
+    @staticmethod
+    def name() -> str:
+        return AGENT_NAME
+
+    def version(self) -> str | None:
+        try:
+            return metadata.version(DISTRIBUTION)
+        except metadata.PackageNotFoundError:
+            return None
+
+    async def setup(self, environment: BaseEnvironment) -> None:
+        """Nothing to install: the search runs on the host, the trial only receives its result."""
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        task_dir = Path(environment.environment_dir).parent
+        task = Task(statement=instruction.strip(), contract=load_contract(task_dir / CONTRACT_FILE))
+        environ = {**os.environ, **self.extra_env}
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            result = await asyncio.to_thread(self._search, task, task_dir, environ)
+        finally:
+            # Outputs come from the durable state, so a failed run still shows its committed steps.
+            if resume.load(self.config.state_dir) is not None:
+                write_outputs(self.config, task, self.logs_dir, context)
+        if result.best is None or result.best.entry.program is None:
+            raise RunWithoutProgram("the run ended without any program in its archive")
+        await install_program(environment, task, result.best)
+
+    def _search(
+        self, task: Task, task_dir: Path, environ: Mapping[str, str]
+    ) -> controller.RunResult:
+        config = self.config
+        guidance = guidance_client(config, environ)
+        executor = Executor(
+            executor_spec(
+                config.executor_preset,
+                base_url=config.executor_base_url,
+                model=config.executor_model,
+                max_completion_tokens=config.max_executor_tokens,
+            ),
+            environ=environ,
+        )
+        bridge = training_bridge(config, guidance)
+        with (
+            open(self.logs_dir / RUN_LOG, "a", encoding="utf-8") as log,
+            judge_url(environ.get(JUDGE_URL_ENV), config.state_dir / "judge") as url,
+        ):
+            scorer = Scorer(url, task.contract)
+            try:
+                scorer.check()
+                fresh = resume.load(config.state_dir) is None
+                seed = read_seed(task_dir, task.contract, scorer if fresh else None)
+                return controller.run(
+                    config,
+                    task,
+                    seed,
+                    guidance=guidance,
+                    executor=executor,
+                    scorer=scorer,
+                    bridge=bridge,
+                    console=Console(file=log, width=120),
+                )
+            finally:
+                scorer.close()
+
+
+def agent_config(kwargs: Mapping[str, Any], model_name: str | None = None) -> GuidanceConfig:
+    """The run config from agent kwargs; Harbor's `--model` names the guidance model if unset."""
+    settings = {KWARG_ALIASES.get(str(k), str(k)): v for k, v in kwargs.items()}
+    if model_name and "guidance_model" not in settings:
+        settings["guidance_model"] = model_name
+    config = from_agent_kwargs(settings)
+    state_dir = config.state_dir.expanduser().absolute()
+    return config.model_copy(update={"state_dir": state_dir})
+
+
+def guidance_client(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceClient:
+    """Reef at the configured URL (an explicit setting wins over `REEF_URL`), token from the env."""
+    url = config.reef_url
+    if "reef_url" not in config.model_fields_set and environ.get(REEF_URL_ENV):
+        url = environ[REEF_URL_ENV]
+    endpoint = ReefEndpoint.resolve(url, environ.get(REEF_TOKEN_ENV) or None)
+    return GuidanceClient(
+        endpoint,
+        scenario=controller.DEFAULT_SCENARIO,
+        model=config.guidance_model,
+        max_completion_tokens=config.max_guidance_tokens,
+    )
+
+
+def training_bridge(config: GuidanceConfig, guidance: GuidanceClient) -> TrainingBridge:
+    """Reef's trainer when training is on; the explicit search-only bridge when it is off."""
+    if config.training == "off":
+        return SearchOnlyBridge()
+    return ReefTrainingBridge(guidance.status, guidance.scenario)
+
+
+def solution_path(environment: BaseEnvironment, task: Task) -> str:
+    """Where the task's verifier looks for the answer: `<workdir>/solution.<ext>`."""
+    workdir = environment.task_env_config.workdir or DEFAULT_WORKDIR
+    return f"{workdir.rstrip('/')}/{SOLUTION_NAMES[task.contract.solution_language]}"
+
+
+async def install_program(environment: BaseEnvironment, task: Task, best: Node) -> str:
+    """Upload the best program to the trial's workspace; returns its path there."""
+    assert best.entry.program is not None
+    target = solution_path(environment, task)
+    await environment.exec(f"mkdir -p {shlex.quote(target.rsplit('/', 1)[0])}")
+    with tempfile.TemporaryDirectory(prefix="guidance-ttt-") as scratch:
+        local = Path(scratch) / Path(target).name
+        local.write_text(best.entry.program, encoding="utf-8")
+        await environment.upload_file(local, target)
+    return target

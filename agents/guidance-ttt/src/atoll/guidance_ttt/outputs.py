@@ -1,0 +1,73 @@
+"""The trial's record of a run: per-step JSON lines, a score plot, a run summary, Harbor's context.
+
+Everything here is rebuilt from the run's durable state after the controller
+returns (or fails), so the files always describe exactly the committed steps.
+The training mode is written into each of them: a search-only run must never
+be mistaken for a trained one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harbor.models.agent.context import AgentContext
+
+from atoll.guidance_ttt.atomic import write_bytes_atomic, write_json_atomic
+from atoll.guidance_ttt.config import GuidanceConfig
+from atoll.guidance_ttt.contract import Task
+from atoll.guidance_ttt.plot import plot_scores
+from atoll.guidance_ttt.report import RunReport, read_report
+
+STEPS_FILE = "steps.jsonl"
+PLOT_FILE = "scores.png"
+RUN_FILE = "run.json"
+
+
+def write_outputs(
+    config: GuidanceConfig, task: Task, logs_dir: Path, context: AgentContext
+) -> RunReport:
+    """Write the step lines, plot and run summary into `logs_dir` and fill `context`."""
+    report = read_report(config.state_dir)
+    lines = "".join(
+        json.dumps({**row.to_json(), "training_mode": report.training}, sort_keys=True) + "\n"
+        for row in report.rows
+    )
+    write_bytes_atomic(logs_dir / STEPS_FILE, lines.encode("utf-8"))
+    plot_scores(
+        report.rows,
+        logs_dir / PLOT_FILE,
+        score_label=task.contract.raw_score_label,
+        title=f"Guidance-TTT run {report.run_id} ({report.training})",
+    )
+    summary = {
+        **report.to_json(),
+        "state_dir": str(config.state_dir),
+        "executor": {
+            "preset": config.executor_preset,
+            "base_url": config.executor_base_url,
+            "model": config.executor_model,
+        },
+        "score_direction": task.contract.score_direction.value,
+        "raw_score_label": task.contract.raw_score_label,
+    }
+    write_json_atomic(logs_dir / RUN_FILE, summary)
+    fill_context(context, report)
+    return report
+
+
+def fill_context(context: AgentContext, report: RunReport) -> None:
+    """Harbor's view of the run: completion tokens, receipts, steps, best score, training mode."""
+    context.n_output_tokens = report.guidance_tokens + report.executor_tokens
+    best = report.best
+    context.metadata = {
+        **(context.metadata or {}),
+        "run_id": report.run_id,
+        "reef_scenario": report.scenario,
+        "training": report.training,
+        "steps": len(report.rows),
+        "best_raw_score": None if best is None else best.raw_score,
+        "reef_receipts": report.receipts,
+        "guidance_completion_tokens": report.guidance_tokens,
+        "executor_completion_tokens": report.executor_tokens,
+    }
