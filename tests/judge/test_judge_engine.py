@@ -124,3 +124,12 @@ def test_fork_bomb_fails_and_the_judge_keeps_working(
     after = small_engine.judge("0", sources["row"])
     expected = [row_ratio(problem0.case_input(i).decode()) for i in (20, 12)]
     assert [c["scoreRatio"] for c in after["cases"]] == pytest.approx(expected, abs=1e-6)
+
+
+def test_stack_may_grow_to_the_memory_limit(
+    small_engine: Engine, sources: dict[str, bytes], problem0: Problem
+) -> None:
+    result = small_engine.judge("0", sources["deep_row"])  # recurses ~90 MiB deep first
+    expected = [row_ratio(problem0.case_input(i).decode()) for i in (20, 12)]
+    assert [c["status"] for c in result["cases"]] == ["ok", "ok"]
+    assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)

@@ -95,6 +95,16 @@ def run_limits(problem: Problem) -> Limits:
     )
 
 
+def run_argv(problem: Problem) -> list[str]:
+    """The program under a stack limit equal to its memory limit, as the authority sets it.
+
+    The usual 8 MiB default would crash deep recursions that the authority
+    accepts; the shell only raises the soft limit and then becomes the program.
+    """
+    stack_kib = problem.limits.memory_bytes // 1024
+    return ["/bin/sh", "-c", f"ulimit -s {stack_kib} && exec /judge/solution"]
+
+
 def _program_message(
     status: CaseStatus, exit_code: int | None, signal: int | None, stderr: bytes
 ) -> str:
@@ -181,7 +191,7 @@ class Engine:
             network=Network.NONE,
             limits=run_limits(problem),
         )
-        result = self.backend.run(["/judge/solution"], spec, stdin=problem.case_input(index))
+        result = self.backend.run(run_argv(problem), spec, stdin=problem.case_input(index))
         number = index + 1
         status = _SANDBOX_STATUS.get(result.status)
         if status is None and result.stdout_truncated:
