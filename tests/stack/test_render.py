@@ -13,8 +13,8 @@ import yaml
 from atoll.guidance_ttt.config import GuidanceConfig, load_config
 from atoll.stack import validate
 from atoll.stack.errors import StackError
-from atoll.stack.launcher import plan
 from atoll.stack.options import StackOptions
+from atoll.stack.planning import plan
 
 #: A weight-training recipe the reef-infra wheel ships, standing in for the checkout's tttd
 #: recipe so that Reef's full resolution checks every other section without the checkout.

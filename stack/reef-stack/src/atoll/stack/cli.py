@@ -71,10 +71,10 @@ def _plan(
     ready_timeout: float | None = None,
     trainer_gpus: str | None = None,
     executor_server: str | None = None,
-):  # noqa: ANN202  (returns atoll.stack.launcher.Plan; imported lazily)
+):  # noqa: ANN202  (returns atoll.stack.planning.Plan; imported lazily)
     from atoll.guidance_ttt.config import load_config
-    from atoll.stack.launcher import plan
     from atoll.stack.options import options_from_kwargs
+    from atoll.stack.planning import plan
 
     pairs: dict[str, str] = {}
     for item in overrides or []:

@@ -1,0 +1,52 @@
+"""What Reef's own run directory tells about a started stack.
+
+`reef serve` starts each of its services (the HTTP service, the training
+driver) in a process group of its own and writes `<service>.worker.json`
+with their pids, and `<service>/runtime.yaml` with the resolved
+configuration, including the Ray address it connected to. The stack adopts
+those pids, so that a `reef serve` killed without its own cleanup leaves
+nothing behind, and reports the Ray address.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from atoll.stack import processes
+from atoll.stack.processes import Recorded
+
+
+def service_processes(run_dir: Path, known: Iterable[Recorded]) -> list[Recorded]:
+    """Reef's live service processes not already in `known`."""
+    seen = {p.pid for p in known}
+    found: list[Recorded] = []
+    for worker in sorted(run_dir.glob("*.worker.json")):
+        try:
+            pids = json.loads(worker.read_text()).get("pids", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        for name, pid in pids.items():
+            started = processes.start_time(int(pid))
+            if started is None or int(pid) in seen:
+                continue
+            log = run_dir / name / f"{name}.log"
+            found.append(Recorded(f"reef:{name}", int(pid), started, (), str(log)))
+            seen.add(int(pid))
+    return found
+
+
+def ray_address(run_dir: Path) -> str | None:
+    """The Ray address Reef's services were given, from their runtime files."""
+    for runtime in sorted(run_dir.glob("*/runtime.yaml")):
+        try:
+            data = yaml.safe_load(runtime.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        address = (data.get("reef") or {}).get("ray_address") if isinstance(data, dict) else None
+        if address:
+            return str(address)
+    return None
