@@ -80,6 +80,7 @@ def test_plugin_starts_reef_for_the_job_and_stops_it_at_the_end(
     assert (tmp_path / "state" / "reef" / "agent-record").is_dir()
     # Stopped at job end: no state, no process, nothing on the port.
     assert not (job_dir / "reef-stack" / "stack.json").exists()
+    assert not list((job_dir / "reef-stack" / "reef-run").glob("*/runtime.yaml"))  # held the token
     assert marked_processes(mark) == []
     assert not health.healthy(f"http://127.0.0.1:{port}")
 

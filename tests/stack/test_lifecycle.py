@@ -68,9 +68,11 @@ def test_up_serves_detached_and_down_stops_everything(tmp_path, upstream, stack_
     assert body["choices"][0]["message"]["content"] == "<guidance>try a greedy fill</guidance>"
     assert [r.body["model"] for r in upstream.chat_requests()] == ["guide"]
 
-    # No secret on disk in what atoll wrote.
+    # No secret in what atoll wrote; Reef's own resolved configuration holds it, readable by owner only.
     for written in (stack_dir / "serve.yaml", stack_dir / "stack.json"):
         assert stack_env["REEF_TOKEN"] not in written.read_text()
+    (resolved,) = (stack_dir / "reef-run").glob("*/runtime.yaml")
+    assert resolved.stat().st_mode & 0o077 == 0
     assert "${REEF_TOKEN:?}" in (stack_dir / "serve.yaml").read_text()
     assert (stack_dir / "logs" / "reef-serve.log").stat().st_size > 0
 
@@ -85,6 +87,9 @@ def test_up_serves_detached_and_down_stops_everything(tmp_path, upstream, stack_
     assert _wait_gone(mark) == []
     assert not health.healthy(f"http://127.0.0.1:{port}")
     assert not (stack_dir / "stack.json").exists()
+    # Once down, no file under the stack directory holds the token.
+    token = stack_env["REEF_TOKEN"].encode()
+    assert [p for p in stack_dir.rglob("*") if p.is_file() and token in p.read_bytes()] == []
     again = atoll(["stack", "down", "--stack-dir", str(stack_dir)], stack_env)
     assert again.returncode == 0 and "nothing was started" in again.stderr
 
@@ -129,6 +134,7 @@ def test_a_stack_that_misses_its_deadline_is_stopped(tmp_path, upstream, stack_e
     assert "Reef did not become healthy at" in line and "within 0.5 s; last log lines:" in line
     assert _wait_gone(mark) == []
     assert not (tmp_path / "stack" / "stack.json").exists()
+    assert not list((tmp_path / "stack" / "reef-run").glob("*/runtime.yaml"))
 
 
 def test_a_stack_that_exits_during_start_reports_its_last_log_lines(tmp_path, stack_env, mark):

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
 from atoll.stack.errors import StackError
+
+if TYPE_CHECKING:
+    from atoll.stack.planning import Plan
 
 app = typer.Typer(
     help="Reef + Ray + Slime/Megatron + SGLang for a Guidance-TTT run: render, up, status, down.",
@@ -71,7 +75,7 @@ def _plan(
     ready_timeout: float | None = None,
     trainer_gpus: str | None = None,
     executor_server: str | None = None,
-):  # noqa: ANN202  (returns atoll.stack.planning.Plan; imported lazily)
+) -> Plan:
     from atoll.guidance_ttt.config import load_config
     from atoll.stack.options import options_from_kwargs
     from atoll.stack.planning import plan

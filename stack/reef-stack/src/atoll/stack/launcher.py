@@ -25,7 +25,7 @@ from atoll.stack import state as state_file
 from atoll.stack.errors import StackError
 from atoll.stack.planning import Plan, mode, plan
 from atoll.stack.processes import Recorded
-from atoll.stack.render import TOKEN_ENV
+from atoll.stack.render import RUN_SUBDIR, TOKEN_ENV
 from atoll.stack.state import StackState
 
 __all__ = ["Plan", "down", "plan", "status_lines", "up"]
@@ -139,6 +139,7 @@ def _start(plan: Plan, env: dict[str, str], console: Console) -> StackState:
             reef_run_dir.service_processes(plan.placement.run_dir, known=state.processes)
         )
         processes.stop(state.processes, grace=plan.options.grace_s)
+        reef_run_dir.remove_resolved_configs(plan.placement.run_dir)
         state_file.clear(stack_dir)
         raise
     return state
@@ -188,6 +189,7 @@ def down(stack_dir: Path, console: Console, grace_s: float = 30.0) -> list[str]:
             return []
         living = [p for p in recorded.processes if processes.alive(p)]
         killed = processes.stop(recorded.processes, grace=grace_s)
+        reef_run_dir.remove_resolved_configs(stack_dir / RUN_SUBDIR)
         state_file.clear(stack_dir)
     for name in killed:
         console.print(f"reef-stack: {name} ignored SIGTERM for {grace_s:.0f} s and was killed")

@@ -6,6 +6,11 @@ with their pids, and `<service>/runtime.yaml` with the resolved
 configuration, including the Ray address it connected to. The stack adopts
 those pids, so that a `reef serve` killed without its own cleanup leaves
 nothing behind, and reports the Ray address.
+
+The resolved configuration holds the bearer token in clear (Reef writes it
+with mode 0600 for its services to read at start). Once the stack is down it
+is deleted, so that a job directory that is archived or uploaded afterwards
+carries no secret.
 """
 
 from __future__ import annotations
@@ -50,3 +55,12 @@ def ray_address(run_dir: Path) -> str | None:
         if address:
             return str(address)
     return None
+
+
+def remove_resolved_configs(run_dir: Path) -> list[Path]:
+    """Delete Reef's `*/runtime.yaml` files (they hold the token); returns what was deleted."""
+    removed = []
+    for runtime in sorted(run_dir.glob("*/runtime.yaml")):
+        runtime.unlink(missing_ok=True)
+        removed.append(runtime)
+    return removed

@@ -31,6 +31,8 @@ TOKEN_REFERENCE = "${" + TOKEN_ENV + ":?}"
 TTTD_RECIPE = "recipes.tttd.recipe:TTTDRecipe"
 #: The record-only recipe of reef-infra: receipts and reports, no weight updates.
 RECORD_ONLY_RECIPE = "recipe"
+#: Reef's own run directory (service logs, resolved configuration) inside the stack directory.
+RUN_SUBDIR = "reef-run"
 
 #: The training method of Guidance-TTT (not per-run knobs).
 LORA_ALPHA = 32
@@ -65,7 +67,7 @@ class Placement:
     @property
     def run_dir(self) -> Path:
         """Reef's own service logs (under the stack directory, i.e. the job's)."""
-        return self.stack_dir / "reef-run"
+        return self.stack_dir / RUN_SUBDIR
 
     @property
     def reef_state_dir(self) -> Path:
