@@ -170,3 +170,12 @@ def test_inputs_outside_the_checkers_ranges_are_refused() -> None:
         prepare(b"99\n" + b"1\n0 0\n" * 99)
     with pytest.raises(InputError):
         prepare(b"100\n11\n" + b"0 0\n" * 11)
+
+
+def test_blank_padding_anywhere_is_allowed_but_not_overlong_tokens() -> None:
+    padded = ("\n" * 100_000).join(layout()) + " " * 1_000_000
+    result = check(PIECES, padded.encode())
+    assert result.ok and result.ratio == pytest.approx(TOTAL / 108, abs=1e-9)
+    lines = layout()
+    lines[-1] = "1" * 2000  # far more non-blank bytes than any valid answer
+    assert run(lines) == (CaseStatus.PRESENTATION_ERROR, 0.0)

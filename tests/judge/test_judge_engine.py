@@ -84,6 +84,7 @@ def test_compiler_cannot_read_host_files(small_engine: Engine, tmp_path: Path) -
         ("crash_ratio", "runtime_error"),
         ("sleeper", "wall_time_limit"),
         ("hog", "memory_limit"),
+        ("reserve", "memory_limit"),
         ("flood", "output_limit"),
         ("leading_zero", "presentation_error"),
     ],
@@ -130,6 +131,15 @@ def test_stack_may_grow_to_the_memory_limit(
     small_engine: Engine, sources: dict[str, bytes], problem0: Problem
 ) -> None:
     result = small_engine.judge("0", sources["deep_row"])  # recurses ~90 MiB deep first
+    expected = [row_ratio(problem0.case_input(i).decode()) for i in (20, 12)]
+    assert [c["status"] for c in result["cases"]] == ["ok", "ok"]
+    assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)
+
+
+def test_stderr_logging_and_blank_padding_are_allowed(
+    small_engine: Engine, sources: dict[str, bytes], problem0: Problem
+) -> None:
+    result = small_engine.judge("0", sources["chatty_row"])
     expected = [row_ratio(problem0.case_input(i).decode()) for i in (20, 12)]
     assert [c["status"] for c in result["cases"]] == ["ok", "ok"]
     assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)

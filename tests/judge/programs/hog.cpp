@@ -1,12 +1,10 @@
-// Touches 1 GiB, four times the memory limit.
+// Allocates and touches 1 GiB in 64 MiB steps, four times the memory limit.
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 int main() {
     const size_t chunk = 64u << 20;
     for (int i = 0; i < 16; i++) {
-        char *p = (char *)malloc(chunk);
-        if (!p) return 3;
+        char *p = new char[chunk];
         memset(p, i + 1, chunk);
     }
     printf("1 1\n");

@@ -33,10 +33,15 @@ from atoll.judge.compiler import CompileCache, CompileError, CompilerMissing
 from atoll.judge.problems import Problem
 from atoll.judge.verdict import CaseStatus, CheckResult
 
-# n <= 10,000 placements of four integers of at most 20 characters: well under 1 MiB.
-STDOUT_CAP = 4 * MiB
-STDERR_CAP = 16 * 1024
+# The authority's caps (stdout 128 MiB, stderr 64 MiB): a program that logs to
+# stderr, or pads its answer with whitespace, fares here as it does there.
+STDOUT_CAP = 128 * MiB
+STDERR_CAP = 64 * MiB
+PROCESSES = 128  # the authority's limit; threads count
 MESSAGE_CAP = 512
+
+# What the C++ runtime prints when `new` fails: the usual face of the memory limit.
+_ALLOCATION_FAILED = b"std::bad_alloc"
 
 _SANDBOX_STATUS = {
     Status.RUNTIME_ERROR: CaseStatus.RUNTIME_ERROR,
@@ -87,7 +92,7 @@ def run_limits(problem: Problem) -> Limits:
         cpu_seconds=problem.limits.cpu_seconds,
         wall_seconds=problem.limits.wall_seconds,
         memory_bytes=problem.limits.memory_bytes,
-        processes=8,
+        processes=PROCESSES,
         file_size_bytes=16 * MiB,
         open_files=64,
         stdout_bytes=STDOUT_CAP,
@@ -96,13 +101,15 @@ def run_limits(problem: Problem) -> Limits:
 
 
 def run_argv(problem: Problem) -> list[str]:
-    """The program under a stack limit equal to its memory limit, as the authority sets it.
+    """The program under the authority's stack and address-space limits.
 
-    The usual 8 MiB default would crash deep recursions that the authority
-    accepts; the shell only raises the soft limit and then becomes the program.
+    The authority sets both to the memory limit: the usual 8 MiB stack would
+    crash deep recursions it accepts, and without the address-space limit a
+    program that reserves more memory than it touches would pass here and
+    fail there. The shell sets the limits, then becomes the program.
     """
-    stack_kib = problem.limits.memory_bytes // 1024
-    return ["/bin/sh", "-c", f"ulimit -s {stack_kib} && exec /judge/solution"]
+    kib = problem.limits.memory_bytes // 1024
+    return ["/bin/sh", "-c", f"ulimit -s {kib} && ulimit -v {kib} && exec /judge/solution"]
 
 
 def _program_message(
@@ -194,6 +201,10 @@ class Engine:
         result = self.backend.run(run_argv(problem), spec, stdin=problem.case_input(index))
         number = index + 1
         status = _SANDBOX_STATUS.get(result.status)
+        if status is CaseStatus.RUNTIME_ERROR and _ALLOCATION_FAILED in result.stderr:
+            # Under the address-space limit an allocation fails before the memory is
+            # used; this only names the failure, the case scores 0 either way.
+            status = CaseStatus.MEMORY_LIMIT
         if status is None and result.stdout_truncated:
             status = CaseStatus.OUTPUT_LIMIT
         if status is not None:
