@@ -1,0 +1,392 @@
+"""The Docker backend: one throw-away container per run, pinned to an image ID.
+
+For tasks that need a whole system image (a toolchain, a task's own
+Dockerfile) rather than the host's. Each run is a fresh container with no
+network, a read-only root, no capabilities, no privilege gain, cgroup limits
+for memory and processes, rlimits for CPU, file size and open files, and only
+the spec's mounts. The image reference is resolved to its ID before the run,
+so a tag moved meanwhile cannot change what runs. Every container carries the
+label `atoll.sandbox=1` and is removed afterwards, on error and on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
+from atoll.core.sandbox.base import SandboxBackend
+from atoll.core.sandbox.docker_cgroup import ContainerCgroup
+from atoll.core.sandbox.docker_stream import AttachedStreams, raw_socket
+from atoll.core.sandbox.spec import (
+    Limits,
+    Network,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    Status,
+)
+
+LABEL = "atoll.sandbox"
+DEFAULT_IMAGE = BASE_IMAGE
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+SYSTEM_DOCKER_HOST = "unix:///var/run/docker.sock"
+# docker-init (pid 1, so that signals reach the program as on a host) is one more process.
+_INIT_PROCESSES = 1
+_POLL_S = 0.05
+
+
+class _Why:
+    WALL = "wall"
+    CPU = "cpu"
+    OUTPUT = "output"
+
+
+def engine_url() -> str:
+    """`$DOCKER_HOST`, else the private engine's socket if it exists, else the system one."""
+    explicit = os.environ.get("DOCKER_HOST")
+    if explicit:
+        return explicit
+    with contextlib.suppress(Exception):
+        private = EnginePaths.from_options()
+        if private.socket.exists():
+            return private.docker_host
+    return SYSTEM_DOCKER_HOST
+
+
+def _api_message(exc: Exception) -> str:
+    explanation = getattr(exc, "explanation", None)
+    return str(explanation or exc).strip()
+
+
+class DockerBackend(SandboxBackend):
+    """Runs each command in a fresh, locked-down container of a digest-pinned image."""
+
+    name = "docker"
+
+    def __init__(self, base_url: str | None = None) -> None:
+        self._base_url = base_url
+        self._client: Any = None
+        self._url = ""
+        self._local_cgroupfs = False
+        self._lock = threading.Lock()
+
+    # -- engine ---------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            import docker
+            from docker.errors import DockerException
+            from requests.exceptions import RequestException
+
+            url = self._base_url or engine_url()
+            try:
+                client = docker.DockerClient(
+                    base_url=url, version="auto", timeout=120, max_pool_size=64
+                )
+                info = client.info()
+            except (DockerException, RequestException, OSError) as exc:
+                raise SandboxError(
+                    f"no Docker engine answers at {url} ({type(exc).__name__}); start one with "
+                    "`atoll docker up` and export the DOCKER_HOST it prints"
+                ) from exc
+            self._local_cgroupfs = url.startswith("unix://") and info.get("CgroupDriver") == (
+                "cgroupfs"
+            )
+            self._client, self._url = client, url
+            return client
+
+    def check(self) -> None:
+        from docker.errors import DockerException
+        from requests.exceptions import RequestException
+
+        client = self._connect()
+        try:
+            client.ping()
+        except (DockerException, RequestException, OSError) as exc:
+            raise SandboxError(
+                f"the Docker engine at {self._url} stopped answering ({type(exc).__name__}); "
+                "restart it with `atoll docker up`"
+            ) from exc
+        self.resolve_image(DEFAULT_IMAGE)
+
+    def resolve_image(self, reference: str) -> str:
+        """The image ID (`sha256:...`, a digest of its config) that `reference` names now."""
+        from docker.errors import APIError, ImageNotFound
+        from requests.exceptions import RequestException
+
+        client = self._connect()
+        try:
+            return str(client.api.inspect_image(reference)["Id"])
+        except ImageNotFound as exc:
+            fix = (
+                "run `atoll docker up` to import it"
+                if reference == DEFAULT_IMAGE
+                else "build or load it into that engine first"
+            )
+            raise SandboxError(
+                f"image {reference} is not in the Docker engine at {self._url}; {fix}"
+            ) from exc
+        except (APIError, RequestException) as exc:
+            raise SandboxError(f"cannot inspect image {reference}: {_api_message(exc)}") from exc
+
+    def leftovers(self) -> list[str]:
+        """IDs of sandbox containers that still exist (none between runs)."""
+        client = self._connect()
+        found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"}, quiet=True)
+        return [str(entry["Id"]) for entry in found]
+
+    # -- one run --------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None = None,
+    ) -> SandboxResult:
+        from docker.errors import APIError
+        from requests.exceptions import RequestException
+
+        _validate(argv, spec)
+        client = self._connect()
+        image = self.resolve_image(spec.image or DEFAULT_IMAGE)
+        group = ContainerCgroup.create(self._local_cgroupfs)
+        limits = spec.limits
+        container_id: str | None = None
+        streams: AttachedStreams | None = None
+        try:
+            try:
+                config = _container_config(client, argv, spec, image, group, stdin is not None)
+                container_id = str(client.api.create_container(**config)["Id"])
+                params = {"stdin": int(stdin is not None), "stdout": 1, "stderr": 1, "stream": 1}
+                streams = AttachedStreams(
+                    raw_socket(client.api.attach_socket(container_id, params=params)),
+                    limits.stdout_bytes,
+                    limits.stderr_bytes,
+                )
+                client.api.start(container_id)
+                started = time.monotonic()
+                streams.send_stdin(stdin)
+                killed_for = self._watch(client, container_id, streams, limits, group, started)
+                wall = time.monotonic() - started
+                state = client.api.inspect_container(container_id)["State"]
+            except (APIError, RequestException) as exc:
+                raise SandboxError(
+                    f"the Docker engine at {self._url} failed the run: {_api_message(exc)}"
+                ) from exc
+            cpu = group.cpu_seconds() if group is not None else None
+            peak = group.peak_memory() if group is not None else None
+        finally:
+            if streams is not None:
+                streams.close()
+            if container_id is not None:
+                _remove(client, container_id)
+            if group is not None:
+                try:
+                    group.remove()
+                except OSError as exc:
+                    raise SandboxError(str(exc)) from exc
+        return _result(state, killed_for, limits, wall, cpu, peak, streams)
+
+    def _watch(
+        self,
+        client: Any,
+        container_id: str,
+        streams: AttachedStreams,
+        limits: Limits,
+        group: ContainerCgroup | None,
+        started: float,
+    ) -> str | None:
+        """Follow the run until it exits; kill it at a limit and say which."""
+        from requests.exceptions import RequestException
+
+        deadline = None if limits.wall_seconds is None else started + limits.wall_seconds
+        while True:
+            why = None
+            if deadline is not None and time.monotonic() >= deadline:
+                why = _Why.WALL
+            elif streams.overflowed:
+                why = _Why.OUTPUT
+            elif (
+                group is not None
+                and limits.cpu_seconds is not None
+                and (group.cpu_seconds() or 0.0) >= limits.cpu_seconds
+            ):
+                why = _Why.CPU
+            if why is not None:
+                # The engine finishes a kill only once the output in flight is read.
+                killer = threading.Thread(target=_kill, args=(client, container_id), daemon=True)
+                killer.start()
+                streams.drain(timeout=10.0)
+                killer.join(timeout=30.0)
+                return why
+            left = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
+            if not streams.closed:
+                streams.pump(left)
+                continue
+            # Output is closed; the program may still run (a silent sleeper).
+            try:
+                client.api.wait(container_id, timeout=max(left, 0.01) * 4)
+            except RequestException:
+                continue
+            return None
+
+
+def _validate(argv: Sequence[str], spec: SandboxSpec) -> None:
+    if not argv:
+        raise SandboxError("nothing to run: the command is empty")
+    if spec.uid == 0 or spec.gid == 0:
+        raise SandboxError("sandboxed programs never run as root: give the spec a non-zero uid")
+    for key in spec.env:
+        if not key or "=" in key or "\0" in key:
+            raise SandboxError(f"invalid environment variable name: {key!r}")
+    for mount in spec.mounts:
+        if not mount.source.exists():
+            raise SandboxError(f"mount source {mount.source} does not exist")
+        if not mount.target.startswith("/"):
+            raise SandboxError(f"mount target {mount.target!r} must be an absolute path")
+
+
+def _container_config(
+    client: Any,
+    argv: Sequence[str],
+    spec: SandboxSpec,
+    image: str,
+    group: ContainerCgroup | None,
+    with_stdin: bool,
+) -> dict[str, Any]:
+    from docker.types import LogConfig, Mount, Ulimit
+
+    limits = spec.limits
+    ulimits = []
+    if limits.cpu_seconds is not None:
+        # With a measured cgroup the watcher stops the run at the limit on the whole
+        # tree's CPU time; the rlimit (which counts per process, and in some VMs fires
+        # early against the cgroup's clock) is then only a backstop one second later.
+        soft = max(1, math.ceil(limits.cpu_seconds)) + (1 if group is not None else 0)
+        ulimits.append(Ulimit(name="cpu", soft=soft, hard=soft + 1))
+    if limits.file_size_bytes is not None:
+        ulimits.append(
+            Ulimit(name="fsize", soft=limits.file_size_bytes, hard=limits.file_size_bytes)
+        )
+    if limits.open_files is not None:
+        ulimits.append(Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files))
+    tmpfs = "rw,exec,nosuid,nodev,mode=1777"
+    if limits.memory_bytes is not None:
+        tmpfs += f",size={limits.memory_bytes}"
+    host_config = client.api.create_host_config(
+        network_mode="host" if spec.network is Network.HOST else "none",
+        read_only=True,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        pids_limit=None if limits.processes is None else limits.processes + _INIT_PROCESSES,
+        mem_limit=limits.memory_bytes,
+        memswap_limit=limits.memory_bytes,
+        ulimits=ulimits,
+        tmpfs={"/tmp": tmpfs},
+        mounts=[
+            Mount(m.target, str(m.source.resolve()), type="bind", read_only=not m.writable)
+            for m in spec.mounts
+        ],
+        init=True,
+        log_config=LogConfig(type="none"),
+        cgroup_parent=group.parent if group is not None else None,
+    )
+    return {
+        "image": image,
+        "entrypoint": [argv[0]],
+        "command": list(argv[1:]),
+        "user": f"{spec.uid}:{spec.gid}",
+        "environment": {"PATH": DEFAULT_PATH, **spec.env},
+        "working_dir": spec.workdir,
+        "labels": {LABEL: "1"},
+        "stdin_open": with_stdin,  # with attach (detach=False) this closes stdin at our EOF
+        "host_config": host_config,
+    }
+
+
+def _kill(client: Any, container_id: str) -> None:
+    from docker.errors import APIError
+
+    with contextlib.suppress(APIError):
+        client.api.kill(container_id)
+
+
+def _remove(client: Any, container_id: str) -> None:
+    """Remove the container whatever happened (also while a KeyboardInterrupt unwinds)."""
+    from docker.errors import APIError, NotFound
+    from requests.exceptions import RequestException
+
+    last: Exception | None = None
+    for _attempt in range(3):
+        try:
+            client.api.remove_container(container_id, force=True)
+            return
+        except NotFound:
+            return
+        except (APIError, RequestException) as exc:
+            last = exc
+            time.sleep(0.2)
+    raise SandboxError(
+        f"sandbox container {container_id[:12]} could not be removed ({_api_message(last)}); "
+        f"remove it with `docker rm -f {container_id[:12]}`"
+    )
+
+
+def _result(
+    state: dict[str, Any],
+    killed_for: str | None,
+    limits: Limits,
+    wall: float,
+    cpu: float | None,
+    peak: int | None,
+    streams: AttachedStreams | None,
+) -> SandboxResult:
+    assert streams is not None
+    code = int(state.get("ExitCode", -1))
+    exit_code: int | None = None
+    sig: int | None = None
+    # docker-init reports a program killed by signal N as exit code 128+N.
+    if 128 < code < 128 + signal.NSIG:
+        sig = code - 128
+    else:
+        exit_code = code
+    failed = sig is not None or exit_code != 0
+    over_cpu = limits.cpu_seconds is not None and cpu is not None and cpu >= limits.cpu_seconds
+    near_memory = (
+        limits.memory_bytes is not None and peak is not None and peak >= 0.9 * limits.memory_bytes
+    )
+    if killed_for == _Why.OUTPUT:
+        status = Status.OUTPUT_LIMIT
+    elif bool(state.get("OOMKilled")) or (failed and sig == signal.SIGKILL and near_memory):
+        status = Status.MEMORY_LIMIT
+    elif killed_for == _Why.CPU or sig == signal.SIGXCPU or over_cpu:
+        status = Status.CPU_TIME_LIMIT
+    elif killed_for == _Why.WALL:
+        status = Status.WALL_TIME_LIMIT
+    elif sig == signal.SIGXFSZ:
+        status = Status.OUTPUT_LIMIT
+    elif failed:
+        status = Status.RUNTIME_ERROR
+    else:
+        status = Status.OK
+    return SandboxResult(
+        status=status,
+        exit_code=exit_code,
+        signal=sig,
+        cpu_seconds=cpu or 0.0,
+        wall_seconds=wall,
+        peak_memory_bytes=peak or 0,
+        stdout=bytes(streams.stdout.data),
+        stderr=bytes(streams.stderr.data),
+        stdout_truncated=streams.stdout.truncated,
+        stderr_truncated=streams.stderr.truncated,
+    )
