@@ -9,7 +9,7 @@ import pytest
 
 from atoll.judge.engine import Engine
 from atoll.judge.service import JudgeService
-from atoll.judge.store import MAX_ATTEMPTS, State, Store
+from atoll.judge.store import MAX_ATTEMPTS, State, Store, StoreBusy
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,3 +61,11 @@ def test_interrupted_work_is_rerun_then_given_up_as_an_infrastructure_error(
         assert "not scored" in body["error"]
     finally:
         service.stop()
+
+
+def test_one_judge_per_database(tmp_path: Path) -> None:
+    first = Store(tmp_path / "judge.sqlite")
+    with pytest.raises(StoreBusy, match="another judge is using"):
+        Store(tmp_path / "judge.sqlite")
+    first.close()
+    Store(tmp_path / "judge.sqlite").close()

@@ -15,6 +15,7 @@ from rich.table import Table
 from atoll.judge.embedded import JudgeSetup, serve
 from atoll.judge.engine import JudgeInfrastructureError, UnknownProblem
 from atoll.judge.problems import ProblemError
+from atoll.judge.store import StoreBusy
 
 app = typer.Typer(
     name="judge",
@@ -50,7 +51,7 @@ def serve_command(
     setup = JudgeSetup(problems, state_dir, workers, max_queue)
     try:
         serve(host, port, setup)
-    except (ProblemError, JudgeInfrastructureError) as exc:
+    except (ProblemError, JudgeInfrastructureError, StoreBusy) as exc:
         raise _fail(str(exc)) from None
 
 

@@ -20,6 +20,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 MAX_ATTEMPTS = 3
 
 _SCHEMA = """
@@ -56,12 +58,28 @@ class Submission:
     result: dict[str, Any] | None
 
 
+class StoreBusy(Exception):
+    """Another judge process serves from the same database."""
+
+
 class Store:
-    """One SQLite file; every method is a short transaction, safe from any thread."""
+    """One SQLite file; every method is a short transaction, safe from any thread.
+
+    One judge process owns a database at a time (an OS file lock, released
+    even by SIGKILL): a second one would take the first one's running work
+    for work left behind by a crash and judge it again.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._owner = FileLock(path.with_name(path.name + ".lock"))
+        try:
+            self._owner.acquire(timeout=0)
+        except Timeout:
+            raise StoreBusy(
+                f"another judge is using {path}; stop it or give this one another --state-dir"
+            ) from None
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
@@ -72,6 +90,7 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        self._owner.release()
 
     def add(self, pid: str, lang: str, source: bytes) -> int:
         with self._lock:
