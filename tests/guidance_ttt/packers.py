@@ -1,10 +1,11 @@
 """Scripted models for whole-run tests: guidance that names a shelf width, an executor that obeys it.
 
 The guidance model proposes "shelf width factor F"; the executor turns that
-into a real C++ shelf packer whose shelves are F times the square root of the
-pieces' total bounding-box area, so different guidance gives programs of
-really different quality when the real judge scores them. A factor of 0 makes
-the executor write a program that does not compile.
+into a real C++ shelf packer whose shelves are F times the parent's width
+factor times the square root of the pieces' total bounding-box area, so
+different guidance and different parents give programs of really different
+quality when the real judge scores them. A factor of 0 makes the executor
+write a program that does not compile.
 
 Two flavours of guidance script:
 
@@ -28,7 +29,7 @@ from support.openai_server import Reply
 MALFORMED = "I would widen the shelves, but I forgot the tags."
 FACTORS = ("1.0", "0.5", "2.0", "0", "1.5", "3.0", "0.75", "1.25", "2.5", "4.0")
 
-PACKER = """// Shelf packer, shelf width factor FACTOR.
+PACKER = """// Shelf packer, width factor FACTOR.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -70,7 +71,8 @@ int main() {
 }
 """
 
-_FACTOR = re.compile(r"shelf width factor ([0-9.]+)")
+_GUIDED = re.compile(r"Use shelf width factor ([0-9.]*[0-9])")
+_PARENT = re.compile(r"// Shelf packer, width factor ([0-9.]*[0-9])")
 
 
 def guidance_text(factor: str) -> str:
@@ -104,26 +106,33 @@ class CountingGuidance:
 
 
 class PromptGuidance:
-    """The answer is a pure function of the prompt (some prompts get malformed answers)."""
+    """The answer is a pure function of the prompt and `salt` (some prompts get malformed answers)."""
+
+    def __init__(self, salt: str = "") -> None:
+        self.salt = salt
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        digest = int(hashlib.sha256(prompt_of(request).encode()).hexdigest(), 16)
-        if digest % 7 == 3:
+        digest = int(hashlib.sha256((self.salt + prompt_of(request)).encode()).hexdigest(), 16)
+        if digest % 5 == 3:
             return Reply(content=MALFORMED, completion_tokens=11)
         return Reply(content=guidance_text(FACTORS[digest % len(FACTORS)]), completion_tokens=17)
 
 
 class PackerExecutor:
-    """Writes the packer the guidance in its prompt asks for; a pure function of the prompt."""
+    """Scales the parent's shelf width by the guidance's factor; a pure function of the prompt."""
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        found = _FACTOR.search(prompt_of(request))
-        factor = found.group(1).rstrip(".") if found else "1.0"
-        program = packer(factor)
+        prompt = prompt_of(request)
+        guided = _GUIDED.search(prompt)
+        parent = _PARENT.search(prompt)
+        factor = float(guided.group(1)) if guided else 1.0
+        factor *= float(parent.group(1)) if parent else 1.0
+        factor_text = f"{factor:.4g}"
+        program = packer(factor_text)
         return Reply(
             content=(
                 f"<solution>\n```cpp\n{program}```\n</solution>\n"
-                f"<summary>Shelf packer, tallest first, shelves {factor} x sqrt(area) wide."
+                f"<summary>Shelf packer, tallest first, shelves {factor_text} x sqrt(area) wide."
                 "</summary>"
             ),
             completion_tokens=300,
