@@ -85,5 +85,8 @@ def box(backend: SandboxBackend, tmp_path: Path) -> Iterator[tuple[SandboxBacken
     yield backend, spec
     assert _processes_of(TEST_UID) == [], "sandboxed processes outlived their run"
     assert created_groups() == [], "per-run cgroups were left behind"
+    leftovers = getattr(backend, "leftovers", None)  # containers, for engine backends
+    if leftovers is not None:
+        assert leftovers() == [], "sandbox containers were left behind"
     new_mounts = _mount_points() - mounts_before
     assert not [m for m in new_mounts if str(tmp_path) in m or m.startswith(("/app", "/logs"))]

@@ -126,7 +126,14 @@ class BwrapBackend(SandboxBackend):
         limits = spec.limits
         processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
         try:
-            group = RunCgroup.create(limits.memory_bytes, processes, limits.cpus)
+            # bubblewrap's own pid 1 reaps the program and is never reaped by
+            # bwrap, so rusage misses the program: CPU time needs cpuacct.
+            group = RunCgroup.create(
+                limits.memory_bytes,
+                processes,
+                limits.cpus,
+                account_cpu=limits.cpu_seconds is not None,
+            )
         except OSError as exc:
             raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
         status_r, status_w = os.pipe()
@@ -147,8 +154,8 @@ class BwrapBackend(SandboxBackend):
             os.close(status_w)
             status_w = -1
             outcome = self._supervise(proc, started, stdin, status_r, limits, group, cancel)
-            cpu = group.cpu_seconds() if group is not None else None
             peak = group.peak_memory() if group is not None else None
+            cpu = group.cpu_seconds() if group is not None else None
             oom = group.oom_killed() if group is not None else False
             hit_memory = group.hit_memory_limit() if group is not None else False
         finally:
@@ -166,7 +173,7 @@ class BwrapBackend(SandboxBackend):
                 + outcome.stderr.decode(errors="replace").strip()
             )
         ru = outcome.rusage
-        if cpu is None:
+        if cpu is None:  # without cpuacct: what bwrap itself reaped (a lower bound)
             cpu = ru.ru_utime + ru.ru_stime  # type: ignore[attr-defined]
         if peak is None:
             peak = ru.ru_maxrss * 1024  # type: ignore[attr-defined]

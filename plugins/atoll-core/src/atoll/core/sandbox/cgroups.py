@@ -1,9 +1,9 @@
 """Per-run control groups: the only way to cap and measure a whole process tree.
 
 rlimits are per process; a program that forks escapes them. A cgroup holds
-every descendant, so its memory limit, pids limit, peak memory, OOM-kill
-count and CPU usage describe the run as a whole. We use cgroup v1 controllers
-(memory, pids, cpuacct) when their hierarchies are writable, or a cgroup v2
+every descendant, so its memory limit, pids limit, CPU quota, CPU usage, peak
+memory and OOM-kill count describe the run as a whole. We use cgroup v1 controllers
+(memory, pids, cpu, cpuacct) when their hierarchies are writable, or a cgroup v2
 tree with those controllers enabled; otherwise `RunCgroup.create` returns None
 and the caller falls back to rlimits.
 """
@@ -20,7 +20,8 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
-PARENT = "atoll-sandbox"  # every run's group lives under this one, per controller
+PARENT = "atoll-sandbox"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # every run's group lives under this one, per controller
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class _Layout:
     version: int
     memory: Path | None  # parent directories (created once)
     pids: Path | None
+    quota: Path | None  # CPU bandwidth limits
     cpu: Path | None  # CPU accounting
-    quota: Path | None = None  # CPU bandwidth limits
 
 
 def _writable_parent(hierarchy: Path) -> Path | None:
@@ -50,11 +51,11 @@ def layout() -> _Layout | None:
         return _v2_layout()
     memory = _writable_parent(ROOT / "memory")
     pids = _writable_parent(ROOT / "pids")
-    cpu = _writable_parent(ROOT / "cpuacct")
     quota = _writable_parent(ROOT / "cpu")
+    cpu = _writable_parent(ROOT / "cpuacct")
     if memory is None and pids is None:
         return None
-    return _Layout(1, memory, pids, cpu, quota)
+    return _Layout(1, memory, pids, quota, cpu)
 
 
 def _v2_layout() -> _Layout | None:
@@ -85,7 +86,7 @@ def created_groups() -> list[Path]:
     lay = layout()
     if lay is None:
         return []
-    parents = {p for p in (lay.memory, lay.pids, lay.cpu, lay.quota) if p is not None}
+    parents = {p for p in (lay.memory, lay.pids, lay.quota, lay.cpu) if p is not None}
     return [g for p in parents for g in p.glob(f"{run_prefix()}*")]
 
 
@@ -118,21 +119,41 @@ class RunCgroup:
         self._layout = lay
         self._dirs = dirs
         name = dirs[0].name
-        self.memory = lay.memory / name if lay.memory else None
-        self.pids = lay.pids / name if lay.pids else None
-        self.cpu = lay.cpu / name if lay.cpu else None
-        self.quota = lay.quota / name if lay.quota else None
+        chosen = set(dirs)
+
+        def pick(parent: Path | None) -> Path | None:
+            return parent / name if parent is not None and parent / name in chosen else None
+
+        self.memory = pick(lay.memory)
+        self.pids = pick(lay.pids)
+        self.quota = pick(lay.quota)
+        self.cpu = pick(lay.cpu)
 
     @classmethod
     def create(
-        cls, memory_bytes: int | None, processes: int | None, cpus: float | None = None
+        cls,
+        memory_bytes: int | None,
+        processes: int | None,
+        cpus: float | None = None,
+        account_cpu: bool = False,
     ) -> RunCgroup | None:
         """Make the groups for one run with these limits; None if cgroups are unusable."""
         lay = layout()
         if lay is None:
             return None
         name = f"{run_prefix()}{uuid.uuid4().hex}"
-        parents = {p for p in (lay.memory, lay.pids, lay.cpu, lay.quota) if p is not None}
+        # Joining a v1 hierarchy costs an RCU grace period (milliseconds on a
+        # busy machine), so a run joins only the hierarchies its limits need.
+        wanted = [lay.memory]
+        if processes is not None:
+            wanted.append(lay.pids)
+        if cpus is not None:
+            wanted.append(lay.quota)
+        if account_cpu:
+            wanted.append(lay.cpu)
+        parents = {p for p in wanted if p is not None}
+        if not parents:
+            return None
         dirs = [p / name for p in sorted(parents)]
         for d in dirs:
             d.mkdir()
@@ -208,6 +229,7 @@ class RunCgroup:
         return (_read_keyed(self.memory / "memory.events", "max") or 0) > 0
 
     def cpu_seconds(self) -> float | None:
+        """CPU time used by every process of the run so far (None: not accounted)."""
         if self.cpu is None:
             return None
         if self._layout.version == 1:
