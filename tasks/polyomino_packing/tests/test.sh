@@ -1,0 +1,8 @@
+#!/bin/bash
+# Re-score /workspace/solution.cpp with the FrontierCS judge at
+# $FRONTIERCS_JUDGE_URL and write /logs/verifier/reward.json
+# ({"reward": <judge score>, "raw_score": <unbounded score>}) plus the judge's
+# full answer in /logs/verifier/judge-result.json. If the judge cannot be
+# reached, nothing is written and the script fails: that is never a score.
+set -euo pipefail
+exec python3 "$(dirname "$0")/score.py"

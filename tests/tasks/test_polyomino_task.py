@@ -1,0 +1,147 @@
+"""The polyomino_packing task directory: Harbor accepts it, the harness can read
+it, the registry finds it, and what it tells the agent agrees with the judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harbor.models.task.config import NetworkMode
+from harbor.models.task.task import Task
+
+from atoll.core import names
+from atoll.core.records import Kind
+from atoll.core.registry import load
+from atoll.guidance_ttt.contract import Direction, Language, load_task
+from atoll.judge.checkers.polyomino import check, prepare
+from atoll.judge.plugin import task_dir as registered_task_dir
+
+DAY = 86_400
+
+
+def test_harbor_loads_the_task(task_dir: Path) -> None:
+    task = Task(task_dir)
+    config = task.config
+    assert task.name == "atoll/polyomino_packing"
+    assert config.agent.timeout_sec is not None and config.agent.timeout_sec >= 7 * DAY
+    assert config.verifier.timeout_sec >= 1800
+    assert config.verifier.env == {
+        "FRONTIERCS_JUDGE_URL": "${FRONTIERCS_JUDGE_URL:-http://127.0.0.1:8081}"
+    }
+    assert config.environment.workdir == "/workspace"
+    assert config.environment.cpus and config.environment.memory_mb
+    # Public on purpose: see the task README's "Network" section.
+    assert config.environment.network_mode is NetworkMode.PUBLIC
+    assert config.agent.explicit_phase_policy() is None
+    assert config.verifier.explicit_phase_policy() is None
+    assert task.paths.discovered_test_path is not None
+    assert task.paths.discovered_solve_path is not None
+
+
+def test_environment_reaches_the_host_judge(task_dir: Path) -> None:
+    dockerfile = (task_dir / "environment" / "Dockerfile").read_text()
+    assert dockerfile.splitlines()[2] == "FROM atoll/base:bookworm"
+    assert "WORKDIR /workspace" in dockerfile
+    assert "ENV FRONTIERCS_JUDGE_URL=http://127.0.0.1:8081" in dockerfile
+    compose = (task_dir / "environment" / "docker-compose.yaml").read_text()
+    assert re.search(r"^  main:\n    network_mode: host$", compose, re.M)
+    # Neither the tests nor the seed may be baked into the image.
+    assert not re.search(r"^\s*(COPY|ADD)\b", dockerfile, re.M)
+
+
+def test_contract_validates_against_the_harness_schema(task_dir: Path) -> None:
+    task = load_task(task_dir)
+    contract = task.contract
+    assert contract.solution_language is Language.CPP
+    assert contract.score_direction is Direction.MAX
+    assert contract.judge_problem_id == "0"
+    assert "C++17" in contract.solution_contract
+    assert "standard input" in contract.solution_contract
+    assert "/workspace/solution.cpp" in task.statement
+
+
+def test_seed_record_matches_its_program(task_dir: Path, recorded: dict[str, Any]) -> None:
+    source = (task_dir / "solution" / "solution.cpp").read_bytes()
+    assert recorded["program_sha256"] == hashlib.sha256(source).hexdigest()
+    assert recorded["judge_problem_id"] == "0"
+    assert recorded["status"] == "valid"
+    ratios = recorded["ratios"]
+    assert len(ratios) == recorded["cases"] == recorded["valid_cases"] == 70
+    assert recorded["score"] == pytest.approx(100 * sum(ratios) / len(ratios), abs=1e-9)
+    assert recorded["score"] == pytest.approx(27.810517627, abs=1e-9)  # the authority's value
+    assert (min(ratios), max(ratios)) == (recorded["ratio_min"], recorded["ratio_max"])
+    summary = (task_dir / "solution" / "summary.txt").read_text().strip()
+    assert summary and "```" not in summary and "#include" not in summary
+
+
+def test_solve_script_installs_the_seed_as_the_workspace_solution(task_dir: Path) -> None:
+    solve = (task_dir / "solution" / "solve.sh").read_text()
+    assert "/workspace/solution.cpp" in solve
+    assert (task_dir / "solution" / "solve.sh").stat().st_mode & 0o111
+    assert (task_dir / "tests" / "test.sh").stat().st_mode & 0o111
+
+
+def _fenced_blocks(markdown: str, heading: str) -> list[str]:
+    section = markdown.split(heading, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```\n(.*?)```", section, re.S)
+
+
+def test_instruction_example_is_valid_for_the_judge(task_dir: Path) -> None:
+    """The example's placements pass the judge's checker (padded to the judge's n >= 100).
+
+    99 monominoes fill rows 3..35 of a 3-wide rectangle, so the example's
+    three pieces are valid only if they fit in the 3 x 3 block without overlap.
+    """
+    example_in, example_out = _fenced_blocks(
+        (task_dir / "instruction.md").read_text(), "## Example"
+    )
+    pieces_in = example_in.split()
+    lines_out = example_out.strip().splitlines()
+    assert lines_out[0] == "3 3"
+    padding = 99
+    data = " ".join([str(int(pieces_in[0]) + padding), *pieces_in[1:], *["1 0 0"] * padding])
+    placements = lines_out[1:] + [f"{i % 3} {3 + i // 3} 0 0" for i in range(padding)]
+    output = "\n".join(["3 36", *placements]) + "\n"
+    verdict = check(prepare(data.encode()), output.encode())
+    assert verdict.ok, verdict.message
+    assert verdict.ratio == pytest.approx((8 + padding) / (3 * 36), abs=1e-9)
+
+
+def test_instruction_states_the_judges_semantics(task_dir: Path) -> None:
+    text = (task_dir / "instruction.md").read_text()
+    for fact in (
+        "(x, y) → (−x, y)",
+        "(x, y) → (y, −x)",
+        "`R = 3`: `(−y, x)`",
+        "0 ≤ x < W",
+        "W and H need not be equal",
+        "score = 100 × (mean of the 70 ratios)",
+        "2 seconds of CPU time, 256 MiB of memory and 4 seconds of wall",
+        "g++ -O2 -pipe -static -s -std=gnu++17",
+        "K = 62,017",
+    ):
+        assert fact in text, fact
+
+
+def test_registry_resolves_the_short_name(task_dir: Path) -> None:
+    record = load().get(Kind.TASK, "polyomino_packing")
+    assert record.distribution == "atoll-frontiercs-judge"
+    assert Path(record.target) == task_dir
+    assert registered_task_dir("polyomino_packing") == task_dir
+    argv = names.resolve(
+        ["run", "--agent", "oracle", "--task", "polyomino_packing", "--env", "atoll-local"], load()
+    )
+    assert argv[argv.index("--path") + 1] == str(task_dir)
+
+
+def test_wheel_ships_the_task_directory(repo: Path) -> None:
+    pyproject = tomllib.loads(
+        (repo / "verifiers" / "frontiercs-judge" / "pyproject.toml").read_text()
+    )
+    force = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert force["../../tasks/polyomino_packing"] == "atoll/judge/tasks/polyomino_packing"
