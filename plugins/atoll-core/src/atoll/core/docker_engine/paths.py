@@ -22,7 +22,7 @@ RUN_DIR_ENV = "ATOLL_DOCKER_RUN_DIR"
 
 # Longest path a sun_path can hold, less room for containerd's deeper sockets.
 _SOCKET_PATH_MAX = 107
-_EXEC_ROOT_MAX = 60
+_EXEC_ROOT_MAX = 70  # room for "/containerd/containerd.sock.ttrpc"
 
 
 def default_state_dir() -> Path:

@@ -15,6 +15,7 @@ import contextlib
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ from atoll.core.sandbox.spec import (
 )
 
 LABEL = "atoll.sandbox"
+# Which process made a container, so that one process can audit its own leftovers.
+OWNER_LABEL = "atoll.sandbox.owner"
 DEFAULT_IMAGE = BASE_IMAGE
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 SYSTEM_DOCKER_HOST = "unix:///var/run/docker.sock"
@@ -138,10 +141,14 @@ class DockerBackend(SandboxBackend):
         except (APIError, RequestException) as exc:
             raise SandboxError(f"cannot inspect image {reference}: {_api_message(exc)}") from exc
 
-    def leftovers(self) -> list[str]:
-        """IDs of sandbox containers that still exist (none between runs)."""
+    def leftovers(self, everyone: bool = False) -> list[str]:
+        """IDs of this process's sandbox containers that still exist (none between runs).
+
+        With `everyone`, those of every process using this engine.
+        """
         client = self._connect()
-        found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"}, quiet=True)
+        label = f"{LABEL}=1" if everyone else f"{OWNER_LABEL}={_owner()}"
+        found = client.api.containers(all=True, filters={"label": label}, quiet=True)
         return [str(entry["Id"]) for entry in found]
 
     # -- one run --------------------------------------------------------------
@@ -240,6 +247,10 @@ class DockerBackend(SandboxBackend):
             return None
 
 
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def _validate(argv: Sequence[str], spec: SandboxSpec) -> None:
     if not argv:
         raise SandboxError("nothing to run: the command is empty")
@@ -307,7 +318,7 @@ def _container_config(
         "user": f"{spec.uid}:{spec.gid}",
         "environment": {"PATH": DEFAULT_PATH, **spec.env},
         "working_dir": spec.workdir,
-        "labels": {LABEL: "1"},
+        "labels": {LABEL: "1", OWNER_LABEL: _owner()},
         "stdin_open": with_stdin,  # with attach (detach=False) this closes stdin at our EOF
         "host_config": host_config,
     }

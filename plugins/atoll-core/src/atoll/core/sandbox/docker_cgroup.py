@@ -44,11 +44,15 @@ def _unified() -> bool:
     return (ROOT / "cgroup.controllers").exists()
 
 
+def _prefix() -> str:
+    return f"{PREFIX}{os.getpid()}-"
+
+
 def leftovers() -> list[Path]:
-    """Per-run parent groups of any docker run that still exist (none between runs)."""
+    """This process's per-run parent groups that still exist (none between runs)."""
     if _unified():
-        return sorted((ROOT / PARENT).glob(f"{PREFIX}*"))
-    return sorted(ROOT.glob(f"*/{PARENT}/{PREFIX}*"))
+        return sorted((ROOT / PARENT).glob(f"{_prefix()}*"))
+    return sorted(ROOT.glob(f"*/{PARENT}/{_prefix()}*"))
 
 
 class ContainerCgroup:
@@ -62,7 +66,7 @@ class ContainerCgroup:
     def create(cls, engine_is_local_cgroupfs: bool) -> ContainerCgroup | None:
         if not engine_is_local_cgroupfs or os.geteuid() != 0 or not ROOT.is_dir():
             return None
-        return cls(f"{PREFIX}{uuid.uuid4().hex}")
+        return cls(f"{_prefix()}{uuid.uuid4().hex}")
 
     def _dir(self, controller: str) -> Path:
         if _unified():

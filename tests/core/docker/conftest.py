@@ -1,0 +1,66 @@
+"""Fixtures for the tests that need the private Docker engine.
+
+The engine is started once, outside the tests (`atoll docker up`, as CI does);
+these tests use it and never stop it. Without an engine they skip on a
+developer machine and fail under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from atoll.core.docker_engine import BASE_IMAGE, EnginePaths
+from atoll.core.sandbox import SandboxError
+from atoll.core.sandbox.docker_backend import DockerBackend, engine_url
+
+TASKS = Path(__file__).parent / "tasks"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def need(ok: bool, why: str) -> None:
+    """Skip here, fail in CI: Docker-backed tests must really run there."""
+    if ok:
+        return
+    if in_ci():
+        pytest.fail(f"{why} (CI must run `atoll docker up` and export DOCKER_HOST first)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def docker_host() -> str:
+    """The DOCKER_HOST of a running engine that has the base image."""
+    url = engine_url()
+    backend = DockerBackend(url)
+    try:
+        backend.check()
+    except SandboxError as exc:
+        need(False, f"no usable Docker engine: {exc}")
+    return url
+
+
+@pytest.fixture(scope="session")
+def session_engine(docker_host: str) -> EnginePaths:
+    """The default private engine, which these tests may query but never stop."""
+    paths = EnginePaths.from_options()
+    need(
+        docker_host == paths.docker_host,
+        f"DOCKER_HOST is {docker_host}, not the private engine's {paths.docker_host}",
+    )
+    return paths
+
+
+@pytest.fixture(scope="session")
+def atoll_cmd() -> list[str]:
+    return [str(Path(sys.executable).parent / "atoll")]
+
+
+@pytest.fixture(scope="session")
+def base_image() -> str:
+    return BASE_IMAGE

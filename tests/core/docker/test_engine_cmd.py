@@ -1,0 +1,179 @@
+"""`atoll docker up|status|down` against real dockerd instances.
+
+The session's engine (started by CI) is only queried and re-`up`ed; starting
+and stopping are tested on a second, private instance with its own socket and
+data directory, which re-imports the base image from the cached rootfs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from atoll.core.docker_engine import EnginePaths
+from atoll.core.docker_engine.daemon import owned_pid, query
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+
+def atoll(cmd: list[str], *args: str, env: dict[str, str] | None = None, timeout: float = 240):
+    return subprocess.run(
+        [*cmd, "docker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "TERM": "dumb", "COLUMNS": "200", **(env or {})},
+    )
+
+
+def test_status_describes_the_running_engine(atoll_cmd, session_engine, base_image):
+    import docker
+
+    done = atoll(atoll_cmd, "status")
+    assert done.returncode == 0, done.stderr
+    pid = owned_pid(session_engine)
+    assert pid is not None
+    client = docker.DockerClient(base_url=session_engine.docker_host, version="auto")
+    try:
+        image_id = client.images.get(base_image).id
+        version = client.version()["Version"]
+    finally:
+        client.close()
+    assert f"running pid {pid}, dockerd {version}" in done.stdout
+    assert f"{base_image} {image_id}" in done.stdout
+    assert str(session_engine.socket) in done.stdout
+
+
+def test_second_up_does_nothing(atoll_cmd, session_engine):
+    pid = owned_pid(session_engine)
+    started = time.monotonic()
+    done = atoll(atoll_cmd, "up", "--print-env")
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 20
+    assert "nothing to do" in done.stderr
+    assert done.stdout.strip() == f"export DOCKER_HOST={session_engine.docker_host}"
+    assert owned_pid(session_engine) == pid
+
+
+@pytest.fixture
+def run_dir() -> Iterator[Path]:
+    """A short run directory (unix socket paths are limited), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="atd-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_missing_dockerd_is_one_clear_line(atoll_cmd, tmp_path, run_dir):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    done = atoll(
+        atoll_cmd,
+        "up",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--run-dir",
+        str(run_dir),
+        env={"PATH": str(bin_dir)},
+    )
+    assert done.returncode == 1
+    assert "apt-get install -y docker.io" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_socket_held_by_a_stranger_is_left_alone(atoll_cmd, tmp_path, run_dir):
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stranger.bind(str(run_dir / "docker.sock"))
+    stranger.listen()
+    try:
+        done = atoll(
+            atoll_cmd, "up", "--state-dir", str(tmp_path / "state"), "--run-dir", str(run_dir)
+        )
+        assert done.returncode == 1
+        assert "in use by a process atoll did not start" in done.stderr
+        assert (run_dir / "docker.sock").exists()
+        down = atoll(
+            atoll_cmd, "down", "--state-dir", str(tmp_path / "state"), "--run-dir", str(run_dir)
+        )
+        assert down.returncode == 0 and "nothing to stop" in down.stderr
+    finally:
+        stranger.close()
+
+
+def _dockerd_processes_for(run_dir: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(run_dir).encode() in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run_dir):
+    """A fresh engine: no debootstrap means a clear error; from the cache it comes up."""
+    cached = session_engine.base_tarball
+    if not cached.is_file():
+        pytest.skip(f"no cached base rootfs at {cached}")
+    state = tmp_path / "state"
+    config = tmp_path / "docker-config"
+    env = {"DOCKER_CONFIG": str(config)}
+    paths = EnginePaths.from_options(state, run_dir)
+    args = ("--state-dir", str(state), "--run-dir", str(run_dir))
+    try:
+        # Without debootstrap and without a cached rootfs the base image cannot be made.
+        no_debootstrap = tmp_path / "bin"
+        no_debootstrap.mkdir()
+        for tool in ("dockerd", "containerd", "containerd-shim-runc-v2", "runc", "tar"):
+            found = shutil.which(tool)
+            if found:
+                (no_debootstrap / tool).symlink_to(found)
+        done = atoll(atoll_cmd, "up", *args, env={**env, "PATH": str(no_debootstrap)})
+        assert done.returncode == 1, done.stderr
+        assert "apt-get install -y debootstrap" in done.stderr
+        assert query(paths) is not None  # the engine itself did come up
+
+        paths.base_dir.mkdir(parents=True)
+        paths.base_tarball.symlink_to(cached)
+        done = atoll(atoll_cmd, "up", *args, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "from cache" in done.stderr
+        link = config / "cli-plugins" / "docker-compose"
+        assert os.access(link, os.X_OK)
+        compose = subprocess.run(
+            ["docker", "compose", "version"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env, "DOCKER_HOST": paths.docker_host},
+            check=False,
+        )
+        assert "Docker Compose version" in compose.stdout, compose.stderr
+
+        again = atoll(atoll_cmd, "up", *args, env=env)
+        assert again.returncode == 0 and "nothing to do" in again.stderr
+        status = atoll(atoll_cmd, "status", *args, env=env)
+        assert status.returncode == 0 and "running pid" in status.stdout
+
+        down = atoll(atoll_cmd, "down", *args, env=env)
+        assert down.returncode == 0, down.stderr
+        assert "stopped dockerd" in down.stderr
+        assert query(paths) is None and not paths.socket.exists()
+        status = atoll(atoll_cmd, "status", *args, env=env)
+        assert status.returncode == 1 and "not running" in status.stdout
+        # The session's engine is untouched.
+        assert query(session_engine) is not None
+    finally:
+        atoll(atoll_cmd, "down", *args, env=env)
+        leftover = _dockerd_processes_for(run_dir)
+        shutil.rmtree(state, ignore_errors=True)  # a whole image store: do not keep it
+    assert leftover == []
