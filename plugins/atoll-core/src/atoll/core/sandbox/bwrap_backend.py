@@ -38,6 +38,10 @@ _ALLOC_FAILURE = re.compile(
     re.IGNORECASE,
 )
 
+# The shell that joins the cgroups and sets rlimits before `exec bwrap`: dash
+# starts in about a millisecond; bash is the fallback.
+_SHELL = next((s for s in ("/bin/dash", "/usr/bin/dash") if os.path.exists(s)), "/bin/bash")
+
 # bwrap, its pid-1 reaper and the program's first process share the pids budget.
 _SANDBOX_OWN_PROCESSES = 2
 
@@ -53,7 +57,8 @@ def _prelude(limits: Limits, group: RunCgroup | None) -> str:
     if limits.memory_bytes is not None and (group is None or group.memory is None):
         lines.append(f"ulimit -v {max(1, limits.memory_bytes // 1024)}")
     if limits.processes is not None and (group is None or not group.limits_processes):
-        lines.append(f"ulimit -u {limits.processes + _SANDBOX_OWN_PROCESSES}")
+        flag = "-p" if _SHELL.endswith("dash") else "-u"  # dash spells RLIMIT_NPROC -p
+        lines.append(f"ulimit {flag} {limits.processes + _SANDBOX_OWN_PROCESSES}")
     if limits.file_size_bytes is not None:
         lines.append(f"ulimit -f {max(1, math.ceil(limits.file_size_bytes / 512))}")
     if limits.open_files is not None:
@@ -142,7 +147,7 @@ class BwrapBackend(SandboxBackend):
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    ["/bin/sh", "-c", _prelude(limits, group), "sandbox", *command],
+                    [_SHELL, "-c", _prelude(limits, group), "sandbox", *command],
                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "atoll-sandbox"
+DISABLE_VARIABLE = "ATOLL_SANDBOX_CGROUPS"
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # every run's group lives under this one, per controller
 
 
@@ -138,6 +139,8 @@ class RunCgroup:
         account_cpu: bool = False,
     ) -> RunCgroup | None:
         """Make the groups for one run with these limits; None if cgroups are unusable."""
+        if os.environ.get(DISABLE_VARIABLE, "").lower() == "off":
+            return None  # forced rlimit-only mode (also how the fallback is tested)
         lay = layout()
         if lay is None:
             return None
