@@ -86,6 +86,6 @@ def small_engine(state_dir: Path, small_problems: Path) -> Iterator[Engine]:
 @pytest.fixture(scope="session")
 def small_judge(state_dir: Path, small_problems: Path) -> Iterator[EmbeddedJudge]:
     """An embedded judge over HTTP on the two-case problem set."""
-    setup = JudgeSetup(problems_dir=small_problems, state_dir=state_dir / "small-judge")
+    setup = JudgeSetup(problems_dir=small_problems, state_dir=state_dir)
     with EmbeddedJudge(setup) as judge:
         yield judge

@@ -93,10 +93,10 @@ def test_reward_is_the_judges_score(
 
 
 def test_embedded_judge_when_no_url_is_given(
-    tmp_path: Path, sources: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, sources: dict[str, bytes], state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("FRONTIERCS_JUDGE_URL", raising=False)
-    monkeypatch.setenv("ATOLL_JUDGE_STATE", str(tmp_path / "embedded-state"))
+    monkeypatch.setenv("ATOLL_JUDGE_STATE", str(state_dir))  # shares the session's binaries
     rewards, _ = verify(tmp_path, sources["row"], {})
     assert rewards["reward"] == pytest.approx(27.810517627, abs=1e-4)
 
