@@ -1,14 +1,15 @@
 """Problems as directories, so that adding one means adding data, not code.
 
-A problem directory holds `problem.toml` (id, title, limits, the checker's
-module), the statement and the test inputs `N.in`. The problems shipped with
-this package live in `atoll/judge/problems/`; `--problems DIR` points the
-judge at another set.
+A problem directory holds `problem.toml` (id, title, limits, and the checker:
+an importable module name, or a `.py` file beside it), the statement and the
+test inputs `N.in`. The problems shipped with this package live in
+`atoll/judge/problems/`; `--problems DIR` points the judge at another set.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import threading
 import tomllib
@@ -109,10 +110,7 @@ def load_problem(directory: Path) -> Problem:
             numbered.append((int(match.group(1)), path))
     if not numbered:
         raise ProblemError(f"{tests} holds no test inputs named N.in")
-    try:
-        checker = importlib.import_module(checker_name.partition(":")[0])
-    except ImportError as exc:
-        raise ProblemError(f"{config_path}: cannot import checker {checker_name}: {exc}") from None
+    checker = _load_checker(directory, checker_name, config_path)
     if not (hasattr(checker, "prepare") and hasattr(checker, "check")):
         raise ProblemError(f"{config_path}: checker {checker_name} lacks prepare() and check()")
     return Problem(
@@ -124,6 +122,27 @@ def load_problem(directory: Path) -> Problem:
         checker=checker,
         limits=limits,
     )
+
+
+def _load_checker(directory: Path, name: str, config_path: Path) -> ModuleType:
+    """A checker module by import name, or a `.py` file inside the problem directory."""
+    if name.endswith(".py"):
+        path = directory / name
+        spec = importlib.util.spec_from_file_location(
+            f"atoll_problem_checker_{abs(hash(path))}", path
+        )
+        if spec is None or spec.loader is None or not path.is_file():
+            raise ProblemError(f"{config_path}: checker file {path} is missing")
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise ProblemError(f"{config_path}: checker {path} fails to load: {exc}") from None
+        return module
+    try:
+        return importlib.import_module(name.partition(":")[0])
+    except ImportError as exc:
+        raise ProblemError(f"{config_path}: cannot import checker {name}: {exc}") from None
 
 
 def load_problems(root: Path | None = None) -> dict[str, Problem]:
