@@ -20,6 +20,9 @@ pytestmark = pytest.mark.timeout(120)
 def run(make_env, scenario, **env_options):
     """Start an environment, run `scenario(env)`, always stop it, return its value."""
 
+    box_paths = ("/app", "/logs", "/tests", "/solution", "/installed-agent", "/opt/extra")
+    absent = [p for p in box_paths if not os.path.lexists(p)]
+
     async def main():
         env: LocalEnvironment = make_env(**env_options)
         await env.start(force_build=False)
@@ -33,7 +36,9 @@ def run(make_env, scenario, **env_options):
             assert not _processes_of(uids)
             assert created_groups() == []
 
-    return asyncio.run(main())
+    value = asyncio.run(main())
+    assert [p for p in absent if os.path.lexists(p)] == [], "the box created paths on the host"
+    return value
 
 
 def _processes_of(uids: range) -> list[int]:

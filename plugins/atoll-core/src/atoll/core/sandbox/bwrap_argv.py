@@ -18,7 +18,8 @@ from atoll.core.sandbox.spec import Mount, Network, SandboxError, SandboxSpec
 # the top-level ones are symlinks into /usr and are recreated as symlinks.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
-# The few files of /etc that programs read to start and to name users.
+# The few public files of /etc that programs read to start, name users and
+# resolve names; never shadow, ssh keys or anything else private.
 ETC_FILES = (
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -30,6 +31,10 @@ ETC_FILES = (
     "/etc/localtime",
     "/etc/hosts",
     "/etc/host.conf",
+    "/etc/resolv.conf",  # only of use with the host's network
+    "/etc/ssl/certs",  # public CA certificates, for TLS clients (not /etc/ssl/private)
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
 )
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -50,9 +55,14 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
+    made = {"/etc"}
     args += ["--perms", "0755", "--dir", "/etc"]
     for f in ETC_FILES:
         if os.path.lexists(f):
+            parent = os.path.dirname(f)
+            if parent not in made:
+                args += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
             if os.path.islink(f):
                 args += ["--symlink", os.readlink(f), f]
             else:
