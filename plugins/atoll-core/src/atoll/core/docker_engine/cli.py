@@ -155,7 +155,12 @@ def status(
     _out.print(f"data root:   {paths.data_root}")
     _out.print(f"log:         {paths.log_file}")
     if info is None:
-        state = f"pid {pid}, not answering" if pid else "not running"
+        if pid:
+            state = f"pid {pid}, not answering"
+        elif daemon.socket_answers(paths.socket):
+            state = "not running; a process atoll did not start holds the socket"
+        else:
+            state = "not running"
         _out.print(f"engine:      [red]{state}[/red]")
         raise typer.Exit(1)
     _out.print(f"engine:      [green]running[/green] pid {pid}, dockerd {info.version}")
