@@ -100,7 +100,7 @@ def run_limits(problem: Problem) -> Limits:
     )
 
 
-def run_argv(problem: Problem) -> list[str]:
+def run_argv(problem: Problem, program: str = "/judge/solution") -> list[str]:
     """The program under the authority's stack and address-space limits.
 
     The authority sets both to the memory limit: the usual 8 MiB stack would
@@ -109,7 +109,7 @@ def run_argv(problem: Problem) -> list[str]:
     fail there. The shell sets the limits, then becomes the program.
     """
     kib = problem.limits.memory_bytes // 1024
-    return ["/bin/sh", "-c", f"ulimit -s {kib} && ulimit -v {kib} && exec /judge/solution"]
+    return ["/bin/sh", "-c", f"ulimit -s {kib} && ulimit -v {kib} && exec {program}"]
 
 
 def _program_message(
@@ -141,11 +141,26 @@ class Engine:
             self.backend.check()
         except SandboxError as exc:
             raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
+        self._check_limits()
         self.compile_cache = CompileCache(state_dir / "binaries", self.backend)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-case")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _check_limits(self) -> None:
+        """Refuse to start where the run limits cannot be set: every case would fail."""
+        for problem in self.problems.values():
+            spec = SandboxSpec(network=Network.NONE, limits=run_limits(problem))
+            try:
+                result = self.backend.run(run_argv(problem, "/bin/echo limits-set"), spec)
+            except SandboxError as exc:
+                raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
+            if result.stdout.strip() != b"limits-set":
+                raise JudgeInfrastructureError(
+                    f"cannot set problem {problem.id}'s stack and address-space limits in "
+                    f"the sandbox: {result.stderr.decode(errors='replace').strip()}"
+                )
 
     def problem(self, pid: str) -> Problem:
         try:
