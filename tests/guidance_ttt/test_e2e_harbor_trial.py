@@ -56,6 +56,8 @@ def atoll_run(
         "REEF_TOKEN": reef_server.token,
         "FRONTIERCS_JUDGE_URL": judge_url,
         "OPENAI_API_KEY": "test-key-not-secret",
+        # Harbor's LiteLLM would otherwise try to fetch its price list from the internet.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
     if "CI" in os.environ:
         env["CI"] = os.environ["CI"]
