@@ -14,8 +14,9 @@ import docker
 import pytest
 
 from atoll.core.sandbox import Limits, Network, SandboxError, SandboxSpec, Status
-from atoll.core.sandbox.docker_backend import LABEL, DockerBackend
+from atoll.core.sandbox.docker_backend import LABEL, OWNER_LABEL, DockerBackend, owner
 from atoll.core.sandbox.docker_cgroup import leftovers as cgroup_leftovers
+from atoll.core.sandbox.supervise import CancelToken
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]
 
@@ -79,12 +80,13 @@ def test_running_container_is_labelled_and_locked_down(backend, spec, docker_hos
     def look() -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not seen:
-            for found in client.api.containers(filters={"label": f"{LABEL}=1"}):
+            for found in client.api.containers(filters={"label": f"{OWNER_LABEL}={owner()}"}):
                 seen.append(client.api.inspect_container(found["Id"]))
             time.sleep(0.05)
 
     limited = dataclasses.replace(
-        spec, limits=dataclasses.replace(spec.limits, memory_bytes=100 * 2**20, processes=20)
+        spec,
+        limits=dataclasses.replace(spec.limits, memory_bytes=100 * 2**20, processes=20, cpus=0.5),
     )
     watcher = threading.Thread(target=look)
     watcher.start()
@@ -106,6 +108,7 @@ def test_running_container_is_labelled_and_locked_down(backend, spec, docker_hos
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert host["Memory"] == host["MemorySwap"] == 100 * 2**20
     assert host["PidsLimit"] == 21  # the program's 20 and docker-init
+    assert host["NanoCpus"] == 500_000_000
     assert host["Binds"] in (None, [])
 
 
@@ -118,6 +121,20 @@ def test_ctrl_c_removes_the_container(backend, spec):
     timer.cancel()
     assert time.monotonic() - started < 10
     # The autouse fixture checks that neither container nor cgroup is left.
+
+
+def test_another_thread_can_cancel_a_run(backend, spec):
+    token = CancelToken()
+    timer = threading.Timer(1.0, token.cancel)
+    started = time.monotonic()
+    timer.start()
+    try:
+        result = backend.run(["sleep", "30"], spec, cancel=token)
+    finally:
+        timer.cancel()
+        token.close()
+    assert result.status is Status.WALL_TIME_LIMIT
+    assert 1.0 <= time.monotonic() - started < 10
 
 
 def test_peak_memory_and_cpu_are_measured(backend, spec):

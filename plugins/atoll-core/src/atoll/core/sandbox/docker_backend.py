@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
 from atoll.core.sandbox.base import SandboxBackend
@@ -33,6 +33,9 @@ from atoll.core.sandbox.spec import (
     SandboxSpec,
     Status,
 )
+
+if TYPE_CHECKING:
+    from atoll.core.sandbox.supervise import CancelToken
 
 LABEL = "atoll.sandbox"
 # Which process made a container, so that one process can audit its own leftovers.
@@ -49,6 +52,7 @@ class _Why:
     WALL = "wall"
     CPU = "cpu"
     OUTPUT = "output"
+    CANCELLED = "cancelled"
 
 
 def engine_url() -> str:
@@ -147,7 +151,7 @@ class DockerBackend(SandboxBackend):
         With `everyone`, those of every process using this engine.
         """
         client = self._connect()
-        label = f"{LABEL}=1" if everyone else f"{OWNER_LABEL}={_owner()}"
+        label = f"{LABEL}=1" if everyone else f"{OWNER_LABEL}={owner()}"
         found = client.api.containers(all=True, filters={"label": label}, quiet=True)
         return [str(entry["Id"]) for entry in found]
 
@@ -158,7 +162,10 @@ class DockerBackend(SandboxBackend):
         argv: Sequence[str],
         spec: SandboxSpec,
         stdin: bytes | None = None,
+        *,
+        cancel: CancelToken | None = None,
     ) -> SandboxResult:
+        """As SandboxBackend.run; `cancel` lets another thread end the run early."""
         from docker.errors import APIError
         from requests.exceptions import RequestException
 
@@ -182,7 +189,9 @@ class DockerBackend(SandboxBackend):
                 client.api.start(container_id)
                 started = time.monotonic()
                 streams.send_stdin(stdin)
-                killed_for = self._watch(client, container_id, streams, limits, group, started)
+                killed_for = self._watch(
+                    client, container_id, streams, limits, group, started, cancel
+                )
                 wall = time.monotonic() - started
                 state = client.api.inspect_container(container_id)["State"]
             except (APIError, RequestException) as exc:
@@ -211,6 +220,7 @@ class DockerBackend(SandboxBackend):
         limits: Limits,
         group: ContainerCgroup | None,
         started: float,
+        cancel: CancelToken | None,
     ) -> str | None:
         """Follow the run until it exits; kill it at a limit and say which."""
         from requests.exceptions import RequestException
@@ -218,7 +228,9 @@ class DockerBackend(SandboxBackend):
         deadline = None if limits.wall_seconds is None else started + limits.wall_seconds
         while True:
             why = None
-            if deadline is not None and time.monotonic() >= deadline:
+            if cancel is not None and cancel.cancelled:
+                why = _Why.CANCELLED
+            elif deadline is not None and time.monotonic() >= deadline:
                 why = _Why.WALL
             elif streams.overflowed:
                 why = _Why.OUTPUT
@@ -247,7 +259,8 @@ class DockerBackend(SandboxBackend):
             return None
 
 
-def _owner() -> str:
+def owner() -> str:
+    """The value of OWNER_LABEL on the containers this process starts."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -300,6 +313,7 @@ def _container_config(
         security_opt=["no-new-privileges"],
         pids_limit=None if limits.processes is None else limits.processes + _INIT_PROCESSES,
         mem_limit=limits.memory_bytes,
+        nano_cpus=None if limits.cpus is None else max(1, int(limits.cpus * 1e9)),
         memswap_limit=limits.memory_bytes,
         ulimits=ulimits,
         tmpfs={"/tmp": tmpfs},
@@ -318,7 +332,7 @@ def _container_config(
         "user": f"{spec.uid}:{spec.gid}",
         "environment": {"PATH": DEFAULT_PATH, **spec.env},
         "working_dir": spec.workdir,
-        "labels": {LABEL: "1", OWNER_LABEL: _owner()},
+        "labels": {LABEL: "1", OWNER_LABEL: owner()},
         "stdin_open": with_stdin,  # with attach (detach=False) this closes stdin at our EOF
         "host_config": host_config,
     }
@@ -381,7 +395,7 @@ def _result(
         status = Status.MEMORY_LIMIT
     elif killed_for == _Why.CPU or sig == signal.SIGXCPU or over_cpu:
         status = Status.CPU_TIME_LIMIT
-    elif killed_for == _Why.WALL:
+    elif killed_for in (_Why.WALL, _Why.CANCELLED):
         status = Status.WALL_TIME_LIMIT
     elif sig == signal.SIGXFSZ:
         status = Status.OUTPUT_LIMIT
