@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 from harbor.models.agent.context import AgentContext
 from packers import CountingGuidance, PackerExecutor
@@ -20,12 +19,13 @@ pytest_plugins = ["support.fixtures"]
 
 
 def test_step_lines_plot_and_context_follow_the_committed_run(
-    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+    tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
     reset_reef_upstream.script = CountingGuidance(malformed_every=3)
     scripted_llm.script = PackerExecutor()
     driver = Driver(tmp_path, reef_server, scripted_llm.base_url, judge_url)
-    environ = dict(os.environ, REEF_TOKEN=reef_server.token, OPENAI_API_KEY="test-key-not-secret")
+    environ = {"REEF_TOKEN": reef_server.token}
     args = json.loads(json.dumps(driver.args))
     args["settings"].update(groups=2, steps=2)
     run(args, environ)

@@ -7,13 +7,7 @@ from pathlib import Path
 import pytest
 from harbor.models.agent.context import AgentContext
 
-from atoll.guidance_ttt.agent import (
-    GuidanceTTTAgent,
-    agent_config,
-    guidance_client,
-    training_bridge,
-)
-from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge
+from atoll.guidance_ttt.agent import GuidanceTTTAgent, agent_config, with_reef_url
 from atoll.guidance_ttt.config import ConfigError
 from atoll.guidance_ttt.contract import load_contract
 from atoll.guidance_ttt.outputs import fill_context
@@ -58,19 +52,11 @@ def test_a_bad_kwarg_fails_the_agent_at_construction_in_one_line(tmp_path):
 
 
 def test_reef_comes_from_the_environment_unless_a_setting_names_it():
-    environ = {"REEF_URL": "http://10.0.0.1:8900", "REEF_TOKEN": "t0ken"}
-    client = guidance_client(agent_config({}), environ)
-    assert client.endpoint.url == "http://10.0.0.1:8900" and client.endpoint.token == "t0ken"
-    assert "t0ken" not in repr(client.endpoint)
-    explicit = guidance_client(agent_config({"reef_url": "http://127.0.0.1:1"}), environ)
-    assert explicit.endpoint.url == "http://127.0.0.1:1"
-
-
-def test_training_off_is_the_search_only_bridge_and_on_is_reef():
-    off = agent_config({"training": "off"})
-    on = agent_config({"training": "on"})
-    assert isinstance(training_bridge(off, guidance_client(off, {})), SearchOnlyBridge)
-    assert isinstance(training_bridge(on, guidance_client(on, {})), ReefTrainingBridge)
+    environ = {"REEF_URL": "http://10.0.0.1:8900"}
+    assert with_reef_url(agent_config({}), environ).reef_url == "http://10.0.0.1:8900"
+    explicit = agent_config({"reef_url": "http://127.0.0.1:1"})
+    assert with_reef_url(explicit, environ).reef_url == "http://127.0.0.1:1"
+    assert with_reef_url(agent_config({}), {}).reef_url == agent_config({}).reef_url
 
 
 def test_the_seed_is_the_tasks_reference_solution(tmp_path):

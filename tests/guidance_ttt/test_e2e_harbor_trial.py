@@ -78,23 +78,24 @@ def test_a_search_only_run_as_a_harbor_trial(
     scripted_llm.script = PackerExecutor()
     guidance_before = len(reset_reef_upstream.chat_requests())
     state_dir = tmp_path / "state"
+    settings = {
+        "groups": 2,
+        "rollouts": 2,
+        "steps": 3,
+        "training": "off",
+        "executor": "openai",
+        "executor_base_url": scripted_llm.base_url,
+        "executor_model": "scripted-executor",
+        "guidance_model": "scripted",
+        "state_dir": state_dir,
+    }
     done = atoll_run(
         venv_bin,
         tmp_path,
         reef_server=reef_server,
         executor_url=scripted_llm.base_url,
         judge_url=judge_url,
-        ak={
-            "groups": 2,
-            "rollouts": 2,
-            "steps": 3,
-            "training": "off",
-            "executor": "openai",
-            "executor_base_url": scripted_llm.base_url,
-            "executor_model": "scripted-executor",
-            "guidance_model": "scripted",
-            "state_dir": state_dir,
-        },
+        ak=settings,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     trial = trial_dir(tmp_path)
@@ -169,6 +170,26 @@ def test_a_search_only_run_as_a_harbor_trial(
     assert reward["raw_score"] == pytest.approx(best["raw_score"])
     assert result["verifier_result"]["rewards"]["reward"] == pytest.approx(reward["reward"])
     assert best["raw_score"] > roots[0]["raw_score"]  # the search beat the seed
+
+    # --- the same state directory with another G: the trial fails with one line, samples nothing
+    before = len(reset_reef_upstream.chat_requests())
+    again = tmp_path / "again"
+    again.mkdir()
+    refused = atoll_run(
+        venv_bin,
+        again,
+        reef_server=reef_server,
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        ak={**settings, "groups": 3, "steps": 4},
+    )
+    assert refused.returncode == 0, refused.stderr[-3000:]  # Harbor records the trial's error
+    failed = json.loads((trial_dir(again) / "result.json").read_text())["exception_info"]
+    assert failed["exception_type"] == "IdentityChanged"
+    assert failed["exception_message"] == (
+        "cannot resume: groups changed from 2 to 3; start a new state directory instead"
+    )
+    assert len(reset_reef_upstream.chat_requests()) == before
 
 
 def _run_id(state_dir: Path) -> str:

@@ -86,8 +86,9 @@ def judge_process(tmp_path, venv_bin):
 
 
 def test_a_judge_that_dies_mid_step_stops_the_step_with_a_clear_error(
-    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_process
+    tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_process
 ):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
     process, url = judge_process
     reset_reef_upstream.script = PromptGuidance(SALT)
     packers = PackerExecutor()
@@ -104,7 +105,7 @@ def test_a_judge_that_dies_mid_step_stops_the_step_with_a_clear_error(
 
     scripted_llm.script = kill_judge_on_second_call
     driver = Driver(tmp_path, reef_server, scripted_llm.base_url, url)
-    environ = dict(os.environ, REEF_TOKEN=reef_server.token, OPENAI_API_KEY="test-key-not-secret")
+    environ = {"REEF_TOKEN": reef_server.token}
     with pytest.raises(StepFailed, match=r"step 0 stopped: judge failure.*unreachable"):
         run(driver.args, environ)
 
@@ -117,8 +118,9 @@ def test_a_judge_that_dies_mid_step_stops_the_step_with_a_clear_error(
 
 
 def test_executor_5xx_is_retried_without_sampling_guidance_again(
-    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+    tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
     reset_reef_upstream.script = PromptGuidance(SALT)
     packers = PackerExecutor()
     failures = {"left": 2}
@@ -133,7 +135,7 @@ def test_executor_5xx_is_retried_without_sampling_guidance_again(
 
     scripted_llm.script = flaky
     driver = Driver(tmp_path, reef_server, scripted_llm.base_url, judge_url)
-    environ = dict(os.environ, REEF_TOKEN=reef_server.token, OPENAI_API_KEY="test-key-not-secret")
+    environ = {"REEF_TOKEN": reef_server.token}
     guidance_before = len(reset_reef_upstream.chat_requests())
     args = json.loads(json.dumps(driver.args))
     args["settings"]["steps"] = 1

@@ -28,15 +28,14 @@ from harbor.models.agent.context import AgentContext
 from rich.console import Console
 
 from atoll.guidance_ttt import controller, resume
-from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingBridge
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Language, Task, load_contract
-from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import REEF_TOKEN_ENV, REEF_URL_ENV, GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.guidance import REEF_TOKEN_ENV, REEF_URL_ENV
 from atoll.guidance_ttt.node import Node
 from atoll.guidance_ttt.outputs import write_outputs
-from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, judge_url
+from atoll.guidance_ttt.scorer import JUDGE_URL_ENV
 from atoll.guidance_ttt.seed import read_seed
+from atoll.guidance_ttt.wiring import open_services
 
 AGENT_NAME = "guidance-ttt"
 DISTRIBUTION = "atoll-guidance-ttt"
@@ -103,39 +102,29 @@ class GuidanceTTTAgent(BaseAgent):
     def _search(
         self, task: Task, task_dir: Path, environ: Mapping[str, str]
     ) -> controller.RunResult:
-        config = self.config
-        guidance = guidance_client(config, environ)
-        executor = Executor(
-            executor_spec(
-                config.executor_preset,
-                base_url=config.executor_base_url,
-                model=config.executor_model,
-                max_completion_tokens=config.max_executor_tokens,
-            ),
-            environ=environ,
-        )
-        bridge = training_bridge(config, guidance)
+        config = with_reef_url(self.config, environ)
         with (
             open(self.logs_dir / RUN_LOG, "a", encoding="utf-8") as log,
-            judge_url(environ.get(JUDGE_URL_ENV), config.state_dir / "judge") as url,
+            open_services(
+                config,
+                task,
+                scenario=controller.DEFAULT_SCENARIO,
+                reef_token=environ.get(REEF_TOKEN_ENV) or None,
+                judge=environ.get(JUDGE_URL_ENV) or None,
+            ) as services,
         ):
-            scorer = Scorer(url, task.contract)
-            try:
-                scorer.check()
-                fresh = resume.load(config.state_dir) is None
-                seed = read_seed(task_dir, task.contract, scorer if fresh else None)
-                return controller.run(
-                    config,
-                    task,
-                    seed,
-                    guidance=guidance,
-                    executor=executor,
-                    scorer=scorer,
-                    bridge=bridge,
-                    console=Console(file=log, width=120),
-                )
-            finally:
-                scorer.close()
+            fresh = resume.load(config.state_dir) is None
+            seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
+            return controller.run(
+                config,
+                task,
+                seed,
+                guidance=services.guidance,
+                executor=services.executor,
+                scorer=services.scorer,
+                bridge=services.bridge,
+                console=Console(file=log, width=120),
+            )
 
 
 def agent_config(kwargs: Mapping[str, Any], model_name: str | None = None) -> GuidanceConfig:
@@ -148,25 +137,11 @@ def agent_config(kwargs: Mapping[str, Any], model_name: str | None = None) -> Gu
     return config.model_copy(update={"state_dir": state_dir})
 
 
-def guidance_client(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceClient:
-    """Reef at the configured URL (an explicit setting wins over `REEF_URL`), token from the env."""
-    url = config.reef_url
-    if "reef_url" not in config.model_fields_set and environ.get(REEF_URL_ENV):
-        url = environ[REEF_URL_ENV]
-    endpoint = ReefEndpoint.resolve(url, environ.get(REEF_TOKEN_ENV) or None)
-    return GuidanceClient(
-        endpoint,
-        scenario=controller.DEFAULT_SCENARIO,
-        model=config.guidance_model,
-        max_completion_tokens=config.max_guidance_tokens,
-    )
-
-
-def training_bridge(config: GuidanceConfig, guidance: GuidanceClient) -> TrainingBridge:
-    """Reef's trainer when training is on; the explicit search-only bridge when it is off."""
-    if config.training == "off":
-        return SearchOnlyBridge()
-    return ReefTrainingBridge(guidance.status, guidance.scenario)
+def with_reef_url(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceConfig:
+    """`REEF_URL` from the environment, unless a kwarg or the config file named Reef's URL."""
+    if "reef_url" in config.model_fields_set or not environ.get(REEF_URL_ENV):
+        return config
+    return config.model_copy(update={"reef_url": environ[REEF_URL_ENV]})
 
 
 def solution_path(environment: BaseEnvironment, task: Task) -> str:
