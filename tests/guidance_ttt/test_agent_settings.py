@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 from harbor.models.agent.context import AgentContext
 
-from atoll.guidance_ttt.agent import GuidanceTTTAgent, agent_config, with_reef_url
+from atoll.guidance_ttt.agent import (
+    GuidanceTTTAgent,
+    TrainingUnavailable,
+    agent_config,
+    check_training_stack,
+    with_reef_url,
+)
 from atoll.guidance_ttt.config import ConfigError
 from atoll.guidance_ttt.contract import load_contract
 from atoll.guidance_ttt.outputs import fill_context
@@ -88,3 +95,11 @@ def test_the_context_names_the_training_mode_and_the_receipts():
         "executor_completion_tokens": 0,
     }
     assert context.n_output_tokens == 0
+
+
+def test_training_on_without_ray_fails_before_any_sample():
+    check_training_stack(agent_config({"training": "off"}))
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed here; the refusal is for machines without it")
+    with pytest.raises(TrainingUnavailable, match="--ak training=off"):
+        check_training_stack(agent_config({"training": "on"}))

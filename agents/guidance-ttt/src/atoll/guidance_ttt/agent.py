@@ -14,6 +14,7 @@ only.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shlex
 import tempfile
@@ -46,6 +47,10 @@ RUN_LOG = "guidance-ttt.log"
 
 class RunWithoutProgram(RuntimeError):
     """The run finished but its archive holds no program to hand to the verifier."""
+
+
+class TrainingUnavailable(RuntimeError):
+    """Training was asked for, but this machine cannot observe Reef's trainer."""
 
 
 # Agent-kwarg spellings that name a config setting differently.
@@ -88,6 +93,7 @@ class GuidanceTTTAgent(BaseAgent):
         task_dir = Path(environment.environment_dir).parent
         task = Task(statement=instruction.strip(), contract=load_contract(task_dir / CONTRACT_FILE))
         environ = {**os.environ, **self.extra_env}
+        check_training_stack(self.config)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         try:
             result = await asyncio.to_thread(self._search, task, task_dir, environ)
@@ -135,6 +141,15 @@ def agent_config(kwargs: Mapping[str, Any], model_name: str | None = None) -> Gu
     config = from_agent_kwargs(settings)
     state_dir = config.state_dir.expanduser().absolute()
     return config.model_copy(update={"state_dir": state_dir})
+
+
+def check_training_stack(config: GuidanceConfig) -> None:
+    """Fail before the first sample, not after a whole step, when training cannot be observed."""
+    if config.training == "on" and importlib.util.find_spec("ray") is None:
+        raise TrainingUnavailable(
+            "training=on waits for Reef's trainer through Ray, which is not installed: install "
+            "atoll-guidance-ttt[ray] on the GPU stack, or pass --ak training=off for a search-only run"
+        )
 
 
 def with_reef_url(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceConfig:
