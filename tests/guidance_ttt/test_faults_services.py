@@ -10,79 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import subprocess
 import threading
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from packers import PackerExecutor, PromptGuidance
 from run_driver import run
 from support.openai_server import Reply
-from support.reef_server import free_port
 from test_faults_kill_and_resume import SALT, Driver
 
 from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
 from atoll.guidance_ttt.step import StepFailed
-from atoll.judge.problems import BUILTIN_PROBLEMS
 
-pytest_plugins = ["support.fixtures"]
+pytest_plugins = ["support.fixtures", "judge_process"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-def _problems(root: Path) -> Path:
-    """Problem 0 cut down to two small cases, as `atoll judge serve --problems` reads it."""
-    problem = root / "problems" / "0"
-    (problem / "testdata").mkdir(parents=True)
-    for name in ("problem.toml", "statement.txt", "LICENSE"):
-        shutil.copy(BUILTIN_PROBLEMS / "0" / name, problem / name)
-    for number, case in enumerate((1, 2), start=1):
-        shutil.copy(
-            BUILTIN_PROBLEMS / "0" / "testdata" / f"{case}.in",
-            problem / "testdata" / f"{number}.in",
-        )
-    return root / "problems"
-
-
-@pytest.fixture
-def judge_process(tmp_path, venv_bin):
-    """`atoll judge serve` in its own process, so that a test can kill it."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            str(venv_bin / "atoll"),
-            "judge",
-            "serve",
-            "--port",
-            str(port),
-            "--problems",
-            str(_problems(tmp_path / "judge")),
-            "--state-dir",
-            str(tmp_path / "judge" / "state"),
-            "--workers",
-            "2",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2):
-                break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("atoll judge serve did not start") from None
-            time.sleep(0.2)
-    yield process, url
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=10)
 
 
 def test_a_judge_that_dies_mid_step_stops_the_step_with_a_clear_error(

@@ -97,13 +97,21 @@ class GuidanceTTTAgent(BaseAgent):
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         try:
             result = await asyncio.to_thread(self._search, task, task_dir, environ)
-        finally:
-            # Outputs come from the durable state, so a failed run still shows its committed steps.
-            if resume.load(self.config.state_dir) is not None:
-                write_outputs(self.config, task, self.logs_dir, context)
+        except BaseException:
+            self._record_committed(task, context)
+            raise
+        write_outputs(self.config, task, self.logs_dir, context)
         if result.best is None or result.best.entry.program is None:
             raise RunWithoutProgram("the run ended without any program in its archive")
         await install_program(environment, task, result.best)
+
+    def _record_committed(self, task: Task, context: AgentContext) -> None:
+        """After a failure: the outputs of the steps committed so far, never masking the failure."""
+        try:
+            if resume.load(self.config.state_dir) is not None:
+                write_outputs(self.config, task, self.logs_dir, context)
+        except Exception as exc:
+            self.logger.warning("guidance-ttt: no outputs for the committed steps: %s", exc)
 
     def _search(
         self, task: Task, task_dir: Path, environ: Mapping[str, str]
