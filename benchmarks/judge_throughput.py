@@ -92,6 +92,7 @@ def main(
     repeats: int = typer.Option(3, min=1, help="Repetitions; medians are reported."),
     workers: int | None = typer.Option(None, help="Judge workers (default: every core)."),
 ) -> None:
+    load = os.getloadavg()[0]
     console.print(f"cores: {os.cpu_count()}, judge workers: {workers or os.cpu_count()}")
     table = Table(title="Problem 0, 70 cases: wall seconds (median of repeats)")
     for column in (
@@ -156,6 +157,10 @@ def main(
             f"check/run per case = {check / run:.3f}"
         )
     console.print("resubmissions: compile cached in every repetition (checked)")
+    console.print(
+        f"load average (1 min) at start {load:.1f}, at end {os.getloadavg()[0]:.1f}: other work "
+        "on the machine takes cores from the parallel judge first; compare runs on an idle one"
+    )
 
 
 if __name__ == "__main__":
