@@ -30,6 +30,19 @@ def atoll_verifiers() -> list[Registration]:
 
 
 @hookimpl
+def atoll_job_plugins() -> list[Registration]:
+    return [
+        Registration(
+            "frontiercs-judge",
+            Kind.JOB_PLUGIN,
+            "atoll.judge.job_plugin:FrontierCSJudgePlugin",
+            "Uses the judge FRONTIERCS_JUDGE_URL names, or runs the embedded judge for the job.",
+            requires=REQUIRES,
+        )
+    ]
+
+
+@hookimpl
 def atoll_commands() -> list[Registration]:
     return [
         Registration(

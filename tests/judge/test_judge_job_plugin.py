@@ -1,0 +1,110 @@
+"""The `frontiercs-judge` job plugin: a judge for a whole Harbor job, found or started and stopped.
+
+Real Harbor 0.20 runs the polyomino task's oracle on atoll-local, and the
+task's own verifier reaches the judge through FRONTIERCS_JUDGE_URL, which the
+plugin exports when the user set none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from support.judge import small_judge
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+SEED_RESULT = Path(__file__).parents[2] / "tasks" / "polyomino_packing" / "solution" / "result.json"
+
+
+def oracle_run(venv_bin: Path, work: Path, judge_url: str | None) -> subprocess.CompletedProcess:
+    (work / "roots").mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": f"{venv_bin}:/usr/bin:/bin",
+        "HOME": str(work),
+        "TERM": "dumb",
+        "ATOLL_LOCAL_ROOT": str(work / "roots"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    if judge_url is not None:
+        env["FRONTIERCS_JUDGE_URL"] = judge_url
+    argv = [
+        str(venv_bin / "atoll"),
+        "run",
+        "-y",
+        "--agent",
+        "oracle",
+        "--task",
+        "polyomino_packing",
+    ]
+    argv += ["--env", "atoll-local", "--plugin", "frontiercs-judge", "-o", str(work / "jobs")]
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=200, cwd=work, env=env, check=False
+    )
+
+
+def verdict(work: Path) -> tuple[dict, dict]:
+    (trial_result,) = (work / "jobs").glob("*/*/result.json")
+    verifier = trial_result.parent / "verifier"
+    reward = json.loads((verifier / "reward.json").read_text())
+    return reward, json.loads((verifier / "judge-result.json").read_text())
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def processes_mentioning(text: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(cmdline)
+    return found
+
+
+def test_the_embedded_judge_serves_the_job_and_stops_with_it(tmp_path, venv_bin):
+    done = oracle_run(venv_bin, tmp_path, judge_url=None)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "frontiercs-judge: embedded judge at http://127.0.0.1:" in done.stderr
+    reward, judged = verdict(tmp_path)
+    seed_score = json.loads(SEED_RESULT.read_text())["score"]
+    assert reward["reward"] == pytest.approx(seed_score)
+    assert judged["judge_url"].startswith("http://127.0.0.1:")
+    (job_dir,) = (tmp_path / "jobs").iterdir()
+    assert (job_dir / "frontiercs-judge").is_dir()  # its data lives with the job
+    assert not answers(judged["judge_url"])
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_a_judge_named_by_the_environment_is_used_and_left_running(tmp_path, venv_bin):
+    with small_judge(tmp_path / "judge") as url:
+        done = oracle_run(venv_bin, tmp_path / "work", judge_url=url)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert f"frontiercs-judge: using the judge at {url} (left running)" in done.stderr
+        reward, judged = verdict(tmp_path / "work")
+        assert judged["judge_url"] == url
+        assert reward["reward"] != pytest.approx(json.loads(SEED_RESULT.read_text())["score"])
+        assert answers(url)
+
+
+def test_a_named_judge_that_does_not_answer_stops_the_job_in_one_line(tmp_path, venv_bin):
+    from support.reef_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    done = oracle_run(venv_bin, tmp_path, judge_url=url)
+    assert done.returncode != 0
+    assert f"FRONTIERCS_JUDGE_URL={url} does not answer GET /health" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not list((tmp_path / "jobs").glob("*/*/result.json"))
