@@ -106,6 +106,14 @@ class GuidanceConfig(BaseModel):
         Path("guidance-state"), description="Directory of the archive, journals and resume state."
     )
     reef_url: str = Field("http://127.0.0.1:8900", description="Base URL of the Reef server.")
+    # Where and under which name the guidance model is served when training is off: Reef
+    # proxies to it. Locations, not identity: `guidance_model` already names the policy.
+    guidance_base_url: str | None = Field(
+        None, description="OpenAI-compatible guidance endpoint Reef proxies to in search-only mode."
+    )
+    guidance_upstream_model: str | None = Field(
+        None, description="Model name at guidance_base_url (default: guidance_model)."
+    )
 
     @model_validator(mode="after")
     def _fill_executor(self) -> Self:
@@ -118,6 +126,8 @@ class GuidanceConfig(BaseModel):
                     f"executor_model is required with executor_preset {self.executor_preset!r}"
                 )
             object.__setattr__(self, "executor_model", defaults.model)
+        if self.guidance_upstream_model is None:
+            object.__setattr__(self, "guidance_upstream_model", self.guidance_model)
         return self
 
     def identity(self) -> dict[str, Any]:

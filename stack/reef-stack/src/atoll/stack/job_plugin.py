@@ -85,14 +85,16 @@ class ReefStackPlugin(BaseJobPlugin):
         self.stop()
 
     def _guidance_config(self, job: Job) -> GuidanceConfig:
-        from atoll.guidance_ttt.config import ConfigError, from_agent_kwargs, load_config
+        from atoll.guidance_ttt.agent import agent_config
+        from atoll.guidance_ttt.config import ConfigError, load_config
 
         try:
             if self.options.config is not None:
                 return load_config(self.options.config)
             for agent in job.config.agents:
                 if "guidance_ttt" in (agent.import_path or "") or agent.name == "guidance-ttt":
-                    return from_agent_kwargs(agent.kwargs)
+                    # The agent's own reading of its kwargs (aliases, --model), so both agree.
+                    return agent_config(agent.kwargs, agent.model_name)
             return load_config(None)
         except ConfigError as exc:
             raise StackError(str(exc)) from None

@@ -53,14 +53,17 @@ def plan(config: GuidanceConfig, options: StackOptions, *, stack_dir: Path | Non
     deadline = options.ready_timeout_s or (TRAINING_READY_S if training else SEARCH_ONLY_READY_S)
     upstream = None
     if not training:
-        if not options.upstream_url:
+        # Explicit stack options win over the run config's guidance endpoint.
+        url = options.upstream_url or config.guidance_base_url
+        if not url:
             raise StackError(
                 "training is off, so Reef runs in upstream mode and needs the guidance endpoint: "
-                "pass --upstream-url URL (and --upstream-model NAME)"
+                "set guidance_base_url in the run config (--ak guidance_base_url=URL), "
+                "or pass --upstream-url URL (and --upstream-model NAME)"
             )
         upstream = (
-            _provider_root(options.upstream_url),
-            options.upstream_model or config.guidance_model,
+            _provider_root(url),
+            options.upstream_model or config.guidance_upstream_model or config.guidance_model,
         )
     gpus = [g for g in options.trainer_gpus.split(",") if g.strip()]
     placement = Placement(host, port, directory, state_dir, len(gpus), deadline)
