@@ -150,11 +150,11 @@ def main(
                     (label, ratio_ab, statistics.median(checks), statistics.median(runs))
                 )
     console.print(table)
-    for label, ratio_ab, check, run in verdicts:
+    for label, ratio_ab, best_ab, check, run in verdicts:
         target = " (target <= 0.60)" if label.startswith("search") else ""
         console.print(
-            f"{label}: judge/sequential = {ratio_ab:.2f}{target}; "
-            f"check/run per case = {check / run:.3f}"
+            f"{label}: judge/sequential = {ratio_ab:.2f} median, {best_ab:.2f} best of "
+            f"{repeats}{target}; check/run per case = {check / run:.3f}"
         )
     console.print("resubmissions: compile cached in every repetition (checked)")
     console.print(
