@@ -1,10 +1,10 @@
 """One Guidance-TTT run in a process of its own, so that a test can kill it anywhere and resume it.
 
 `python run_driver.py ARGS.json` builds the run the way the Harbor agent does
-(the agent's config and seed, the run's services from its config: the real
-Reef, executor and judge clients) and runs the controller to the configured
-final step. A
-run that cannot start or continue prints one line to stderr and exits 2.
+(the agent's config, seed and run name, the run's services from its config:
+the real Reef, executor and judge clients) and runs the controller to the
+configured final step. A run that cannot start or continue prints one line to
+stderr and exits 2.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from atoll.guidance_ttt import controller, resume
-from atoll.guidance_ttt.agent import agent_config, with_reef_url
+from atoll.guidance_ttt.agent import agent_config
 from atoll.guidance_ttt.contract import load_task
 from atoll.guidance_ttt.seed import read_seed
 from atoll.guidance_ttt.wiring import open_services
@@ -28,16 +28,18 @@ from atoll.guidance_ttt.wiring import open_services
 def run(args: Mapping[str, Any], environ: Mapping[str, str]) -> controller.RunResult:
     """Run (or resume) the run that `args` describes; see the tests for its keys.
 
-    The executor's key is read from the process environment, as in production.
+    `environ` overlays the process environment, as Harbor's agent environment
+    overlays the agent's; the executor's key and Reef's token are read there.
     """
-    config = with_reef_url(agent_config(args["settings"]), {"REEF_URL": args["reef_url"]})
+    config = agent_config(args["settings"])
     task_dir = Path(args["task_dir"])
     task = load_task(task_dir)
+    name = resume.run_name(config.state_dir)
     with open_services(
         config,
         task,
-        scenario=args["scenario"],
-        reef_token=environ["REEF_TOKEN"],
+        scenario=name.scenario,
+        environ={**os.environ, **environ, "REEF_URL": args["reef_url"]},
         judge=args["judge_url"],
     ) as services:
         fresh = resume.load(config.state_dir) is None
@@ -50,7 +52,7 @@ def run(args: Mapping[str, Any], environ: Mapping[str, str]) -> controller.RunRe
             executor=services.executor,
             scorer=services.scorer,
             bridge=services.bridge,
-            scenario=args["scenario"],
+            name=name,
             console=Console(stderr=True, width=120),
         )
 
@@ -58,7 +60,7 @@ def run(args: Mapping[str, Any], environ: Mapping[str, str]) -> controller.RunRe
 def main() -> int:
     args = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     try:
-        result = run(args, os.environ)
+        result = run(args, {})
     except Exception as exc:  # one line, as a user would see it
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from atoll.guidance_ttt.controller import TrainerOutOfStep, run
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.library import run_dir
+from atoll.guidance_ttt.resume import RunName
 from atoll.guidance_ttt.scorer import Scorer
 
 pytest_plugins = ["support.fixtures"]
@@ -27,9 +28,11 @@ def services(tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
     reset_reef_upstream.script = GuidanceScript()
     scripted_llm.script = ExecutorScript(variants=3)
     task = write_task(tmp_path / "task")
-    scenario = f"run-{uuid.uuid4().hex[:8]}"
+    name = RunName(uuid.uuid4().hex[:12], f"run-{uuid.uuid4().hex[:8]}")
+    scenario = name.scenario
     return {
         "task": task,
+        "name": name,
         "scenario": scenario,
         "guidance": GuidanceClient(
             ReefEndpoint(reef_server.url, reef_server.token),
@@ -70,7 +73,7 @@ def _run(config, services, bridge=None, console=None):
         executor=services["executor"],
         scorer=services["scorer"],
         bridge=bridge or SearchOnlyBridge(),
-        scenario=services["scenario"],
+        name=services["name"],
         console=console or Console(file=io.StringIO()),
     )
 

@@ -14,6 +14,7 @@ from atoll.guidance_ttt.config import load_config
 from atoll.guidance_ttt.controller import run
 from atoll.guidance_ttt.executor import ExecutorConfigError
 from atoll.guidance_ttt.library import run_dir
+from atoll.guidance_ttt.resume import RunName
 from atoll.guidance_ttt.wiring import open_services
 
 pytest_plugins = ["support.fixtures"]
@@ -41,7 +42,8 @@ def test_a_configured_run_reaches_every_service(
         }
     )
     task = write_task(tmp_path / "task")
-    scenario = f"wired-{uuid.uuid4().hex[:8]}"
+    name = RunName(uuid.uuid4().hex[:12], f"wired-{uuid.uuid4().hex[:8]}")
+    scenario = name.scenario
     output = io.StringIO()
     with open_services(config, task, scenario=scenario) as services:
         assert isinstance(services.bridge, SearchOnlyBridge)
@@ -53,7 +55,7 @@ def test_a_configured_run_reaches_every_service(
             executor=services.executor,
             scorer=services.scorer,
             bridge=services.bridge,
-            scenario=scenario,
+            name=name,
             console=Console(file=output, force_terminal=True, width=120),
         )
     assert result.summaries[0].sampled == 2

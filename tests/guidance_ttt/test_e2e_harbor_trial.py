@@ -108,7 +108,8 @@ def test_a_search_only_run_as_a_harbor_trial(
     finished = [j.finished[slot] for j in journals for slot in j.finish_order]
     assert len(finished) == 12
     assert len(reset_reef_upstream.chat_requests()) - guidance_before == 12
-    scenario = "guidance-ttt"
+    scenario = json.loads((directory / "resume-state.json").read_text())["scenario"]
+    assert scenario == f"guidance-ttt-{_run_id(state_dir)}"
     inference_ids = {r["agent_record_id"] for r in reef_server.records(scenario, "inference")}
     reports = {r["agent_record_id"]: r for r in reef_server.records(scenario, "report")}
     for done_rollout in finished:
@@ -187,7 +188,8 @@ def test_a_search_only_run_as_a_harbor_trial(
     failed = json.loads((trial_dir(again) / "result.json").read_text())["exception_info"]
     assert failed["exception_type"] == "IdentityChanged"
     assert failed["exception_message"] == (
-        "cannot resume: groups changed from 2 to 3; start a new state directory instead"
+        f"cannot resume: groups changed from 2 to 3 in state dir {state_dir}; "
+        "start a new state directory or restore the old settings"
     )
     assert len(reset_reef_upstream.chat_requests()) == before
 

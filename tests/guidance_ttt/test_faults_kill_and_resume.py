@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from packers import PackerExecutor, PromptGuidance
 
+from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
 from atoll.judge.plugin import task_dir
 
@@ -45,12 +46,10 @@ class Driver:
     def __init__(self, work: Path, reef_server, executor_url: str, judge_url: str) -> None:
         self.work = work
         self.reef_server = reef_server
-        self.scenario = f"faults-{uuid.uuid4().hex[:8]}"
         self.state_dir = work / "state"
         self.process: subprocess.Popen[str] | None = None
         self.args = {
             "task_dir": str(task_dir("polyomino_packing")),
-            "scenario": self.scenario,
             "reef_url": reef_server.url,
             "judge_url": judge_url,
             "settings": {
@@ -91,6 +90,11 @@ class Driver:
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
+
+    @property
+    def scenario(self) -> str:
+        """The Reef scenario the run chose at its first start."""
+        return resume.load(self.state_dir).scenario
 
     def committed(self) -> dict[str, Any]:
         data = json.loads((run_dir(self.state_dir) / COMMITTED_FILE).read_text())

@@ -7,8 +7,12 @@ trial: the best program is uploaded to the task's workspace, where the task's
 own verifier re-scores it. The task's `contract.json` and seed program are
 read from the task directory, which is the parent of the environment
 directory Harbor builds the trial from. Settings come from agent kwargs
-(`--ak key=value`) through the run config, credentials from the environment
-only.
+(`--ak key=value`) through the run config; credentials and service addresses
+from the environment: the agent's process environment overlaid with Harbor's
+agent environment (`--ae KEY=VALUE`). When Harbor cancels the agent (a trial
+timeout, Ctrl-C), the search is stopped and waited for before the
+cancellation goes on, so no thread, judge or request outlives the trial and
+the next run resumes where this one stopped.
 """
 
 from __future__ import annotations
@@ -29,14 +33,15 @@ from harbor.models.agent.context import AgentContext
 from rich.console import Console
 
 from atoll.guidance_ttt import controller, resume
+from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Language, Task, load_contract
-from atoll.guidance_ttt.guidance import REEF_TOKEN_ENV, REEF_URL_ENV
 from atoll.guidance_ttt.node import Node
 from atoll.guidance_ttt.outputs import write_outputs
-from atoll.guidance_ttt.scorer import JUDGE_URL_ENV
 from atoll.guidance_ttt.seed import read_seed
-from atoll.guidance_ttt.wiring import open_services
+from atoll.guidance_ttt.wiring import open_services, with_reef_url
+
+__all__ = ["GuidanceTTTAgent", "agent_config", "check_training_stack", "with_reef_url"]
 
 AGENT_NAME = "guidance-ttt"
 DISTRIBUTION = "atoll-guidance-ttt"
@@ -95,8 +100,19 @@ class GuidanceTTTAgent(BaseAgent):
         environ = {**os.environ, **self.extra_env}
         check_training_stack(self.config)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
+        cancellation = Cancellation()
+        search = asyncio.ensure_future(
+            asyncio.to_thread(self._search, task, task_dir, environ, cancellation)
+        )
         try:
-            result = await asyncio.to_thread(self._search, task, task_dir, environ)
+            result = await asyncio.shield(search)
+        except asyncio.CancelledError:
+            cancellation.cancel()
+            await asyncio.wait([search])  # the search unwinds in seconds once cancelled
+            if not search.cancelled():
+                search.exception()  # RunCancelled, as expected: the cancellation is the news
+            self._record_committed(task, context)
+            raise
         except BaseException:
             self._record_committed(task, context)
             raise
@@ -114,29 +130,35 @@ class GuidanceTTTAgent(BaseAgent):
             self.logger.warning("guidance-ttt: no outputs for the committed steps: %s", exc)
 
     def _search(
-        self, task: Task, task_dir: Path, environ: Mapping[str, str]
+        self,
+        task: Task,
+        task_dir: Path,
+        environ: Mapping[str, str],
+        cancellation: Cancellation,
     ) -> controller.RunResult:
-        config = with_reef_url(self.config, environ)
+        name = resume.run_name(self.config.state_dir)
         with (
             open(self.logs_dir / RUN_LOG, "a", encoding="utf-8") as log,
             open_services(
-                config,
+                self.config,
                 task,
-                scenario=controller.DEFAULT_SCENARIO,
-                reef_token=environ.get(REEF_TOKEN_ENV) or None,
-                judge=environ.get(JUDGE_URL_ENV) or None,
+                scenario=name.scenario,
+                environ=environ,
+                cancellation=cancellation,
             ) as services,
         ):
-            fresh = resume.load(config.state_dir) is None
+            fresh = resume.load(self.config.state_dir) is None
             seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
             return controller.run(
-                config,
+                self.config,
                 task,
                 seed,
                 guidance=services.guidance,
                 executor=services.executor,
                 scorer=services.scorer,
                 bridge=services.bridge,
+                name=name,
+                cancellation=cancellation,
                 console=Console(file=log, width=120),
             )
 
@@ -158,13 +180,6 @@ def check_training_stack(config: GuidanceConfig) -> None:
             "training=on waits for Reef's trainer through Ray, which is not installed: install "
             "atoll-guidance-ttt[ray] on the GPU stack, or pass --ak training=off for a search-only run"
         )
-
-
-def with_reef_url(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceConfig:
-    """`REEF_URL` from the environment, unless a kwarg or the config file named Reef's URL."""
-    if "reef_url" in config.model_fields_set or not environ.get(REEF_URL_ENV):
-        return config
-    return config.model_copy(update={"reef_url": environ[REEF_URL_ENV]})
 
 
 def solution_path(environment: BaseEnvironment, task: Task) -> str:

@@ -5,12 +5,13 @@ Reef to train the step and check the update (or, in search-only mode, train
 nothing, by choice), write the step summary, and only then commit the archive
 and advance the resume state. A resume restores the committed archive,
 refuses a changed identity, checks that Reef's trainer is where the archive
-says, and finishes the open step from its journal.
+says, and finishes the open step from its journal. A cancelled run stops
+between rollouts and at every wait, leaving the state a crash would leave, so
+the next run resumes it.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.archive import Archive
 from atoll.guidance_ttt.atomic import write_json_atomic
 from atoll.guidance_ttt.bridge import SEARCH_ONLY_MODE, StepExpectation, TrainingBridge
+from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.entries import Entry
@@ -44,7 +46,6 @@ from atoll.guidance_ttt.step import (
 )
 
 RESULT_FILE = "result.json"
-DEFAULT_SCENARIO = "guidance-ttt"
 STAGES = ("guidance", "executor", "judged", "reported")
 # Log lines are data (paths, scores): no markup, no highlighting, no wrapping.
 PLAIN: dict[str, Any] = {"markup": False, "highlight": False, "soft_wrap": True}
@@ -88,18 +89,26 @@ def run(
     executor: ExecutorService,
     scorer: ScoringService,
     bridge: TrainingBridge,
-    scenario: str = DEFAULT_SCENARIO,
+    name: resume.RunName | None = None,
+    cancellation: Cancellation | None = None,
     console: Console | None = None,
 ) -> RunResult:
-    """Run (or resume) the search until `config.steps` steps are committed."""
+    """Run (or resume) the search until `config.steps` steps are committed.
+
+    `name` is the run's id and Reef scenario, which the guidance client and
+    the bridge were built for (`resume.run_name`); None takes the saved name,
+    or a new one for a first start. `cancellation` stops the run: it raises
+    `RunCancelled` once the calls in flight are aborted and journaled.
+    """
     console = console or Console(stderr=True)
+    cancellation = cancellation or Cancellation()
     if (config.training == "off") != (bridge.mode == SEARCH_ONLY_MODE):
         raise ConfigError(
             f"training is {config.training!r} but the training bridge is {bridge.mode!r}; "
             "use the search-only bridge exactly when training is 'off'"
         )
     state_dir = config.state_dir
-    library, state = _open(config, task, seed, bridge, scenario, console)
+    library, state = _open(config, task, seed, bridge, name or resume.run_name(state_dir), console)
     try:
         context = StepContext(
             task=task,
@@ -115,8 +124,10 @@ def run(
                 executor=config.executor_concurrency,
                 judge=config.judge_concurrency,
             ),
+            cancellation=cancellation,
         )
         for step in range(state.next_step, config.steps):
+            cancellation.check(f"step {step}")
             summary = _step_with_progress(context, step, console)
             library.finish_step(step)
             commit = bridge.await_training(
@@ -150,7 +161,7 @@ def _open(
     task: Task,
     seed: Entry,
     bridge: TrainingBridge,
-    scenario: str,
+    name: resume.RunName,
     console: Console,
 ) -> tuple[Library, resume.ResumeState]:
     state_dir = config.state_dir
@@ -161,18 +172,20 @@ def _open(
         library = Library.create(state_dir, archive)
         library.commit()
         state = resume.ResumeState(
-            run_id=uuid.uuid4().hex[:12],
-            scenario=scenario,
+            run_id=name.run_id,
+            scenario=name.scenario,
             training=bridge.mode,
             identity=config.identity(),
             next_step=0,
         )
         resume.save(state_dir, state)
         console.print(
-            f"guidance-ttt: new run {state.run_id} ({bridge.mode}) in {state_dir}", **PLAIN
+            f"guidance-ttt: new run {state.run_id} ({bridge.mode}, Reef scenario "
+            f"{state.scenario}) in {state_dir}",
+            **PLAIN,
         )
         return library, state
-    saved.check(config, bridge.mode, scenario)
+    saved.check(config, bridge.mode, name)
     library = Library.restore_committed(state_dir)
     try:
         resume.catch_up(state_dir, saved, library.archive.step)

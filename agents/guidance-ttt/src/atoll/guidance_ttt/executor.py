@@ -4,7 +4,9 @@ The executor is never trained and its sampling is not part of the method, so
 its transport errors may be retried (where the preset allows it) without
 biasing anything. Its key is read from the environment when the client is
 built and lives only inside the client: what a run records about its executor
-is the identity (preset, base URL, model), never a credential.
+is the identity (preset, base URL, model), never a credential. Its HTTP
+client comes from the run's `Cancellation`, so that cancelling the run aborts
+an answer still being generated instead of waiting out the preset's timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from enum import StrEnum
 from typing import Any
 
 import openai
+
+from atoll.guidance_ttt.cancel import Cancellation
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 LOCAL_BASE_URL = "http://127.0.0.1:30000/v1"
@@ -153,7 +157,12 @@ class Executor:
     bounded by the preset's `max_retries`.
     """
 
-    def __init__(self, spec: ExecutorSpec, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ExecutorSpec,
+        environ: Mapping[str, str] | None = None,
+        cancellation: Cancellation | None = None,
+    ) -> None:
         env = os.environ if environ is None else environ
         if spec.api_key_env is None:
             key = LOCAL_PLACEHOLDER_KEY
@@ -170,7 +179,11 @@ class Executor:
             base_url=spec.base_url,
             timeout=spec.timeout_s,
             max_retries=spec.max_retries,
+            http_client=(cancellation or Cancellation()).http_client(timeout=spec.timeout_s),
         )
+
+    def close(self) -> None:
+        self._client.close()
 
     def __repr__(self) -> str:
         return f"Executor({self.spec.identity()})"

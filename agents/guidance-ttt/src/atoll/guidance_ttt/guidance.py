@@ -6,23 +6,32 @@ one guidance inference through Reef, keeps its receipt, and later posts one
 report against that receipt with the rollout's grid coordinates, so that Reef's
 tttd recipe can fill the (step, group, rollout) slot. Reports carry a stable
 client-chosen id, which makes a re-post after a crash or a lost answer
-idempotent on Reef's side.
+idempotent on Reef's side. The client speaks Reef's HTTP protocol itself
+(three calls) rather than through the blocking stdlib client, so that a
+cancelled run can abort an inference that is still generating.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reef_client import ReefClient, ReefClientError
+import httpx
 
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.entries import Verification
 from atoll.guidance_ttt.prompts import PROMPT_MODE, guidance_request
 
 CHAT_PATH = "/v1/chat/completions"
+REPORT_PATH = "/reef/report"
+STATUS_PATH = "/reef/status"
+RECEIPT_HEADER = "x-reef-agent-record-id"
+SCENARIO_HEADER = "x-reef-scenario"
+# Reports and status reads are small; only an inference may take long.
+SHORT_TIMEOUT_S = 60.0
 ALGORITHM = "ttt-discover"
 REEF_URL_ENV = "REEF_URL"
 REEF_TOKEN_ENV = "REEF_TOKEN"
@@ -37,15 +46,24 @@ class ReefSettingsError(ValueError):
 
 
 class GuidanceUnavailable(RuntimeError):
-    """Reef could not produce a guidance sample; the step cannot go on."""
+    """Reef could not produce a guidance sample; the step cannot go on.
 
-    def __init__(self, message: str, *, answer_lost: bool) -> None:
+    `status` is Reef's HTTP status when it answered with an error (nothing
+    was recorded), None when no answer came back (`answer_lost`).
+    """
+
+    def __init__(self, message: str, *, answer_lost: bool, status: int | None = None) -> None:
         super().__init__(message)
         self.answer_lost = answer_lost
+        self.status = status
 
 
 class ReportRejected(RuntimeError):
     """Reef refused a report; a retry with the same content cannot succeed."""
+
+
+class ReefRequestFailed(RuntimeError):
+    """Reef answered a report or status request with an error, or not at all."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +79,16 @@ class ReefEndpoint:
     __str__ = __repr__
 
     @classmethod
-    def resolve(cls, url: str | None = None, token: str | None = None) -> ReefEndpoint:
-        """Flags first, then `REEF_URL` / `REEF_TOKEN` from the environment."""
-        url = url or os.environ.get(REEF_URL_ENV)
-        token = token or os.environ.get(REEF_TOKEN_ENV) or None
+    def resolve(
+        cls,
+        url: str | None = None,
+        token: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> ReefEndpoint:
+        """Flags first, then `REEF_URL` / `REEF_TOKEN` from `environ` (default: the process's)."""
+        env = os.environ if environ is None else environ
+        url = url or env.get(REEF_URL_ENV)
+        token = token or env.get(REEF_TOKEN_ENV) or None
         if not url:
             raise ReefSettingsError(f"no Reef URL: pass --reef-url or set {REEF_URL_ENV}")
         if not url.startswith(("http://", "https://")):
@@ -180,14 +204,25 @@ class GuidanceClient:
         timeout_s: float = 1800.0,
         resend_attempts: int = 3,
         backoff_s: float = 1.0,
+        cancellation: Cancellation | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.scenario = scenario
         self.model = model
         self.max_completion_tokens = max_completion_tokens
+        self.timeout_s = timeout_s
         self.resend_attempts = resend_attempts
         self.backoff_s = backoff_s
-        self._client = ReefClient(endpoint.url, token=endpoint.token, timeout_s=timeout_s)
+        self.cancellation = cancellation or Cancellation()
+        headers = {"Authorization": f"Bearer {endpoint.token}"} if endpoint.token else {}
+        self._http = self.cancellation.http_client(
+            base_url=endpoint.url,
+            headers=headers,
+            timeout=httpx.Timeout(SHORT_TIMEOUT_S, connect=min(SHORT_TIMEOUT_S, timeout_s)),
+        )
+
+    def close(self) -> None:
+        self._http.close()
 
     def request(self, prompt: str) -> dict[str, Any]:
         """The exact chat-completions body sent for `prompt`."""
@@ -201,20 +236,28 @@ class GuidanceClient:
         orphan record), False when Reef answered with an error.
         """
         try:
-            body, receipt = self._client.inference_with_record(
-                self.scenario, CHAT_PATH, self.request(prompt)
+            response = self._http.post(
+                CHAT_PATH,
+                json=self.request(prompt),
+                headers={SCENARIO_HEADER: self.scenario},
+                timeout=httpx.Timeout(self.timeout_s),
             )
-        except ReefClientError as exc:
+        except httpx.TransportError as exc:  # refused, reset, timed out, or cancelled mid-answer
+            why = "the run was cancelled" if self.cancellation.cancelled else str(exc)
             raise GuidanceUnavailable(
-                f"Reef answered the guidance inference with HTTP {exc.status}: {exc.body[:300]}",
-                answer_lost=False,
-            ) from exc
-        except OSError as exc:  # URLError, timeouts and resets: no answer came back
-            raise GuidanceUnavailable(
-                f"no answer from Reef at {self.endpoint.url} for the guidance inference: {exc}",
+                f"no answer from Reef at {self.endpoint.url} for the guidance inference: {why}",
                 answer_lost=True,
             ) from exc
-        return _sample(body, receipt)
+        receipt = response.headers.get(RECEIPT_HEADER)
+        if response.is_error or not receipt:
+            status = response.status_code if response.is_error else 502
+            body = response.text if response.is_error else f"the answer has no {RECEIPT_HEADER}"
+            raise GuidanceUnavailable(
+                f"Reef answered the guidance inference with HTTP {status}: {body[:300]}",
+                answer_lost=False,
+                status=status,
+            )
+        return _sample(_json(response), receipt)
 
     def sample(self, prompt: str) -> GuidanceSample:
         """One guidance sample, re-sending only when Reef refused before recording anything."""
@@ -222,13 +265,10 @@ class GuidanceClient:
             try:
                 return self.sample_once(prompt)
             except GuidanceUnavailable as exc:
-                cause = exc.__cause__
-                resendable = (
-                    isinstance(cause, ReefClientError) and cause.status in RESENDABLE_STATUS
-                )
-                if not resendable or attempt == self.resend_attempts:
+                if exc.status not in RESENDABLE_STATUS or attempt == self.resend_attempts:
                     raise
-                time.sleep(self.backoff_s * 2**attempt)
+                if self.cancellation.wait(self.backoff_s * 2**attempt):
+                    raise RunCancelled("the run was cancelled before a guidance resend") from exc
         raise AssertionError("unreachable")
 
     def report(self, payload: Mapping[str, Any], receipt: str) -> str:
@@ -236,24 +276,50 @@ class GuidanceClient:
 
         A re-post of identical content is accepted by Reef as the same record.
         """
-        try:
-            answer = self._client.report(self.scenario, dict(payload), references=[receipt])
-        except ReefClientError as exc:
-            if exc.status == 409:
-                raise ReportRejected(
-                    f"Reef already holds report {payload.get('agent_record_id')} with different "
-                    "content; the rollout journal and Reef disagree"
-                ) from exc
-            raise
-        stored = answer.get("agent_record_id")
         expected = payload.get("agent_record_id")
+        body = {"references": [receipt], **payload}
+        response = self._call("POST", REPORT_PATH, f"report {expected}", json=body)
+        if response.status_code == 409:
+            raise ReportRejected(
+                f"Reef already holds report {expected} with different "
+                "content; the rollout journal and Reef disagree"
+            )
+        stored = _json(_checked(response, f"report {expected}")).get("agent_record_id")
         if expected is not None and stored != expected:
             raise ReportRejected(f"Reef stored report {expected} as {stored}")
         return str(stored)
 
     def status(self) -> dict[str, Any]:
         """`GET /reef/status`."""
-        return self._client.get("/reef/status")
+        return _json(_checked(self._call("GET", STATUS_PATH, "the status read"), "status"))
+
+    def _call(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(
+                method, path, headers={SCENARIO_HEADER: self.scenario}, **kwargs
+            )
+        except httpx.TransportError as exc:
+            self.cancellation.check(f"Reef answered {what}")
+            raise ReefRequestFailed(
+                f"no answer from Reef at {self.endpoint.url} to {what}: {exc}"
+            ) from exc
+
+
+def _checked(response: httpx.Response, what: str) -> httpx.Response:
+    if response.is_error:
+        raise ReefRequestFailed(
+            f"Reef answered {what} with HTTP {response.status_code}: {response.text[:300]}"
+        )
+    return response
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON object; anything else is an empty answer."""
+    try:
+        data = response.json() if response.content else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _sample(body: Mapping[str, Any], receipt: str) -> GuidanceSample:

@@ -4,7 +4,9 @@
 settings that define it (a resume with different ones would mix two
 experiments in one archive and one trained adapter), the training mode (a
 search-only run never silently becomes a trained one, or back), the run id
-that makes report ids unique, and the per-step summaries. It holds no
+that makes report ids unique, the Reef scenario derived from it (two runs
+against one Reef never share a training grid, and a resume keeps training
+the same one), and the per-step summaries. It holds no
 credential. The committed archive, not this file, says which step is next;
 this file may lag by the one step whose commit it was about to record.
 """
@@ -12,6 +14,7 @@ this file may lag by the one step whose commit it was about to record.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from atoll.guidance_ttt.step import StepSummary
 FORMAT = "atoll.guidance_ttt.resume/1"
 RESUME_FILE = "resume-state.json"
 SUMMARY_SUFFIX = ".summary.json"
+SCENARIO_PREFIX = "guidance-ttt"
 
 
 class ResumeError(RuntimeError):
@@ -68,18 +72,43 @@ class ResumeState:
         except (KeyError, TypeError, ValueError) as exc:
             raise ResumeError(f"resume state is incomplete: {exc}") from None
 
-    def check(self, config: GuidanceConfig, training: str, scenario: str) -> None:
-        """Refuse to continue a run whose defining settings changed."""
-        config.check_identity(self.identity)
-        if training != self.training:
+    def check(self, config: GuidanceConfig, training: str, name: RunName) -> None:
+        """Refuse to continue a run whose defining settings changed, naming its state directory."""
+        change = config.identity_change(self.identity)
+        if change is None and training != self.training:
+            change = f"training mode changed from {self.training!r} to {training!r}"
+        if change is None and name.scenario != self.scenario:
+            change = f"Reef scenario changed from {self.scenario!r} to {name.scenario!r}"
+        if change is None and name.run_id != self.run_id:
+            change = f"run id changed from {self.run_id!r} to {name.run_id!r}"
+        if change is not None:
             raise IdentityChanged(
-                f"cannot resume: training mode changed from {self.training!r} to {training!r}; "
-                "start a new state directory instead"
+                f"cannot resume: {change} in state dir {config.state_dir}; "
+                "start a new state directory or restore the old settings"
             )
-        if scenario != self.scenario:
-            raise IdentityChanged(
-                f"cannot resume: Reef scenario changed from {self.scenario!r} to {scenario!r}"
-            )
+
+
+@dataclass(frozen=True)
+class RunName:
+    """What names a run outside its state directory: report ids and the Reef scenario."""
+
+    run_id: str
+    scenario: str
+
+    @classmethod
+    def new(cls) -> RunName:
+        run_id = uuid.uuid4().hex[:12]
+        return cls(run_id, f"{SCENARIO_PREFIX}-{run_id}")
+
+
+def run_name(state_dir: Path) -> RunName:
+    """The name of the run in `state_dir`: the saved one, or a new one for a first start.
+
+    A new name is saved by the run's first start; a start that fails before
+    that leaves nothing behind, and the next start chooses afresh.
+    """
+    saved = load(state_dir)
+    return RunName.new() if saved is None else RunName(saved.run_id, saved.scenario)
 
 
 def resume_path(state_dir: Path) -> Path:

@@ -7,7 +7,9 @@ and the step journal under one lock, in one order, so that the archive's
 child ids (which the reports carry) come out the same when a crashed step is
 replayed from its journal. An infrastructure failure stops the step: rollouts
 already running finish and are journaled, none is started after it, and the
-error is raised once they are done, so a resume loses nothing.
+error is raised once they are done, so a resume loses nothing. A cancelled
+run stops the same way, only sooner: the run's `Cancellation` aborts the
+calls in flight, and the step raises `RunCancelled`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from atoll.guidance_ttt.archive import Rollout
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.contract import Direction, Task
 from atoll.guidance_ttt.entries import Entry, Status, Verification
 from atoll.guidance_ttt.executor import ExecutorAnswer
@@ -81,6 +84,7 @@ class StepContext:
     groups: int
     rollouts: int
     limits: Limits = field(default_factory=Limits)
+    cancellation: Cancellation = field(default_factory=Cancellation)
 
 
 @dataclass
@@ -188,6 +192,8 @@ def _run_missing(
         with ThreadPoolExecutor(workers, thread_name_prefix=f"step{step}") as pool:
             for _ in pool.map(runner.run, missing):
                 pass
+    if context.cancellation.cancelled:
+        raise RunCancelled(f"step {step} was cancelled; rerun the same command to resume it")
     if runner.errors:
         first = runner.errors[0]
         more = f" (and {len(runner.errors) - 1} more failures)" if len(runner.errors) > 1 else ""
@@ -220,8 +226,11 @@ class _Runner:
         self._executor_slots = threading.BoundedSemaphore(context.limits.executor)
         self._judge_slots = threading.BoundedSemaphore(context.limits.judge)
 
+    def stopped(self) -> bool:
+        return self.stop.is_set() or self.context.cancellation.cancelled
+
     def run(self, slot: Slot) -> None:
-        if self.stop.is_set():
+        if self.stopped():
             return
         try:
             self._rollout(*slot)
@@ -245,6 +254,7 @@ class _Runner:
         else:
             assert parsed.guidance is not None
             with self._executor_slots:
+                context.cancellation.check("the executor call")
                 answer = context.executor.complete(executor_prompt(task, entry, parsed.guidance))
             self.progress("executor", 1)
             result = parse_executor(answer.content, task.contract.solution_language)
@@ -255,6 +265,7 @@ class _Runner:
                 )
             else:
                 with self._judge_slots:
+                    context.cancellation.check("judging")
                     verification = context.scorer.score(program)
         self.progress("judged", 1)
         done = self._book(
@@ -268,6 +279,7 @@ class _Runner:
         attempt = self.state.attempts.get((group, rollout), 0)
         last: GuidanceUnavailable | None = None
         for _ in range(LOST_ANSWER_ATTEMPTS):
+            self.context.cancellation.check("the guidance call")
             if self.stop.is_set():
                 raise StepFailed("stopped before the guidance call")
             attempt += 1
@@ -275,6 +287,11 @@ class _Runner:
             try:
                 with self._guidance_slots:
                     sample = self.context.guidance.sample(prompt)
+            except RunCancelled as exc:  # the request never left: nothing for Reef to hold
+                self.journal.attempt_failed(
+                    group, rollout, attempt, answer_lost=False, error=str(exc)
+                )
+                raise
             except GuidanceUnavailable as exc:
                 self.journal.attempt_failed(
                     group, rollout, attempt, answer_lost=exc.answer_lost, error=str(exc)

@@ -1,22 +1,32 @@
 """Build a run's services from its config: guidance through Reef, executor, judge, training bridge.
 
 One place decides which concrete client each setting selects, so the agent,
-the command line and tests start a run the same way. Credentials come from
-the environment (or an explicit token argument) and stay inside the clients.
+the command line and tests start a run the same way. Credentials and service
+addresses come from the environment the caller passes (the agent passes its
+own process environment overlaid with Harbor's `--ae` variables) and stay
+inside the clients. All clients share the run's `Cancellation`: cancelling it
+aborts their calls in flight, and closing the services stops the embedded
+judge, so a cancelled run leaves no thread or process behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingBridge
+from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.scorer import Scorer, judge_url
+from atoll.guidance_ttt.guidance import REEF_URL_ENV, GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, judge_url
+
+# How often the training barrier reads Reef's status: also how long a
+# cancelled run may take to notice the cancellation while it waits there.
+BARRIER_POLL_S = 2.0
 
 
 @dataclass
@@ -25,6 +35,14 @@ class Services:
     executor: Executor
     scorer: Scorer
     bridge: TrainingBridge
+    cancellation: Cancellation
+
+
+def with_reef_url(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceConfig:
+    """`REEF_URL` from the environment, unless a kwarg or the config file named Reef's URL."""
+    if "reef_url" in config.model_fields_set or not environ.get(REEF_URL_ENV):
+        return config
+    return config.model_copy(update={"reef_url": environ[REEF_URL_ENV]})
 
 
 @contextmanager
@@ -33,34 +51,52 @@ def open_services(
     task: Task,
     *,
     scenario: str,
+    environ: Mapping[str, str] = os.environ,
     reef_token: str | None = None,
     judge: str | None = None,
+    cancellation: Cancellation | None = None,
 ) -> Iterator[Services]:
-    """The run's clients; an embedded judge is started for the run when no judge URL is known."""
-    endpoint = ReefEndpoint.resolve(config.reef_url, reef_token)
-    guidance = GuidanceClient(
-        endpoint,
-        scenario=scenario,
-        model=config.guidance_model,
-        max_completion_tokens=config.max_guidance_tokens,
-    )
+    """The run's clients; an embedded judge is started for the run when no judge URL is known.
+
+    `reef_token` and `judge` override `REEF_TOKEN` and `FRONTIERCS_JUDGE_URL`
+    from `environ`; `REEF_URL` applies unless the config names Reef's URL.
+    """
+    cancellation = cancellation or Cancellation()
+    endpoint = ReefEndpoint.resolve(with_reef_url(config, environ).reef_url, reef_token, environ)
     executor = Executor(
         executor_spec(
             config.executor_preset,
             base_url=config.executor_base_url,
             model=config.executor_model,
             max_completion_tokens=config.max_executor_tokens,
-        )
+        ),
+        environ=environ,
+        cancellation=cancellation,
+    )
+    guidance = GuidanceClient(
+        endpoint,
+        scenario=scenario,
+        model=config.guidance_model,
+        max_completion_tokens=config.max_guidance_tokens,
+        cancellation=cancellation,
     )
     bridge: TrainingBridge
     if config.training == "off":
         bridge = SearchOnlyBridge()
     else:
-        bridge = ReefTrainingBridge(guidance.status, scenario)
-    with judge_url(judge, state_dir=config.state_dir / "judge") as url:
-        scorer = Scorer(url, task.contract)
-        try:
-            scorer.check()
-            yield Services(guidance, executor, scorer, bridge)
-        finally:
-            scorer.close()
+        bridge = ReefTrainingBridge(guidance.status, scenario, poll_interval_s=BARRIER_POLL_S)
+    try:
+        with judge_url(
+            judge or environ.get(JUDGE_URL_ENV), state_dir=config.state_dir / "judge"
+        ) as url:
+            scorer = Scorer(url, task.contract)
+            # A closed judge client fails the scorer's next poll: no wait outlives a cancel.
+            cancellation.on_cancel(scorer.close)
+            try:
+                scorer.check()
+                yield Services(guidance, executor, scorer, bridge, cancellation)
+            finally:
+                scorer.close()
+    finally:
+        guidance.close()
+        executor.close()
