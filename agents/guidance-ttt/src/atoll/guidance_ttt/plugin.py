@@ -15,5 +15,7 @@ def atoll_agents() -> list[Registration]:
             "atoll.guidance_ttt.agent:GuidanceTTTAgent",
             "Test-time training of a guidance model through Reef: a PUCT search over "
             "scored programs, one whole run per trial.",
+            # `atoll run` adds these when no --plugin is given: the judge and Reef for the job.
+            job_plugins=("frontiercs-judge", "reef-stack"),
         )
     ]

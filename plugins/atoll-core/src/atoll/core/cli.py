@@ -2,6 +2,7 @@
 
 Every Harbor command and flag keeps working. On top of it: short names for
 agents, environments, verifiers and tasks on `run` (see `atoll.core.names`),
+defaults for the job plugins and the environment (`atoll.core.run_defaults`),
 and sub-commands contributed by plugins, imported only when invoked.
 """
 
@@ -86,13 +87,16 @@ def _fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `atoll` command."""
-    from atoll.core import names
+    from atoll.core import names, run_defaults
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         registry = load()
         if names.is_run_command(args):
             args = names.resolve(args, registry)
+            args, notes = run_defaults.apply(args, registry)
+            for note in notes:
+                print(note, file=sys.stderr)
         first = next((a for a in args if not a.startswith("-")), None)
         record = registry.find(Kind.COMMAND, first) if first else None
         if record is not None and args and args[0] == first:

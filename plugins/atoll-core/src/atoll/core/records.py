@@ -26,7 +26,9 @@ class Registration:
 
     `target` is an import path (`module:attr`) for code, or a filesystem path
     for a task directory. `distribution` and `version` are filled in by the
-    registry from the entry point that supplied the record.
+    registry from the entry point that supplied the record. `job_plugins`
+    names the Harbor job plugins an agent needs; `atoll run` adds them when
+    the user names none.
     """
 
     name: str
@@ -36,6 +38,7 @@ class Registration:
     distribution: str = ""
     version: str = ""
     requires: tuple[str, ...] = field(default_factory=tuple)
+    job_plugins: tuple[str, ...] = ()
 
     def with_origin(self, distribution: str, version: str) -> Registration:
         return Registration(
@@ -46,4 +49,5 @@ class Registration:
             distribution=distribution,
             version=version,
             requires=self.requires,
+            job_plugins=self.job_plugins,
         )

@@ -1,0 +1,165 @@
+"""Defaults `atoll run` fills in, so that the main job runs with nothing but model endpoints named.
+
+Two gaps of a bare `atoll run --agent X --task Y` are filled, each announced
+on one stderr line so that nothing happens silently:
+
+- job plugins: an agent's registration may name the Harbor job plugins it
+  needs (`Registration.job_plugins`); they are added as `--plugin NAME` when
+  the command line has no `--plugin` at all. `--no-default-plugins` (consumed
+  here, never seen by Harbor) or any `--plugin` of one's own opts out.
+- the environment: without `--env` (or a `-c` job config), `docker` when a
+  Docker engine answers at DOCKER_HOST within a second and holds the task's
+  base image, else `atoll-local`.
+
+Harbor's own `harbor run` is unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from atoll.core.records import Kind
+from atoll.core.registry import Registry
+
+NO_DEFAULT_PLUGINS = "--no-default-plugins"
+LOCAL_ENV = "atoll-local"
+DOCKER_ENV = "docker"
+PING_TIMEOUT_S = 1.0
+
+# The job-starting commands: the ones with --plugin and a job-wide --env.
+JOB_COMMANDS: tuple[tuple[str, ...], ...] = (("run",), ("job", "start"), ("jobs", "start"))
+
+
+def is_job_command(argv: Sequence[str]) -> bool:
+    words = [a for a in argv if not a.startswith("-")][:2]
+    return any(tuple(words[: len(cmd)]) == cmd for cmd in JOB_COMMANDS)
+
+
+def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]]:
+    """argv (already short-name resolved) with the defaults added, and one note per default."""
+    args = list(argv)
+    if not is_job_command(args):
+        return args, []
+    head, tail = _split(args)
+    opted_out = NO_DEFAULT_PLUGINS in head
+    head = [a for a in head if a != NO_DEFAULT_PLUGINS]
+    if "--help" in head:
+        return head + tail, []
+    notes: list[str] = []
+    if not opted_out and not _values(head, ("--plugin",)):
+        added, agents = default_plugins(_values(head, ("--agent", "-a")), registry)
+        if added:
+            head += [word for name in added for word in ("--plugin", name)]
+            notes.append(
+                f"atoll: added {' '.join(f'--plugin {n}' for n in added)} (what {', '.join(agents)} "
+                f"needs); pass your own --plugin, or {NO_DEFAULT_PLUGINS}, to choose otherwise"
+            )
+    if not _values(head, ("--env", "-e", "--environment-import-path", "-c", "--config")):
+        choice = choose_environment(_task_dir(head))
+        target = _environment_target(choice.name, registry)
+        if target is not None:
+            head += ["--env", target]
+            notes.append(f"atoll: --env {choice.name} ({choice.reason}); pass --env to choose")
+    return head + tail, notes
+
+
+def default_plugins(agents: Sequence[str], registry: Registry) -> tuple[list[str], list[str]]:
+    """The job plugins the named agents declare (in order, once each), and those agents' names."""
+    plugins: list[str] = []
+    named: list[str] = []
+    for value in agents:
+        for record in registry.of_kind(Kind.AGENT):
+            if value in (record.name, record.target) and record.job_plugins:
+                named.append(record.name)
+                plugins += [p for p in record.job_plugins if p not in plugins]
+    return plugins, named
+
+
+@dataclass(frozen=True)
+class EnvironmentChoice:
+    name: str
+    reason: str
+
+
+def choose_environment(task_dir: Path | None) -> EnvironmentChoice:
+    """Docker if an engine answers at DOCKER_HOST and holds the task's base image, else atoll-local."""
+    import os
+
+    import docker
+    from docker.errors import DockerException, ImageNotFound
+    from requests.exceptions import RequestException
+
+    where = os.environ.get("DOCKER_HOST") or "the default Docker socket"
+    try:
+        client = docker.from_env(timeout=PING_TIMEOUT_S)
+        client.ping()
+    except (DockerException, RequestException, OSError):
+        return EnvironmentChoice(LOCAL_ENV, f"no Docker engine answers at {where}")
+    try:
+        image = base_image(task_dir / "environment" / "Dockerfile") if task_dir else None
+        if image is None:
+            return EnvironmentChoice(DOCKER_ENV, f"a Docker engine answers at {where}")
+        try:
+            client.api.inspect_image(image)
+        except ImageNotFound:
+            return EnvironmentChoice(
+                LOCAL_ENV,
+                f"the Docker engine at {where} lacks the task's base image {image}; "
+                "`atoll docker up` imports atoll's",
+            )
+        except (DockerException, RequestException, OSError):
+            return EnvironmentChoice(LOCAL_ENV, f"the Docker engine at {where} stopped answering")
+        return EnvironmentChoice(DOCKER_ENV, f"the Docker engine at {where} has {image}")
+    finally:
+        client.close()
+
+
+_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.IGNORECASE)
+
+
+def base_image(dockerfile: Path) -> str | None:
+    """The image of a Dockerfile's first FROM line, or None without a Dockerfile or a plain one."""
+    try:
+        lines = dockerfile.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        match = _FROM.match(line)
+        if match:
+            image = match.group(1)
+            return None if "$" in image or image == "scratch" else image
+    return None
+
+
+def _split(args: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in args:
+        at = args.index("--")
+        return args[:at], args[at:]
+    return args, []
+
+
+def _values(args: Sequence[str], flags: tuple[str, ...]) -> list[str]:
+    """Every value given to any of `flags` (`--flag V` or `--flag=V`)."""
+    found: list[str] = []
+    for i, arg in enumerate(args):
+        for flag in flags:
+            if arg == flag and i + 1 < len(args):
+                found.append(args[i + 1])
+            elif flag.startswith("--") and arg.startswith(flag + "="):
+                found.append(arg.split("=", 1)[1])
+    return found
+
+
+def _task_dir(args: Sequence[str]) -> Path | None:
+    paths = _values(args, ("--path", "-p"))
+    return Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else None
+
+
+def _environment_target(name: str, registry: Registry) -> str | None:
+    if name == DOCKER_ENV:
+        return DOCKER_ENV
+    record = registry.find(Kind.ENVIRONMENT, name)
+    return record.target if record is not None else None

@@ -1,0 +1,29 @@
+"""`atoll run` without --env picks docker where the engine answers and holds the task's base image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from atoll.core.run_defaults import choose_environment
+
+pytestmark = pytest.mark.docker
+
+POLYOMINO = Path(__file__).parents[3] / "tasks" / "polyomino_packing"
+
+
+def test_an_engine_with_the_base_image_means_docker(docker_host, base_image, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    choice = choose_environment(POLYOMINO)
+    assert choice.name == "docker"
+    assert choice.reason == f"the Docker engine at {docker_host} has {base_image}"
+
+
+def test_an_engine_without_the_base_image_means_atoll_local(docker_host, tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM atoll/absent:never\n")
+    choice = choose_environment(tmp_path)
+    assert choice.name == "atoll-local"
+    assert "lacks the task's base image atoll/absent:never" in choice.reason
