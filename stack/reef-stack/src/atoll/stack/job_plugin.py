@@ -1,7 +1,8 @@
 """The `reef-stack` Harbor job plugin: Reef up for the job, down at its end.
 
 `harbor run --plugin reef-stack --pk key=value ...` takes the same options as
-`atoll stack up`. At job start the stack is started (or found running) with
+`atoll stack up`. A Reef that `REEF_URL` names is used as it is (and must
+answer). Otherwise, at job start the stack is started (or found running) with
 its state and logs under `<job_dir>/reef-stack`, and `REEF_URL` and
 `REEF_TOKEN` are set in this process's environment for the job's agents. At
 job end, and also when the process exits without reaching job end (Ctrl-C, a
@@ -58,6 +59,8 @@ class ReefStackPlugin(BaseJobPlugin):
         # and Ctrl-C must interrupt the health wait itself so that it stops what it started.
         from atoll.stack import launcher
 
+        if self._use_named_reef():
+            return
         try:
             config = self._guidance_config(job)
             if not os.environ.get(TOKEN_ENV, "").strip():
@@ -84,6 +87,22 @@ class ReefStackPlugin(BaseJobPlugin):
     async def on_job_end(self, job_result: JobResult) -> None:
         self.stop()
 
+    def _use_named_reef(self) -> bool:
+        """A Reef that `REEF_URL` already names is the job's, left running; a dead one is an error."""
+        from atoll.stack import health
+
+        named = os.environ.get(URL_ENV, "").strip().rstrip("/")
+        if not named:
+            return False
+        if not health.is_reef(named):
+            raise SystemExit(
+                f"reef-stack: error: {URL_ENV}={named} does not answer as Reef (GET /healthz); "
+                f"start that Reef, or unset {URL_ENV} to start one for the job"
+            )
+        self.reef_url = named
+        self._console.print(f"reef-stack: using the Reef at {named} ({URL_ENV}; left running)")
+        return True
+
     def _guidance_config(self, job: Job) -> GuidanceConfig:
         from atoll.guidance_ttt.agent import agent_config
         from atoll.guidance_ttt.config import ConfigError, load_config
@@ -92,7 +111,9 @@ class ReefStackPlugin(BaseJobPlugin):
             if self.options.config is not None:
                 return load_config(self.options.config)
             for agent in job.config.agents:
-                if "guidance_ttt" in (agent.import_path or "") or agent.name == "guidance-ttt":
+                # Harbor keeps `--agent module:Class` in `name`, a config file's in `import_path`.
+                where = f"{agent.import_path or ''} {agent.name or ''}"
+                if "atoll.guidance_ttt" in where or agent.name == "guidance-ttt":
                     # The agent's own reading of its kwargs (aliases, --model), so both agree.
                     return agent_config(agent.kwargs, agent.model_name)
             return load_config(None)

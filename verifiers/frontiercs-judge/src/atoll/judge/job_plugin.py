@@ -57,7 +57,7 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
             self.url = named
             self._console.print(f"frontiercs-judge: using the judge at {named} (left running)")
             return
-        state_dir = Path(job.job_dir) / JUDGE_SUBDIR
+        state_dir = Path(job.job_dir).resolve() / JUDGE_SUBDIR
         judge = EmbeddedJudge(JudgeSetup(state_dir=state_dir))
         atexit.register(self.stop)
         self._judge = judge
