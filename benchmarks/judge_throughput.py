@@ -146,8 +146,9 @@ def main(
                     f"{statistics.median(checks) * 1e3:.2f} ms, {max(checks) * 1e3:.2f} ms",
                     f"{statistics.median(runs) * 1e3:.1f} ms",
                 )
+                best_ab = min(a) / min(b)
                 verdicts.append(
-                    (label, ratio_ab, statistics.median(checks), statistics.median(runs))
+                    (label, ratio_ab, best_ab, statistics.median(checks), statistics.median(runs))
                 )
     console.print(table)
     for label, ratio_ab, best_ab, check, run in verdicts:
