@@ -99,8 +99,12 @@ def test_search_only_run_commits_each_step_and_resumes_to_the_final_total(
 
 def test_resume_refuses_a_changed_identity_or_training_mode(tmp_path, services):
     _run(_config(tmp_path, steps=1), services)
-    with pytest.raises(IdentityChanged, match="groups changed from 2 to 3"):
+    with pytest.raises(IdentityChanged, match="groups changed from 2 to 3") as refused:
         _run(_config(tmp_path, steps=2, groups=3), services)
+    assert str(refused.value) == (
+        f"cannot resume: groups changed from 2 to 3 in state dir {tmp_path / 'state'}; "
+        "start a new state directory or restore the old settings"
+    )
     with pytest.raises(ConfigError, match="search-only bridge exactly when training is 'off'"):
         _run(_config(tmp_path, steps=2, training="on"), services)
 
@@ -162,3 +166,20 @@ def test_a_trainer_at_another_step_is_refused(tmp_path, services):
     bridge = ReefTrainingBridge(status, services["scenario"], health=dict)
     with pytest.raises(TrainerOutOfStep, match="completed 5 steps"):
         _run(_config(tmp_path, steps=1, training="on"), services, bridge=bridge)
+
+
+def test_each_run_names_its_own_scenario_and_a_resume_keeps_it(tmp_path, services):
+    first, second = resume.run_name(tmp_path / "a"), resume.run_name(tmp_path / "b")
+    assert first.scenario == f"guidance-ttt-{first.run_id}"
+    assert first.scenario != second.scenario  # two runs never share one training grid
+    assert resume.run_name(tmp_path / "a") != first  # nothing is saved before the first start
+
+    services = {**services, "name": None}  # the controller names a first start itself
+    _run(_config(tmp_path, steps=1), services)
+    saved = resume.load(tmp_path / "state")
+    assert saved.scenario == f"guidance-ttt-{saved.run_id}"
+    assert resume.run_name(tmp_path / "state") == RunName(saved.run_id, saved.scenario)
+    # The saved name is what a resume must be built for; another one is refused, samples nothing.
+    with pytest.raises(IdentityChanged, match="Reef scenario changed from 'guidance-ttt-"):
+        _run(_config(tmp_path, steps=2), {**services, "name": RunName(saved.run_id, "other")})
+    assert resume.load(tmp_path / "state").next_step == 1

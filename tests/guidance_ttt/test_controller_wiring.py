@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import io
+import threading
+import time
 import uuid
 
 import pytest
 from rich.console import Console
 from support.guidance_run import ExecutorScript, GuidanceScript, seed_entry, write_task
 
+from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import load_config
 from atoll.guidance_ttt.controller import run
 from atoll.guidance_ttt.executor import ExecutorConfigError
 from atoll.guidance_ttt.library import run_dir
 from atoll.guidance_ttt.resume import RunName
-from atoll.guidance_ttt.wiring import open_services
+from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.wiring import BARRIER_POLL_S, open_services
 
 pytest_plugins = ["support.fixtures"]
 
@@ -85,3 +90,99 @@ def test_training_on_selects_reefs_bridge_and_a_missing_key_is_one_clear_error(
         open_services(config, task, scenario="s"),
     ):
         pass
+
+
+def test_services_read_the_environment_they_are_given_not_the_process_one(
+    tmp_path, monkeypatch, reef_server, judge_url
+):
+    """Harbor's `--ae` variables reach the agent only as its extra env, never in os.environ."""
+    for name in ("REEF_URL", "REEF_TOKEN", "FRONTIERCS_JUDGE_URL", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    environ = {
+        "REEF_URL": reef_server.url,
+        "REEF_TOKEN": reef_server.token,
+        "FRONTIERCS_JUDGE_URL": judge_url,
+        "OPENROUTER_API_KEY": "sk-from-harbor",
+    }
+    config = load_config(
+        overrides={"state_dir": str(tmp_path / "state"), "executor_preset": "openrouter-glm"}
+    )
+    task = write_task(tmp_path / "task")
+    with open_services(config, task, scenario="env", environ=environ) as services:
+        assert services.guidance.endpoint.url == reef_server.url
+        assert services.guidance.status()["error"] is None  # Reef accepted the token
+        assert services.scorer.url == judge_url
+        assert "sk-from-harbor" not in repr(services.executor)
+    # The process environment is not consulted: the same settings without the key fail.
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-process")
+    without_key = {k: v for k, v in environ.items() if k != "OPENROUTER_API_KEY"}
+    with (
+        pytest.raises(ExecutorConfigError, match="OPENROUTER_API_KEY"),
+        open_services(config, task, scenario="env", environ=without_key),
+    ):
+        pass
+
+
+def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
+    tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
+):
+    """Reef never trains this scenario; cancelling the waiting run ends it, uncommitted."""
+    reset_reef_upstream.script = GuidanceScript()
+    scripted_llm.script = ExecutorScript(variants=2)
+    config = load_config(
+        overrides={
+            "g": 1,
+            "r": 2,
+            "steps": 1,
+            "training": "on",
+            "state_dir": str(tmp_path / "state"),
+            "executor_base_url": scripted_llm.base_url,
+        }
+    )
+    environ = {"REEF_TOKEN": reef_server.token, "FRONTIERCS_JUDGE_URL": judge_url}
+    task = write_task(tmp_path / "task")
+    name = resume.RunName(uuid.uuid4().hex[:12], f"barrier-{uuid.uuid4().hex[:8]}")
+    cancellation = Cancellation()
+    cancelled_at: list[float] = []
+
+    journal = step_journal_path(run_dir(tmp_path / "state"), 0)
+
+    def cancel_once_reported() -> None:
+        deadline = time.monotonic() + 60
+        while not journal.exists() or len(read_step(journal, 0).acknowledged) < 2:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+        time.sleep(0.5)  # the run is now polling Reef's status at the barrier
+        cancelled_at.append(time.monotonic())
+        cancellation.cancel()
+
+    canceller = threading.Thread(target=cancel_once_reported)
+    canceller.start()
+    config = config.model_copy(update={"reef_url": reef_server.url})
+    with (
+        open_services(
+            config, task, scenario=name.scenario, environ=environ, cancellation=cancellation
+        ) as services,
+        pytest.raises(RunCancelled),
+    ):
+        run(
+            config,
+            task,
+            seed_entry(),
+            guidance=services.guidance,
+            executor=services.executor,
+            scorer=services.scorer,
+            bridge=services.bridge,
+            name=name,
+            cancellation=cancellation,
+            console=Console(file=io.StringIO()),
+        )
+    stopped = time.monotonic()
+    canceller.join()
+    assert cancelled_at and stopped - cancelled_at[0] < BARRIER_POLL_S + 1.0
+    saved = resume.load(tmp_path / "state")
+    assert saved.next_step == 0  # nothing committed: a rerun re-checks the gate of step 0
+    state = read_step(journal, 0)
+    assert len(state.finished) == len(state.acknowledged) == 2
+    assert len(reef_server.records(name.scenario, "report")) == 2
