@@ -1,8 +1,8 @@
 """One Guidance-TTT run in a process of its own, so that a test can kill it anywhere and resume it.
 
-`python run_driver.py ARGS.json` builds the run the way the Harbor agent does
-(the agent's config, seed and run name, the run's services from its config:
-the real Reef, executor and judge clients) and runs the controller to the
+`python run_driver.py ARGS.json` starts the run the way the Harbor agent does
+(the agent's config, then `wiring.run_search`: the run's name, seed and
+services, the real Reef, executor and judge clients) and runs it to the
 configured final step. A run that cannot start or continue prints one line to
 stderr and exits 2.
 """
@@ -18,11 +18,10 @@ from typing import Any
 
 from rich.console import Console
 
-from atoll.guidance_ttt import controller, resume
+from atoll.guidance_ttt import controller
 from atoll.guidance_ttt.agent import agent_config
 from atoll.guidance_ttt.contract import load_task
-from atoll.guidance_ttt.seed import read_seed
-from atoll.guidance_ttt.wiring import open_services
+from atoll.guidance_ttt.wiring import run_search
 
 
 def run(args: Mapping[str, Any], environ: Mapping[str, str]) -> controller.RunResult:
@@ -31,30 +30,19 @@ def run(args: Mapping[str, Any], environ: Mapping[str, str]) -> controller.RunRe
     `environ` overlays the process environment, as Harbor's agent environment
     overlays the agent's; the executor's key and Reef's token are read there.
     """
-    config = agent_config(args["settings"])
     task_dir = Path(args["task_dir"])
-    task = load_task(task_dir)
-    name = resume.run_name(config.state_dir)
-    with open_services(
-        config,
-        task,
-        scenario=name.scenario,
-        environ={**os.environ, **environ, "REEF_URL": args["reef_url"]},
-        judge=args["judge_url"],
-    ) as services:
-        fresh = resume.load(config.state_dir) is None
-        seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
-        return controller.run(
-            config,
-            task,
-            seed,
-            guidance=services.guidance,
-            executor=services.executor,
-            scorer=services.scorer,
-            bridge=services.bridge,
-            name=name,
-            console=Console(stderr=True, width=120),
-        )
+    return run_search(
+        agent_config(args["settings"]),
+        load_task(task_dir),
+        task_dir,
+        environ={
+            **os.environ,
+            **environ,
+            "REEF_URL": args["reef_url"],
+            "FRONTIERCS_JUDGE_URL": args["judge_url"],
+        },
+        console=Console(stderr=True, width=120),
+    )
 
 
 def main() -> int:

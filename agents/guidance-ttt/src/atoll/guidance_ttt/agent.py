@@ -33,13 +33,12 @@ from harbor.models.agent.context import AgentContext
 from rich.console import Console
 
 from atoll.guidance_ttt import controller, resume
-from atoll.guidance_ttt.cancel import Cancellation
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Language, Task, load_contract
 from atoll.guidance_ttt.node import Node
 from atoll.guidance_ttt.outputs import write_outputs
-from atoll.guidance_ttt.seed import read_seed
-from atoll.guidance_ttt.wiring import open_services, with_reef_url
+from atoll.guidance_ttt.wiring import run_search, with_reef_url
 
 __all__ = ["GuidanceTTTAgent", "agent_config", "check_training_stack", "with_reef_url"]
 
@@ -109,8 +108,9 @@ class GuidanceTTTAgent(BaseAgent):
         except asyncio.CancelledError:
             cancellation.cancel()
             await asyncio.wait([search])  # the search unwinds in seconds once cancelled
-            if not search.cancelled():
-                search.exception()  # RunCancelled, as expected: the cancellation is the news
+            failure = None if search.cancelled() else search.exception()
+            if failure is not None and not isinstance(failure, RunCancelled):
+                self.logger.warning("guidance-ttt: the cancelled search also failed: %s", failure)
             self._record_committed(task, context)
             raise
         except BaseException:
@@ -136,28 +136,12 @@ class GuidanceTTTAgent(BaseAgent):
         environ: Mapping[str, str],
         cancellation: Cancellation,
     ) -> controller.RunResult:
-        name = resume.run_name(self.config.state_dir)
-        with (
-            open(self.logs_dir / RUN_LOG, "a", encoding="utf-8") as log,
-            open_services(
+        with open(self.logs_dir / RUN_LOG, "a", encoding="utf-8") as log:
+            return run_search(
                 self.config,
                 task,
-                scenario=name.scenario,
+                task_dir,
                 environ=environ,
-                cancellation=cancellation,
-            ) as services,
-        ):
-            fresh = resume.load(self.config.state_dir) is None
-            seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
-            return controller.run(
-                self.config,
-                task,
-                seed,
-                guidance=services.guidance,
-                executor=services.executor,
-                scorer=services.scorer,
-                bridge=services.bridge,
-                name=name,
                 cancellation=cancellation,
                 console=Console(file=log, width=120),
             )

@@ -15,7 +15,11 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+from rich.console import Console
+
+from atoll.guidance_ttt import controller, resume
 from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingBridge
 from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import GuidanceConfig
@@ -23,6 +27,7 @@ from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import REEF_URL_ENV, GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, judge_url
+from atoll.guidance_ttt.seed import read_seed
 
 # How often the training barrier reads Reef's status: also how long a
 # cancelled run may take to notice the cancellation while it waits there.
@@ -100,3 +105,37 @@ def open_services(
     finally:
         guidance.close()
         executor.close()
+
+
+def run_search(
+    config: GuidanceConfig,
+    task: Task,
+    task_dir: Path,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    cancellation: Cancellation | None = None,
+    console: Console | None = None,
+) -> controller.RunResult:
+    """Start or resume the run in `config.state_dir` on the task in `task_dir`, to its last step.
+
+    A first start chooses the run's name and scores the task's seed program
+    with the run's judge; a resume takes both from the state directory.
+    """
+    name = resume.run_name(config.state_dir)
+    fresh = resume.load(config.state_dir) is None
+    with open_services(
+        config, task, scenario=name.scenario, environ=environ, cancellation=cancellation
+    ) as services:
+        seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
+        return controller.run(
+            config,
+            task,
+            seed,
+            guidance=services.guidance,
+            executor=services.executor,
+            scorer=services.scorer,
+            bridge=services.bridge,
+            name=name,
+            cancellation=services.cancellation,
+            console=console,
+        )
