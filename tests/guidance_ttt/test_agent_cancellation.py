@@ -11,11 +11,13 @@ run resumes to completion.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,6 +80,70 @@ def _search_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("step")]
 
 
+def _children() -> set[int]:
+    """The live child processes of this test process."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def _settings(state_dir, executor_url: str) -> dict[str, Any]:
+    return {
+        "groups": 2,
+        "rollouts": 2,
+        "steps": 2,
+        "training": "off",
+        "executor": "openai",
+        "executor_base_url": executor_url,
+        "executor_model": "scripted-executor",
+        "state_dir": str(state_dir),
+    }
+
+
+def test_a_cancelled_agent_stops_its_embedded_judge_mid_judging(
+    tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm
+):
+    for name in SECRET_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    reset_reef_upstream.script = CountingGuidance(malformed_every=0)
+    scripted_llm.script = PackerExecutor()
+    children_before = _children()
+    harbor_env = {
+        "REEF_URL": reef_server.url,
+        "REEF_TOKEN": reef_server.token,
+        "OPENAI_API_KEY": KEY,
+    }
+    agent = GuidanceTTTAgent(
+        tmp_path / "logs",
+        model_name="scripted",
+        extra_env=harbor_env,
+        **_settings(tmp_path / "state", scripted_llm.base_url),
+    )
+    instruction = (task_dir("polyomino_packing") / "instruction.md").read_text()
+
+    async def cancel_while_judging() -> float:
+        search = asyncio.create_task(agent.run(instruction, _environment(tmp_path), AgentContext()))
+        deadline = time.monotonic() + 90
+        while not scripted_llm.chat_requests():  # the seed is judged; the first child is next
+            assert not search.done(), search.exception()
+            assert time.monotonic() < deadline, "the run never reached the executor"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        search.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await search
+        return time.monotonic() - started
+
+    stopped_in = asyncio.run(cancel_while_judging())
+    assert stopped_in < 10.0, f"the search took {stopped_in:.1f} s to stop"
+    assert _search_threads() == []
+    assert not [t.name for t in threading.enumerate() if t.name == "embedded-judge"]
+    assert _children() <= children_before
+
+
 def test_a_cancelled_agent_stops_at_once_and_a_rerun_finishes_the_run(
     tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -86,16 +152,7 @@ def test_a_cancelled_agent_stops_at_once_and_a_rerun_finishes_the_run(
     reset_reef_upstream.script = CountingGuidance(malformed_every=0)
     scripted_llm.script = StallingExecutor(answered=2)
     state_dir = tmp_path / "state"
-    settings = {
-        "groups": 2,
-        "rollouts": 2,
-        "steps": 2,
-        "training": "off",
-        "executor": "openai",
-        "executor_base_url": scripted_llm.base_url,
-        "executor_model": "scripted-executor",
-        "state_dir": str(state_dir),
-    }
+    settings = _settings(state_dir, scripted_llm.base_url)
     harbor_env = {
         "REEF_URL": reef_server.url,
         "REEF_TOKEN": reef_server.token,
