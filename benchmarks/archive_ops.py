@@ -24,8 +24,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.archive import Archive, Rollout, Selection
-from atoll.guidance_ttt.atomic import write_json_atomic
 from atoll.guidance_ttt.contract import Direction
 from atoll.guidance_ttt.entries import Entry, Status, Verification
 from atoll.guidance_ttt.library import Library
@@ -141,7 +141,7 @@ def main(
         baseline = Archive.from_json(grown.to_json())
         baseline_file = root / "rewrite" / "library.json"
         baseline_file.parent.mkdir()
-        write_json_atomic(baseline_file, baseline.to_json())
+        atomic_write_json(baseline_file, baseline.to_json())
         size = baseline_file.stat().st_size
         journal_ns: list[float] = []
         rewrite_ns: list[float] = []
@@ -157,7 +157,7 @@ def main(
             start = time.perf_counter_ns()
             for group in range(groups):
                 baseline.apply_selection(baseline.choose(step, group))
-            write_json_atomic(baseline_file, baseline.to_json())
+            atomic_write_json(baseline_file, baseline.to_json())
             rewrite_select_ns.append(time.perf_counter_ns() - start)
             for group in range(groups):
                 for index in range(rollouts):
@@ -174,7 +174,7 @@ def main(
                     start = time.perf_counter_ns()
                     assert baseline.choose(step, group).node_id == parent.id
                     baseline.apply_rollout(made)
-                    write_json_atomic(baseline_file, baseline.to_json())
+                    atomic_write_json(baseline_file, baseline.to_json())
                     rewrite_ns.append(time.perf_counter_ns() - start)
             library.finish_step(step)
             baseline.finish_step(step)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt.atomic import fsync_dir
+from atoll.core.durable import canonical_json, fsync_dir
 
 
 class JournalCorrupt(RuntimeError):
@@ -69,9 +69,7 @@ class Journal:
             fsync_dir(path.parent)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True, ensure_ascii=False, allow_nan=False)
-        data = (line + "\n").encode()
-        view = memoryview(data)
+        view = memoryview(canonical_json(record))
         while view:
             written = os.write(self._fd, view)
             view = view[written:]

@@ -26,8 +26,8 @@ from typing import Any, Self
 
 import filelock
 
+from atoll.core.durable import atomic_write_bytes, canonical_json
 from atoll.guidance_ttt.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
-from atoll.guidance_ttt.atomic import dump_json, write_bytes_atomic
 from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
 from atoll.guidance_ttt.node import Node
 
@@ -88,7 +88,7 @@ class Library:
                 )
             if archive.selections or archive.finished:
                 raise LibraryError("a new library must start at a step barrier")
-            write_bytes_atomic(working, _snapshot(archive, 0))
+            atomic_write_bytes(working, _snapshot(archive, 0))
             journal = Journal(directory / JOURNAL_FILE)
             journal.truncate()
         except BaseException:
@@ -138,7 +138,7 @@ class Library:
                     with contextlib.suppress(ValueError, KeyError, TypeError):
                         generation = max(generation, json.loads(working.read_bytes())["generation"])
                 generation += 1
-                write_bytes_atomic(working, _snapshot(archive, generation))
+                atomic_write_bytes(working, _snapshot(archive, generation))
             except BaseException:
                 journal.close()
                 raise
@@ -192,7 +192,7 @@ class Library:
             try:
                 end = self._archive.finish_step(step)
                 generation = self._generation + 1
-                write_bytes_atomic(
+                atomic_write_bytes(
                     self.directory / WORKING_FILE, _snapshot(self._archive, generation)
                 )
                 self._generation = generation
@@ -213,7 +213,7 @@ class Library:
                     "finish the step before committing the archive"
                 )
             data = (self.directory / WORKING_FILE).read_bytes()
-            write_bytes_atomic(self.directory / COMMITTED_FILE, data)
+            atomic_write_bytes(self.directory / COMMITTED_FILE, data)
 
     def close(self) -> None:
         with self._mutex:
@@ -262,7 +262,9 @@ def _acquire(directory: Path) -> filelock.BaseFileLock:
 
 
 def _snapshot(archive: Archive, generation: int) -> bytes:
-    return dump_json({"format": FORMAT, "generation": generation, "archive": archive.to_json()})
+    return canonical_json(
+        {"format": FORMAT, "generation": generation, "archive": archive.to_json()}
+    )
 
 
 def _load_snapshot(path: Path) -> tuple[Archive, int]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harbor.models.agent.context import AgentContext
 
-from atoll.guidance_ttt.atomic import write_bytes_atomic, write_json_atomic
+from atoll.core.durable import atomic_write_bytes, atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.plot import plot_scores
@@ -33,7 +33,7 @@ def write_outputs(
         json.dumps({**row.to_json(), "training_mode": report.training}, sort_keys=True) + "\n"
         for row in report.rows
     )
-    write_bytes_atomic(logs_dir / STEPS_FILE, lines.encode("utf-8"))
+    atomic_write_bytes(logs_dir / STEPS_FILE, lines.encode("utf-8"))
     plot_scores(
         report.rows,
         logs_dir / PLOT_FILE,
@@ -51,7 +51,7 @@ def write_outputs(
         "score_direction": task.contract.score_direction.value,
         "raw_score_label": task.contract.raw_score_label,
     }
-    write_json_atomic(logs_dir / RUN_FILE, summary)
+    atomic_write_json(logs_dir / RUN_FILE, summary)
     fill_context(context, report)
     return report
 

@@ -12,7 +12,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from atoll.guidance_ttt.atomic import write_bytes_atomic
+from atoll.core.durable import atomic_write_bytes
 from atoll.guidance_ttt.report import StepRow
 
 
@@ -40,7 +40,7 @@ def plot_scores(rows: Sequence[StepRow], path: Path, *, score_label: str, title:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue())
     return path
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from filelock import FileLock
 from rich.console import Console
 
-from atoll.core.docker_engine.files import tail, write_atomic
+from atoll.core.docker_engine.files import tail
+from atoll.core.durable import atomic_write_bytes
 from atoll.stack import commands, health, preflight, processes, reef_run_dir
 from atoll.stack import state as state_file
 from atoll.stack.errors import StackError
@@ -84,7 +85,7 @@ def _start(plan: Plan, env: dict[str, str], console: Console) -> StackState:
     stack_dir = plan.stack_dir
     logs = stack_dir / "logs"
     serve_yaml = stack_dir / "serve.yaml"
-    write_atomic(serve_yaml, plan.serve_yaml.encode())
+    atomic_write_bytes(serve_yaml, plan.serve_yaml.encode(), make_parents=True)
     state = StackState(
         reef_url=plan.reef_url,
         mode=mode(plan),

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from atoll.core.docker_engine.files import write_atomic
+from atoll.core.durable import atomic_write_bytes
 from atoll.stack.errors import StackError
 from atoll.stack.processes import Recorded
 
@@ -49,7 +49,7 @@ def state_path(stack_dir: Path) -> Path:
 
 def save(stack_dir: Path, state: StackState) -> None:
     data = json.dumps(state.to_json(), indent=2, sort_keys=True).encode() + b"\n"
-    write_atomic(state_path(stack_dir), data)
+    atomic_write_bytes(state_path(stack_dir), data, make_parents=True)
 
 
 def load(stack_dir: Path) -> StackState | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from atoll.core.durable import fsync_dir, fsync_file
 from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSpec, Status
 from atoll.core.sandbox.spec import MiB
 
@@ -125,24 +126,17 @@ class CompileCache:
             staged.mkdir(mode=0o755)
             shutil.copyfile(built, staged / "solution")
             os.chmod(staged / "solution", 0o755)
-            _fsync(staged / "solution")
+            with contextlib.suppress(OSError):
+                fsync_file(staged / "solution")
             target.parent.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.rename(staged, target.parent)
             except OSError:
                 if not target.is_file():
                     raise
-            _fsync(self.directory)
+            with contextlib.suppress(OSError):
+                fsync_dir(self.directory)
             return result.wall_seconds
-
-
-def _fsync(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _describe_failure(status: Status, stderr: bytes) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 
+from atoll.core.durable import atomic_write_text
 from atoll.judge.client import DEFAULT_DEADLINE_S, Invalid, JudgeClient, Outcome, Scored
 from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge
 
@@ -109,10 +110,4 @@ def _one_line(outcome: Outcome) -> str:
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
-    """Atomically: a reader sees the old file or the whole new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(value, fh, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(value, indent=2))

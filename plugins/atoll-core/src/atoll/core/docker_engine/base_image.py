@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.docker_engine.errors import EngineError
-from atoll.core.docker_engine.files import fsync_dir, tail, write_atomic
+from atoll.core.docker_engine.files import tail
 from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
+from atoll.core.durable import atomic_replace, atomic_write_bytes
 
 SUITE = "bookworm"
 PACKAGES = ("python3", "g++")
@@ -59,7 +60,8 @@ def read_record(paths: EnginePaths) -> dict[str, Any] | None:
 
 def _record(paths: EnginePaths, image: BaseImage) -> None:
     payload = {**asdict(image), "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    write_atomic(paths.base_record, (json.dumps(payload, indent=2) + "\n").encode())
+    data = (json.dumps(payload, indent=2) + "\n").encode()
+    atomic_write_bytes(paths.base_record, data, make_parents=True)
 
 
 def _unmount_under(directory: Path) -> None:
@@ -96,24 +98,17 @@ def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
                 f"(set {MIRROR_ENV} to use another); {paths.log_file} ends with:\n"
                 f"{tail(paths.log_file, since=offset)}"
             )
-        fd, tmp = tempfile.mkstemp(prefix=".rootfs.", suffix=".tar", dir=paths.base_dir)
-        os.close(fd)
         try:
-            subprocess.run(
-                ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", tmp, "."],
-                check=True,
-                capture_output=True,
-            )
-            with open(tmp, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(tmp, paths.base_tarball)
-            fsync_dir(paths.base_dir)
+            with atomic_replace(paths.base_tarball, suffix=".tar") as tmp:
+                subprocess.run(
+                    ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tmp), "."],
+                    check=True,
+                    capture_output=True,
+                )
         except subprocess.CalledProcessError as exc:
             raise EngineError(
                 f"packing the base rootfs failed: {exc.stderr.decode(errors='replace').strip()}"
             ) from exc
-        finally:
-            Path(tmp).unlink(missing_ok=True)
     finally:
         _unmount_under(rootfs)
         shutil.rmtree(rootfs, ignore_errors=True)
