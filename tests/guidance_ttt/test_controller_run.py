@@ -110,20 +110,19 @@ def test_resume_refuses_a_changed_identity_or_training_mode(tmp_path, services):
 
 
 def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, services, reef_server):
-    marker = tmp_path / "marker"
-    marker.write_text("1")
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("1")
     health = {
         "ok": True,
         "phase": "serving",
-        "training_job": {"completed_steps": 1, "rollout_id": 0, "checkpoint_marker": str(marker)},
+        "completed_train_steps": 1,
+        "last_train_rollout_id": 0,
         "last_train_metrics": {
-            "rollouts": 4,
-            "grad_norm": 0.0,  # no update happened
-            "global_batch_size": 2,
-            "trainable_lora_params": 10,
-            "trainable_base_params": 0,
-            "lora_b_nonzero": 3,
-            "lora_b_l1": 1.0,
+            "train/grad_norm": 0.0,  # no update happened
+            "train/global_batch_size": 2,
+            "train/lora_trainable_parameters": 10,
+            "train/lora_base_trainable_parameters": 0,
+            "train/lora_b_nonzero": 3,
+            "train/lora_b_l1": 1.0,
         },
     }
     reads = {"n": 0}
@@ -136,7 +135,11 @@ def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, service
         return {"error": None, "scenarios": {services["scenario"]: entry}}
 
     bridge = ReefTrainingBridge(
-        status, services["scenario"], health=lambda: health, poll_interval_s=0.01
+        status,
+        services["scenario"],
+        health=lambda: health,
+        checkpoint_dir=tmp_path,
+        poll_interval_s=0.01,
     )
     config = _config(tmp_path, steps=1, training="on")
     with pytest.raises(TrainingGateFailed, match="grad norm"):
@@ -146,7 +149,7 @@ def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, service
 
     # Resuming finds Reef one step ahead of the archive with the open step complete: allowed,
     # and the gate is checked again rather than sampling the step afresh.
-    health["last_train_metrics"]["grad_norm"] = 0.5
+    health["last_train_metrics"]["train/grad_norm"] = 0.5
     reports = len(reef_server.records(services["scenario"], "report"))
     result = _run(config, services, bridge=bridge)
     assert result.summaries[0].training == "reef"

@@ -31,26 +31,23 @@ EXPECTED = StepExpectation(
 )
 
 
-def _health(marker: Path, **overrides) -> dict:
+def _health(**overrides) -> dict:
+    """A health report laid out as reef-infra's training bridge actor reports it."""
     metrics = {
-        "rollouts": 8,
-        "grad_norm": 0.42,
-        "global_batch_size": 4,
-        "trainable_lora_params": 1_000_000,
-        "trainable_base_params": 0,
-        "lora_b_nonzero": 5_000,
-        "lora_b_l1": 12.5,
+        "train/grad_norm": 0.42,
+        "train/global_batch_size": 4,
+        "train/lora_trainable_parameters": 1_000_000,
+        "train/lora_base_trainable_parameters": 0,
+        "train/lora_b_nonzero": 5_000,
+        "train/lora_b_l1": 12.5,
     }
     metrics.update(overrides)
     return {
         "ok": True,
         "phase": "serving",
-        "training_job": {
-            "status": "COMPLETE",
-            "completed_steps": 3,
-            "rollout_id": 2,
-            "checkpoint_marker": str(marker),
-        },
+        "completed_train_steps": 3,
+        "last_train_rollout_id": 2,
+        "last_weight_version": "v3",
         "last_train_metrics": metrics,
     }
 
@@ -59,18 +56,18 @@ def _health(marker: Path, **overrides) -> dict:
 def good(tmp_path: Path) -> TrainingCommit:
     marker = tmp_path / "latest_checkpointed_iteration.txt"
     marker.write_text("3\n")
-    return commit_from_health(_health(marker))
+    return commit_from_health(_health(), marker)
 
 
 def test_a_sound_update_passes(good):
     check_commit(good, EXPECTED)
-    assert good.metrics["grad_norm"] == 0.42
+    assert good.metrics["train/grad_norm"] == 0.42
+    assert (good.completed_steps, good.rollout_id, good.global_batch_size) == (3, 2, 4)
 
 
 @pytest.mark.parametrize(
     ("change", "complaint"),
     [
-        ({"rollouts": 7}, "trained on 7 rollouts"),
         ({"health_ok": False}, "health"),
         ({"health_ok": None}, "health"),
         ({"phase": "updating"}, "phase"),
@@ -99,7 +96,7 @@ def test_each_failing_condition_stops_the_commit(good, change, complaint):
 def test_incomplete_grid_fails_even_if_reef_agrees(good):
     short = dataclasses.replace(EXPECTED, rollouts=7)
     with pytest.raises(TrainingGateFailed, match="the step has 7 rollouts"):
-        check_commit(dataclasses.replace(good, rollouts=7), short)
+        check_commit(good, short)
 
 
 def test_degenerate_step_expects_one_group_of_batch(good):
@@ -110,7 +107,7 @@ def test_degenerate_step_expects_one_group_of_batch(good):
 
 def test_missing_health_fields_fail_closed(tmp_path):
     with pytest.raises(TrainingGateFailed) as caught:
-        check_commit(commit_from_health({"ok": True}), EXPECTED)
+        check_commit(commit_from_health({"ok": True}, None), EXPECTED)
     for complaint in ("grad norm", "LoRA", "checkpoint marker", "rollout id"):
         assert complaint in str(caught.value)
 
@@ -137,14 +134,14 @@ def test_failed_step_is_an_invariant_failure_not_a_wait(tmp_path):
 
 
 def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
-    marker = tmp_path / "marker"
-    marker.write_text("3")
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3")
     statuses = iter([_status(2), _status(2), _status(3), _status(3), _status(3)])
-    healths = iter([_health(marker) | {"phase": "updating_weights"}, _health(marker)])
+    healths = iter([_health() | {"phase": "updating_weights"}, _health()])
     bridge = ReefTrainingBridge(
         lambda: next(statuses),
         "tttd",
         health=lambda: next(healths),
+        checkpoint_dir=tmp_path,
         poll_interval_s=0.01,
         timeout_s=30,
     )

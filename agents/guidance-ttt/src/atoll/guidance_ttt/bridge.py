@@ -22,6 +22,24 @@ TRAIN_BRIDGE_ACTOR = "reef-train-bridge"
 TRAIN_BRIDGE_NAMESPACE = "reef"
 SERVING_PHASE = "serving"
 
+# Megatron writes this file into its save directory once a checkpoint is durable.
+CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
+
+# Keys of the training bridge actor's `health()` report (reef-infra's Slime
+# bridge): top-level job state, and the last update's metrics under
+# `last_train_metrics` with the trainer's own `train/...` names.
+HEALTH_OK = "ok"
+HEALTH_PHASE = "phase"
+HEALTH_COMPLETED_STEPS = "completed_train_steps"
+HEALTH_ROLLOUT_ID = "last_train_rollout_id"
+HEALTH_METRICS = "last_train_metrics"
+METRIC_GRAD_NORM = "train/grad_norm"
+METRIC_GLOBAL_BATCH = "train/global_batch_size"
+METRIC_LORA_TRAINABLE = "train/lora_trainable_parameters"
+METRIC_BASE_TRAINABLE = "train/lora_base_trainable_parameters"
+METRIC_LORA_B_NONZERO = "train/lora_b_nonzero"
+METRIC_LORA_B_L1 = "train/lora_b_l1"
+
 REEF_MODE = "reef"
 SEARCH_ONLY_MODE = "search-only"
 
@@ -57,7 +75,6 @@ class StepExpectation:
 class TrainingCommit:
     """What Reef's trainer says about its last update, in the gate's terms."""
 
-    rollouts: int | None
     health_ok: bool | None
     phase: str | None
     completed_steps: int | None
@@ -81,8 +98,6 @@ def check_commit(commit: TrainingCommit, expected: StepExpectation) -> None:
     grid = expected.groups * expected.rollouts_per_group
     if expected.rollouts != grid:
         problems.append(f"the step has {expected.rollouts} rollouts, the grid needs {grid}")
-    if commit.rollouts != grid:
-        problems.append(f"Reef trained on {commit.rollouts} rollouts, expected {grid}")
     if commit.health_ok is not True:
         problems.append(f"trainer health is {commit.health_ok!r}, not ok")
     if commit.phase != SERVING_PHASE:
@@ -125,53 +140,46 @@ def _finite_positive(value: object) -> bool:
     )
 
 
-def commit_from_health(health: Mapping[str, Any]) -> TrainingCommit:
+def commit_from_health(health: Mapping[str, Any], checkpoint_marker: Path | None) -> TrainingCommit:
     """Read the gate's facts from the training bridge actor's health report.
 
-    The actor reports `ok` and `phase` at the top level, its durable job
-    state under `training_job`, and the last update's metrics under
-    `last_train_metrics`. Absent fields stay None, which the gate rejects.
+    The actor reports `ok`, `phase`, `completed_train_steps` and
+    `last_train_rollout_id` at the top level and the last update's metrics
+    under `last_train_metrics`; the checkpoint marker is the trainer's file in
+    its save directory. Absent fields stay None, which the gate rejects.
     """
-    job = health.get("training_job") if isinstance(health.get("training_job"), Mapping) else {}
-    metrics = health.get("last_train_metrics")
+    metrics = health.get(HEALTH_METRICS)
     metrics = dict(metrics) if isinstance(metrics, Mapping) else {}
-
-    def pick(*names: str) -> Any:
-        for source in (metrics, job, health):
-            for name in names:
-                if name in source:
-                    return source[name]
-        return None
-
+    ok = health.get(HEALTH_OK)
+    phase = health.get(HEALTH_PHASE)
     return TrainingCommit(
-        rollouts=_int(pick("rollouts", "num_rollouts", "samples")),
-        health_ok=health.get("ok") if isinstance(health.get("ok"), bool) else None,
-        phase=health.get("phase") if isinstance(health.get("phase"), str) else None,
-        completed_steps=_int(pick("completed_steps", "completed_step_count")),
-        rollout_id=_int(pick("rollout_id", "last_rollout_id")),
-        grad_norm=_float(pick("grad_norm", "train/grad_norm")),
-        global_batch_size=_int(pick("global_batch_size", "train/global_batch_size")),
-        trainable_lora_params=_int(pick("trainable_lora_params")),
-        trainable_base_params=_int(pick("trainable_base_params")),
-        lora_b_nonzero=_int(pick("lora_b_nonzero")),
-        lora_b_l1=_float(pick("lora_b_l1")),
-        checkpoint_marker=_str(pick("checkpoint_marker")),
+        health_ok=ok if isinstance(ok, bool) else None,
+        phase=phase if isinstance(phase, str) else None,
+        completed_steps=_int(health.get(HEALTH_COMPLETED_STEPS)),
+        rollout_id=_int(health.get(HEALTH_ROLLOUT_ID)),
+        grad_norm=_float(metrics.get(METRIC_GRAD_NORM)),
+        global_batch_size=_int(metrics.get(METRIC_GLOBAL_BATCH)),
+        trainable_lora_params=_int(metrics.get(METRIC_LORA_TRAINABLE)),
+        trainable_base_params=_int(metrics.get(METRIC_BASE_TRAINABLE)),
+        lora_b_nonzero=_int(metrics.get(METRIC_LORA_B_NONZERO)),
+        lora_b_l1=_float(metrics.get(METRIC_LORA_B_L1)),
+        checkpoint_marker=str(checkpoint_marker) if checkpoint_marker else None,
         metrics=metrics,
     )
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
 
 
 def _float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
@@ -273,11 +281,15 @@ class ReefTrainingBridge:
         scenario: str,
         *,
         health: Callable[[], Mapping[str, Any]] | None = None,
+        checkpoint_dir: Path | None = None,
         poll_interval_s: float = 5.0,
         timeout_s: float = 4 * 3600.0,
     ) -> None:
         self._status = status
         self._health = health or ray_actor_health()
+        self._checkpoint_marker = (
+            checkpoint_dir / CHECKPOINT_MARKER_FILE if checkpoint_dir else None
+        )
         self.scenario = scenario
         self.poll_interval_s = poll_interval_s
         self.timeout_s = timeout_s
@@ -303,7 +315,7 @@ class ReefTrainingBridge:
                         f"past step {expected.step + 1}: another writer trains this scenario"
                     )
                 if progress.scenario_step == expected.step + 1:
-                    commit = commit_from_health(self._health())
+                    commit = commit_from_health(self._health(), self._checkpoint_marker)
                     # Trained but still loading the new weights: serving resumes shortly.
                     if not (commit.health_ok is True and commit.phase != SERVING_PHASE):
                         check_commit(commit, expected)

@@ -151,6 +151,20 @@ class GuidanceConfig(BaseModel):
             raise IdentityChanged(f"cannot resume: {change}; start a new state directory instead")
 
 
+def reef_state_dir(state_dir: Path) -> Path:
+    """Reef's durable storage for a run: under the run's own state directory."""
+    return state_dir / "reef"
+
+
+def trainer_checkpoint_dir(state_dir: Path) -> Path:
+    """Where Reef's trainer saves (and reloads) the run's Megatron checkpoints.
+
+    The stack renders it into Reef's serve.yaml and the training gate looks
+    for the trainer's checkpoint marker in it, so both read it from here.
+    """
+    return reef_state_dir(state_dir) / "checkpoints" / "megatron"
+
+
 def setting_names() -> list[str]:
     return list(GuidanceConfig.model_fields)
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from atoll.guidance_ttt import controller, resume
 from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingBridge
 from atoll.guidance_ttt.cancel import Cancellation
-from atoll.guidance_ttt.config import GuidanceConfig
+from atoll.guidance_ttt.config import GuidanceConfig, trainer_checkpoint_dir
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import REEF_URL_ENV, GuidanceClient, ReefEndpoint
@@ -89,7 +89,12 @@ def open_services(
     if config.training == "off":
         bridge = SearchOnlyBridge()
     else:
-        bridge = ReefTrainingBridge(guidance.status, scenario, poll_interval_s=BARRIER_POLL_S)
+        bridge = ReefTrainingBridge(
+            guidance.status,
+            scenario,
+            checkpoint_dir=trainer_checkpoint_dir(config.state_dir.expanduser().resolve()),
+            poll_interval_s=BARRIER_POLL_S,
+        )
     try:
         with judge_url(
             judge or environ.get(JUDGE_URL_ENV), state_dir=config.state_dir / "judge"

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from atoll.guidance_ttt.config import GuidanceConfig
+from atoll.guidance_ttt.config import GuidanceConfig, reef_state_dir, trainer_checkpoint_dir
 from atoll.stack.errors import StackError
 
 TOKEN_ENV = "REEF_TOKEN"
@@ -72,7 +72,7 @@ class Placement:
     @property
     def reef_state_dir(self) -> Path:
         """Reef's durable storage (under the run's state directory)."""
-        return self.state_dir / "reef"
+        return reef_state_dir(self.state_dir)
 
 
 def reef_address(config: GuidanceConfig, port: int | None) -> tuple[str, int]:
@@ -128,8 +128,8 @@ def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str
     options: dict[str, Any] = {
         "hf-checkpoint": config.guidance_model,
         "ref-load": config.guidance_model,
-        "load": str(checkpoints / "megatron"),
-        "save": str(checkpoints / "megatron"),
+        "load": str(trainer_checkpoint_dir(placement.state_dir)),
+        "save": str(trainer_checkpoint_dir(placement.state_dir)),
         "save-hf": str(checkpoints / "hf" / "{rollout_id}"),
         "save-interval": "1",
         "megatron-to-hf-mode": "bridge",
