@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.bwrap_argv import bwrap_argv
 from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.classify import classify, split_exit_code
 from atoll.core.sandbox.spec import (
     Limits,
     SandboxError,
@@ -30,7 +31,7 @@ from atoll.core.sandbox.spec import (
     SandboxSpec,
     Status,
 )
-from atoll.core.sandbox.supervise import CancelToken, Outcome, Why, supervise
+from atoll.core.sandbox.supervise import CancelToken, Outcome, supervise
 
 # What allocation failures look like when only RLIMIT_AS guards memory.
 _ALLOC_FAILURE = re.compile(
@@ -226,36 +227,22 @@ def _result(
     hit_memory: bool,
     has_cgroup: bool,
 ) -> SandboxResult:
-    exit_code: int | None = None
-    sig: int | None = None
     ws = outcome.wait_status
     if os.WIFSIGNALED(ws):
-        sig = os.WTERMSIG(ws)
+        exit_code, sig = None, os.WTERMSIG(ws)
     else:
-        code = os.WEXITSTATUS(ws)
         # bubblewrap reports a program killed by signal N as exit code 128+N.
-        if 128 < code < 128 + signal.NSIG:
-            sig = code - 128
-        else:
-            exit_code = code
-    failed = sig is not None or exit_code != 0
-    over_cpu = limits.cpu_seconds is not None and cpu >= limits.cpu_seconds
-    if outcome.killed_for == Why.OUTPUT:
-        status = Status.OUTPUT_LIMIT
-    elif oom or (failed and hit_memory and sig == signal.SIGKILL):
-        status = Status.MEMORY_LIMIT
-    elif outcome.killed_for == Why.CPU or sig == signal.SIGXCPU or over_cpu:
-        status = Status.CPU_TIME_LIMIT
-    elif outcome.killed_for in (Why.WALL, Why.CANCELLED):
-        status = Status.WALL_TIME_LIMIT
-    elif sig == signal.SIGXFSZ:
-        status = Status.OUTPUT_LIMIT
-    elif failed and not has_cgroup and _looks_out_of_memory(outcome, limits, peak, sig):
-        status = Status.MEMORY_LIMIT
-    elif failed:
-        status = Status.RUNTIME_ERROR
-    else:
-        status = Status.OK
+        exit_code, sig = split_exit_code(os.WEXITSTATUS(ws))
+    status = classify(
+        limits=limits,
+        killed_for=outcome.killed_for,
+        exit_code=exit_code,
+        sig=sig,
+        cpu=cpu,
+        oom_killed=oom,
+        memory_pressure=hit_memory,
+        looks_out_of_memory=not has_cgroup and _looks_out_of_memory(outcome, limits, peak, sig),
+    )
     return SandboxResult(
         status=status,
         exit_code=exit_code,

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path("/sys/fs/cgroup")
-PARENT = "atoll-sandbox"
+from atoll.core.sandbox import cgroupfs
+from atoll.core.sandbox.cgroupfs import PARENT, ROOT, read_int, read_keyed
+
 DISABLE_VARIABLE = "ATOLL_SANDBOX_CGROUPS"
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # every run's group lives under this one, per controller
 
 
 @dataclass(frozen=True)
@@ -93,24 +93,6 @@ def created_groups() -> list[Path]:
 
 def _write(path: Path, value: int | str) -> None:
     path.write_text(str(value))
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _read_keyed(path: Path, key: str) -> int | None:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 class RunCgroup:
@@ -210,36 +192,31 @@ class RunCgroup:
     def peak_memory(self) -> int | None:
         if self.memory is None:
             return None
-        name = "memory.max_usage_in_bytes" if self._layout.version == 1 else "memory.peak"
-        return _read_int(self.memory / name)
+        return cgroupfs.peak_memory(self.memory, self._layout.version)
 
     def oom_killed(self) -> bool:
         """True if the kernel killed something here, or refused memory, for the limit."""
         if self.memory is None:
             return False
         if self._layout.version == 1:
-            kills = _read_keyed(self.memory / "memory.oom_control", "oom_kill") or 0
+            kills = read_keyed(self.memory / "memory.oom_control", "oom_kill") or 0
             return kills > 0
         events = self.memory / "memory.events"
-        return (_read_keyed(events, "oom_kill") or 0) > 0 or (_read_keyed(events, "oom") or 0) > 0
+        return (read_keyed(events, "oom_kill") or 0) > 0 or (read_keyed(events, "oom") or 0) > 0
 
     def hit_memory_limit(self) -> bool:
         """True if an allocation ever met the limit (reclaim may have saved it)."""
         if self.memory is None:
             return False
         if self._layout.version == 1:
-            return (_read_int(self.memory / "memory.failcnt") or 0) > 0
-        return (_read_keyed(self.memory / "memory.events", "max") or 0) > 0
+            return (read_int(self.memory / "memory.failcnt") or 0) > 0
+        return (read_keyed(self.memory / "memory.events", "max") or 0) > 0
 
     def cpu_seconds(self) -> float | None:
         """CPU time used by every process of the run so far (None: not accounted)."""
         if self.cpu is None:
             return None
-        if self._layout.version == 1:
-            ns = _read_int(self.cpu / "cpuacct.usage")
-            return None if ns is None else ns / 1e9
-        usec = _read_keyed(self.cpu / "cpu.stat", "usage_usec")
-        return None if usec is None else usec / 1e6
+        return cgroupfs.cpu_seconds(self.cpu, self._layout.version)
 
     def kill_all(self) -> None:
         for pid in self.pids_inside():

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
 import socket
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
 from atoll.core.sandbox.base import SandboxBackend
+from atoll.core.sandbox.classify import Why, classify, split_exit_code
 from atoll.core.sandbox.docker_cgroup import ContainerCgroup
 from atoll.core.sandbox.docker_stream import AttachedStreams, raw_socket
 from atoll.core.sandbox.spec import (
@@ -31,7 +31,6 @@ from atoll.core.sandbox.spec import (
     SandboxError,
     SandboxResult,
     SandboxSpec,
-    Status,
 )
 
 if TYPE_CHECKING:
@@ -46,13 +45,6 @@ SYSTEM_DOCKER_HOST = "unix:///var/run/docker.sock"
 # docker-init (pid 1, so that signals reach the program as on a host) is one more process.
 _INIT_PROCESSES = 1
 _POLL_S = 0.05
-
-
-class _Why:
-    WALL = "wall"
-    CPU = "cpu"
-    OUTPUT = "output"
-    CANCELLED = "cancelled"
 
 
 def engine_url() -> str:
@@ -229,17 +221,17 @@ class DockerBackend(SandboxBackend):
         while True:
             why = None
             if cancel is not None and cancel.cancelled:
-                why = _Why.CANCELLED
+                why = Why.CANCELLED
             elif deadline is not None and time.monotonic() >= deadline:
-                why = _Why.WALL
+                why = Why.WALL
             elif streams.overflowed:
-                why = _Why.OUTPUT
+                why = Why.OUTPUT
             elif (
                 group is not None
                 and limits.cpu_seconds is not None
                 and (group.cpu_seconds() or 0.0) >= limits.cpu_seconds
             ):
-                why = _Why.CPU
+                why = Why.CPU
             if why is not None:
                 # The engine finishes a kill only once the output in flight is read.
                 killer = threading.Thread(target=_kill, args=(client, container_id), daemon=True)
@@ -376,33 +368,20 @@ def _result(
     streams: AttachedStreams | None,
 ) -> SandboxResult:
     assert streams is not None
-    code = int(state.get("ExitCode", -1))
-    exit_code: int | None = None
-    sig: int | None = None
     # docker-init reports a program killed by signal N as exit code 128+N.
-    if 128 < code < 128 + signal.NSIG:
-        sig = code - 128
-    else:
-        exit_code = code
-    failed = sig is not None or exit_code != 0
-    over_cpu = limits.cpu_seconds is not None and cpu is not None and cpu >= limits.cpu_seconds
+    exit_code, sig = split_exit_code(int(state.get("ExitCode", -1)))
     near_memory = (
         limits.memory_bytes is not None and peak is not None and peak >= 0.9 * limits.memory_bytes
     )
-    if killed_for == _Why.OUTPUT:
-        status = Status.OUTPUT_LIMIT
-    elif bool(state.get("OOMKilled")) or (failed and sig == signal.SIGKILL and near_memory):
-        status = Status.MEMORY_LIMIT
-    elif killed_for == _Why.CPU or sig == signal.SIGXCPU or over_cpu:
-        status = Status.CPU_TIME_LIMIT
-    elif killed_for in (_Why.WALL, _Why.CANCELLED):
-        status = Status.WALL_TIME_LIMIT
-    elif sig == signal.SIGXFSZ:
-        status = Status.OUTPUT_LIMIT
-    elif failed:
-        status = Status.RUNTIME_ERROR
-    else:
-        status = Status.OK
+    status = classify(
+        limits=limits,
+        killed_for=killed_for,
+        exit_code=exit_code,
+        sig=sig,
+        cpu=cpu,
+        oom_killed=bool(state.get("OOMKilled")),
+        memory_pressure=near_memory,
+    )
     return SandboxResult(
         status=status,
         exit_code=exit_code,

@@ -17,31 +17,11 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path("/sys/fs/cgroup")
-PARENT = "atoll-sandbox"
+from atoll.core.sandbox import cgroupfs
+from atoll.core.sandbox.cgroupfs import PARENT, ROOT
+from atoll.core.sandbox.cgroupfs import unified as _unified
+
 PREFIX = "docker-"
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _read_keyed(path: Path, key: str) -> int | None:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _unified() -> bool:
-    return (ROOT / "cgroup.controllers").exists()
 
 
 def _prefix() -> str:
@@ -73,17 +53,14 @@ class ContainerCgroup:
             return ROOT / PARENT / self.name
         return ROOT / controller / PARENT / self.name
 
+    def _version(self) -> int:
+        return 2 if _unified() else 1
+
     def cpu_seconds(self) -> float | None:
-        if _unified():
-            usec = _read_keyed(self._dir("") / "cpu.stat", "usage_usec")
-            return None if usec is None else usec / 1e6
-        ns = _read_int(self._dir("cpuacct") / "cpuacct.usage")
-        return None if ns is None else ns / 1e9
+        return cgroupfs.cpu_seconds(self._dir("cpuacct"), self._version())
 
     def peak_memory(self) -> int | None:
-        if _unified():
-            return _read_int(self._dir("") / "memory.peak")
-        return _read_int(self._dir("memory") / "memory.max_usage_in_bytes")
+        return cgroupfs.peak_memory(self._dir("memory"), self._version())
 
     def directories(self) -> list[Path]:
         if _unified():

@@ -13,28 +13,12 @@ import select
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
+
+from atoll.core.sandbox.capture import Capture
 
 _HEADER = 8
 _STDOUT, _STDERR = 1, 2
-
-
-@dataclass
-class Capture:
-    cap: int
-    data: bytearray = field(default_factory=bytearray)
-    truncated: bool = False
-
-    def add(self, chunk: bytes) -> bool:
-        """Keep what fits; False once the cap is exceeded."""
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            self.data += chunk[: max(room, 0)]
-            self.truncated = True
-            return False
-        self.data += chunk
-        return True
 
 
 def raw_socket(attached: Any) -> socket.socket:

@@ -14,18 +14,12 @@ import selectors
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from atoll.core.sandbox.capture import Capture
+from atoll.core.sandbox.classify import Why
 
 _CHUNK = 65536
-
-
-class Why:
-    """Why the supervisor killed the run (if it did)."""
-
-    WALL = "wall"
-    CPU = "cpu"
-    OUTPUT = "output"
-    CANCELLED = "cancelled"
 
 
 class CancelToken:
@@ -52,23 +46,6 @@ class CancelToken:
         for fd in (self._read, self._write):
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-@dataclass
-class _Capture:
-    cap: int
-    data: bytearray = field(default_factory=bytearray)
-    truncated: bool = False
-
-    def add(self, chunk: bytes) -> bool:
-        """Keep what fits; return False once the cap is exceeded."""
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            self.data += chunk[: max(room, 0)]
-            self.truncated = True
-            return False
-        self.data += chunk
-        return True
 
 
 @dataclass
@@ -102,7 +79,7 @@ def supervise(
     """Run `proc` to completion (or until a limit), reap it, and report."""
     sel = selectors.DefaultSelector()
     pidfd = os.pidfd_open(proc.pid)
-    outs = {"stdout": _Capture(stdout_cap), "stderr": _Capture(stderr_cap)}
+    outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
     status = bytearray()
     assert proc.stdout is not None and proc.stderr is not None
     sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "stdout")

@@ -1,0 +1,52 @@
+"""Reading a run's counters out of cgroupfs, for both backends.
+
+The bubblewrap backend reads the group it made for the run; the Docker
+backend reads the parent group it hands the engine. Both ask the same
+questions (CPU time, peak memory) of the same files, which differ only
+between cgroup v1 and v2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "atoll-sandbox"  # every run's group lives under this one, per controller
+
+
+def unified() -> bool:
+    """True on a cgroup v2 (unified) hierarchy."""
+    return (ROOT / "cgroup.controllers").exists()
+
+
+def read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_keyed(path: Path, key: str) -> int | None:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def cpu_seconds(group: Path, version: int) -> float | None:
+    """CPU time charged to `group` (v1: its cpuacct directory), or None if unreadable."""
+    if version == 1:
+        ns = read_int(group / "cpuacct.usage")
+        return None if ns is None else ns / 1e9
+    usec = read_keyed(group / "cpu.stat", "usage_usec")
+    return None if usec is None else usec / 1e6
+
+
+def peak_memory(group: Path, version: int) -> int | None:
+    """The most memory `group` (v1: its memory directory) ever held, or None if unreadable."""
+    name = "memory.max_usage_in_bytes" if version == 1 else "memory.peak"
+    return read_int(group / name)
