@@ -155,6 +155,17 @@ def test_open_files_limit(box):
     assert b"Too many open files" in result.stderr
 
 
+def test_stack_and_address_space_limits_reach_the_program(box):
+    backend, spec = box
+    spec = with_limits(spec, stack_bytes=64 * 2**20, address_space_bytes=256 * 2**20)
+    result = backend.run(["sh", "-c", "ulimit -s; ulimit -v"], spec)
+    assert result.ok, result.stderr
+    assert result.stdout == b"65536\n262144\n"
+    big = backend.run(py("bytearray(400 * 2**20)"), spec)
+    assert big.status is not Status.OK
+    assert b"MemoryError" in big.stderr
+
+
 def test_host_loopback_is_unreachable_with_network_off(box):
     backend, spec = box
     server = socket.create_server(("127.0.0.1", 0))

@@ -39,6 +39,7 @@ STDOUT_CAP = 128 * MiB
 STDERR_CAP = 64 * MiB
 PROCESSES = 128  # the authority's limit; threads count
 MESSAGE_CAP = 512
+PROGRAM = "/judge/solution"  # where a case's spec mounts the compiled program
 
 # What the C++ runtime prints when `new` fails: the usual face of the memory limit.
 _ALLOCATION_FAILED = b"std::bad_alloc"
@@ -88,6 +89,13 @@ class CaseOutcome:
 
 
 def run_limits(problem: Problem) -> Limits:
+    """The authority's limits for one case.
+
+    The authority sets the stack and the address space to the memory limit:
+    the usual 8 MiB stack would crash deep recursions it accepts, and without
+    the address-space limit a program that reserves more memory than it
+    touches would pass here and fail there.
+    """
     return Limits(
         cpu_seconds=problem.limits.cpu_seconds,
         wall_seconds=problem.limits.wall_seconds,
@@ -97,19 +105,9 @@ def run_limits(problem: Problem) -> Limits:
         open_files=64,
         stdout_bytes=STDOUT_CAP,
         stderr_bytes=STDERR_CAP,
+        stack_bytes=problem.limits.memory_bytes,
+        address_space_bytes=problem.limits.memory_bytes,
     )
-
-
-def run_argv(problem: Problem, program: str = "/judge/solution") -> list[str]:
-    """The program under the authority's stack and address-space limits.
-
-    The authority sets both to the memory limit: the usual 8 MiB stack would
-    crash deep recursions it accepts, and without the address-space limit a
-    program that reserves more memory than it touches would pass here and
-    fail there. The shell sets the limits, then becomes the program.
-    """
-    kib = problem.limits.memory_bytes // 1024
-    return ["/bin/sh", "-c", f"ulimit -s {kib} && ulimit -v {kib} && exec {program}"]
 
 
 def _program_message(
@@ -153,7 +151,7 @@ class Engine:
         for problem in self.problems.values():
             spec = SandboxSpec(network=Network.NONE, limits=run_limits(problem))
             try:
-                result = self.backend.run(run_argv(problem, "/bin/echo limits-set"), spec)
+                result = self.backend.run(["/bin/echo", "limits-set"], spec)
             except SandboxError as exc:
                 raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
             if result.stdout.strip() != b"limits-set":
@@ -213,7 +211,7 @@ class Engine:
             network=Network.NONE,
             limits=run_limits(problem),
         )
-        result = self.backend.run(run_argv(problem), spec, stdin=problem.case_input(index))
+        result = self.backend.run([PROGRAM], spec, stdin=problem.case_input(index))
         number = index + 1
         status = _SANDBOX_STATUS.get(result.status)
         if status is CaseStatus.RUNTIME_ERROR and _ALLOCATION_FAILED in result.stderr:

@@ -55,8 +55,15 @@ def _prelude(limits: Limits, group: RunCgroup | None) -> str:
     if limits.cpu_seconds is not None:
         soft = max(1, math.ceil(limits.cpu_seconds))
         lines += [f"ulimit -S -t {soft}", f"ulimit -H -t {soft + 1}"]
+    if limits.stack_bytes is not None:
+        lines.append(f"ulimit -s {max(1, limits.stack_bytes // 1024)}")
+    address_space = limits.address_space_bytes
     if limits.memory_bytes is not None and (group is None or group.memory is None):
-        lines.append(f"ulimit -v {max(1, limits.memory_bytes // 1024)}")
+        # Without a memory cgroup, RLIMIT_AS is the only memory guard left.
+        fallback = limits.memory_bytes
+        address_space = fallback if address_space is None else min(address_space, fallback)
+    if address_space is not None:
+        lines.append(f"ulimit -v {max(1, address_space // 1024)}")
     if limits.processes is not None and (group is None or not group.limits_processes):
         flag = "-p" if _SHELL.endswith("dash") else "-u"  # dash spells RLIMIT_NPROC -p
         lines.append(f"ulimit {flag} {limits.processes + _SANDBOX_OWN_PROCESSES}")

@@ -295,6 +295,8 @@ def _container_config(
         )
     if limits.open_files is not None:
         ulimits.append(Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files))
+    if limits.stack_bytes is not None:
+        ulimits.append(Ulimit(name="stack", soft=limits.stack_bytes, hard=limits.stack_bytes))
     tmpfs = "rw,exec,nosuid,nodev,mode=1777"
     if limits.memory_bytes is not None:
         tmpfs += f",size={limits.memory_bytes}"
@@ -319,8 +321,7 @@ def _container_config(
     )
     return {
         "image": image,
-        "entrypoint": [argv[0]],
-        "command": list(argv[1:]),
+        **_entrypoint(argv, limits),
         "user": f"{spec.uid}:{spec.gid}",
         "environment": {"PATH": DEFAULT_PATH, **spec.env},
         "working_dir": spec.workdir,
@@ -328,6 +329,19 @@ def _container_config(
         "stdin_open": with_stdin,  # with attach (detach=False) this closes stdin at our EOF
         "host_config": host_config,
     }
+
+
+def _entrypoint(argv: Sequence[str], limits: Limits) -> dict[str, list[str]]:
+    """The container's command; under an address-space limit, set inside the container.
+
+    The engine's own `as` ulimit would apply to the container runtime too, which
+    cannot start under it, so the image's shell sets RLIMIT_AS and becomes the program.
+    """
+    if limits.address_space_bytes is None:
+        return {"entrypoint": [argv[0]], "command": list(argv[1:])}
+    kib = max(1, limits.address_space_bytes // 1024)
+    script = f'ulimit -v {kib} && exec "$@"'
+    return {"entrypoint": ["/bin/sh", "-c", script, "sandbox"], "command": list(argv)}
 
 
 def _kill(client: Any, container_id: str) -> None:

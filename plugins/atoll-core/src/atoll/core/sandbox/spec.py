@@ -46,6 +46,8 @@ class Limits:
     stdout_bytes: int = 1 * MiB
     stderr_bytes: int = 64 * 1024
     cpus: float | None = None  # CPU bandwidth (cores); None: no cap
+    stack_bytes: int | None = None  # RLIMIT_STACK; None: the system's default
+    address_space_bytes: int | None = None  # RLIMIT_AS of the program itself; None: none
 
 
 @dataclass(frozen=True)
