@@ -8,6 +8,9 @@ between cgroup v1 and v2.
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
@@ -50,3 +53,44 @@ def peak_memory(group: Path, version: int) -> int | None:
     """The most memory `group` (v1: its memory directory) ever held, or None if unreadable."""
     name = "memory.max_usage_in_bytes" if version == 1 else "memory.peak"
     return read_int(group / name)
+
+
+def remove_groups(
+    groups: list[Path],
+    *,
+    timeout: float,
+    pause: float,
+    busy: str,
+    each_pass: Callable[[], None] | None = None,
+    with_children: bool = False,
+) -> None:
+    """Delete `groups` once they empty; OSError naming them (after `busy`) past `timeout`.
+
+    A group with a process in it cannot be removed, and a killed process leaves
+    it a moment later: `each_pass` (a kill) runs before every attempt.
+    `with_children` also removes empty child groups something else made.
+    """
+    deadline = time.monotonic() + timeout
+    pending = list(groups)
+    while pending:
+        if each_pass is not None:
+            each_pass()
+        still = []
+        for group in pending:
+            if with_children:
+                for child in group.iterdir():
+                    if child.is_dir():
+                        with contextlib.suppress(OSError):
+                            child.rmdir()
+            try:
+                group.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                still.append(group)
+        pending = still
+        if pending:
+            if time.monotonic() > deadline:
+                names = ", ".join(str(g) for g in pending)
+                raise OSError(f"{busy}: {names}")
+            time.sleep(pause)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 import uuid
 from dataclasses import dataclass
 from functools import cache
@@ -225,21 +224,10 @@ class RunCgroup:
 
     def remove(self, timeout: float = 5.0) -> None:
         """Kill whatever is left, wait for the groups to empty, and delete them."""
-        deadline = time.monotonic() + timeout
-        pending = list(self._dirs)
-        while pending:
-            self.kill_all()
-            still = []
-            for d in pending:
-                try:
-                    d.rmdir()
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    still.append(d)
-            pending = still
-            if pending:
-                if time.monotonic() > deadline:
-                    names = ", ".join(str(d) for d in pending)
-                    raise OSError(f"cgroups still busy after killing their processes: {names}")
-                time.sleep(0.002)
+        cgroupfs.remove_groups(
+            self._dirs,
+            timeout=timeout,
+            pause=0.002,
+            busy="cgroups still busy after killing their processes",
+            each_pass=self.kill_all,
+        )

@@ -11,9 +11,7 @@ measured (limits are still enforced by the engine).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 import uuid
 from pathlib import Path
 
@@ -70,25 +68,11 @@ class ContainerCgroup:
 
     def remove(self, timeout: float = 5.0) -> None:
         """Delete the (by now empty) parent groups the engine made for this run."""
-        deadline = time.monotonic() + timeout
-        pending = self.directories()
-        while pending:
-            still = []
-            for directory in pending:
-                # The engine's own child group may linger for a moment after removal.
-                for child in directory.iterdir():
-                    if child.is_dir():
-                        with contextlib.suppress(OSError):
-                            child.rmdir()
-                try:
-                    directory.rmdir()
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    still.append(directory)
-            pending = still
-            if pending and time.monotonic() > deadline:
-                names = ", ".join(str(d) for d in pending)
-                raise OSError(f"cgroups still busy after the container was removed: {names}")
-            if pending:
-                time.sleep(0.01)
+        # The engine's own child group may linger for a moment after removal.
+        cgroupfs.remove_groups(
+            self.directories(),
+            timeout=timeout,
+            pause=0.01,
+            busy="cgroups still busy after the container was removed",
+            with_children=True,
+        )
