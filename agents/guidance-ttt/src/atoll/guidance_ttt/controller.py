@@ -24,9 +24,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.archive import Archive
-from atoll.guidance_ttt.atomic import write_json_atomic
 from atoll.guidance_ttt.bridge import SEARCH_ONLY_MODE, StepExpectation, TrainingBridge
 from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
@@ -150,7 +150,7 @@ def run(
             resume.save(state_dir, state)
             _log_step(console, summary)
         result = RunResult(state.run_id, state.training, library.archive.best, state.summaries)
-        write_json_atomic(run_dir(state_dir) / RESULT_FILE, result.to_json())
+        atomic_write_json(run_dir(state_dir) / RESULT_FILE, result.to_json())
         return result
     finally:
         library.close()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt.atomic import write_json_atomic
+from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
 from atoll.guidance_ttt.library import run_dir
 from atoll.guidance_ttt.step import StepSummary
@@ -130,7 +130,7 @@ def load(state_dir: Path) -> ResumeState | None:
 
 
 def save(state_dir: Path, state: ResumeState) -> None:
-    write_json_atomic(resume_path(state_dir), state.to_json())
+    atomic_write_json(resume_path(state_dir), state.to_json())
 
 
 def summary_path(state_dir: Path, step: int) -> Path:
@@ -138,7 +138,7 @@ def summary_path(state_dir: Path, step: int) -> Path:
 
 
 def save_summary(state_dir: Path, summary: StepSummary) -> None:
-    write_json_atomic(summary_path(state_dir, summary.step), summary.to_json())
+    atomic_write_json(summary_path(state_dir, summary.step), summary.to_json())
 
 
 def catch_up(state_dir: Path, state: ResumeState, committed_step: int) -> None:
