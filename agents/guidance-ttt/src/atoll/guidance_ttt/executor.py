@@ -19,6 +19,7 @@ from typing import Any
 
 import openai
 
+from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
 from atoll.guidance_ttt.cancel import Cancellation
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -132,21 +133,11 @@ class ExecutorAnswer:
     completion_tokens: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "content": self.content,
-            "reasoning": self.reasoning,
-            "finish_reason": self.finish_reason,
-            "completion_tokens": self.completion_tokens,
-        }
+        return answer_to_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ExecutorAnswer:
-        return cls(
-            content=str(data["content"]),
-            reasoning=data.get("reasoning"),
-            finish_reason=data.get("finish_reason"),
-            completion_tokens=data.get("completion_tokens"),
-        )
+        return cls(**answer_from_json(data))
 
 
 class Executor:
@@ -221,17 +212,7 @@ class Executor:
             raise ExecutorUnavailable(f"{where} cannot be reached: {_short(str(exc))}") from exc
         if not response.choices:
             raise ExecutorUnavailable(f"{where} returned no choices")
-        choice = response.choices[0]
-        message = choice.message
-        extra = message.model_extra or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-        usage = response.usage
-        return ExecutorAnswer(
-            content=message.content or "",
-            reasoning=None if reasoning is None else str(reasoning),
-            finish_reason=choice.finish_reason,
-            completion_tokens=None if usage is None else usage.completion_tokens,
-        )
+        return ExecutorAnswer(**answer_fields(response.model_dump()))
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.entries import Verification
 from atoll.guidance_ttt.prompts import PROMPT_MODE, guidance_request
@@ -135,23 +136,11 @@ class GuidanceSample:
     completion_tokens: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "receipt": self.receipt,
-            "content": self.content,
-            "reasoning": self.reasoning,
-            "finish_reason": self.finish_reason,
-            "completion_tokens": self.completion_tokens,
-        }
+        return {"receipt": self.receipt, **answer_to_json(self)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GuidanceSample:
-        return cls(
-            receipt=str(data["receipt"]),
-            content=str(data["content"]),
-            reasoning=data.get("reasoning"),
-            finish_reason=data.get("finish_reason"),
-            completion_tokens=data.get("completion_tokens"),
-        )
+        return cls(receipt=str(data["receipt"]), **answer_from_json(data))
 
 
 def report_payload(
@@ -324,18 +313,5 @@ def _json(response: httpx.Response) -> dict[str, Any]:
 
 def _sample(body: Mapping[str, Any], receipt: str) -> GuidanceSample:
     """The answer Reef recorded; a malformed body is an empty answer (it fails parsing, reward 0)."""
-    choices = body.get("choices") if isinstance(body, Mapping) else None
-    choice = choices[0] if isinstance(choices, list) and choices else {}
-    message = choice.get("message") if isinstance(choice, Mapping) else None
-    message = message if isinstance(message, Mapping) else {}
-    usage = body.get("usage") if isinstance(body, Mapping) else None
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    return GuidanceSample(
-        receipt=receipt,
-        content=str(message.get("content") or ""),
-        reasoning=None if reasoning is None else str(reasoning),
-        finish_reason=choice.get("finish_reason") if isinstance(choice, Mapping) else None,
-        completion_tokens=(usage or {}).get("completion_tokens")
-        if isinstance(usage, Mapping)
-        else None,
-    )
+    fields = answer_fields(body if isinstance(body, Mapping) else {})
+    return GuidanceSample(receipt=receipt, **fields)
