@@ -79,7 +79,8 @@ def test_box_layout_dockerfile_and_users(make_env):
 def test_host_private_files_are_invisible(make_env, tmp_path):
     async def scenario(env):
         checks = {}
-        for path in ("/etc/shadow", "/root/.bashrc", "/work", "/var", "/srv", str(tmp_path)):
+        checkout = str(Path(__file__).resolve().parents[3])
+        for path in ("/etc/shadow", "/root/.bashrc", checkout, "/var", "/srv", str(tmp_path)):
             checks[path] = await env.exec(f"test -e {path} && echo visible")
         listing = await env.exec("ls -A /root /home /etc")
         return checks, listing
