@@ -11,7 +11,6 @@ program, and both services are gone when the command returns.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 from packers import CountingGuidance, PackerExecutor
 from support.openai_server import ScriptedOpenAIServer
+from support.processes import processes_mentioning
 from support.reef_server import free_port
 
 from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
@@ -31,19 +31,6 @@ def answers(url: str, path: str) -> bool:
         return httpx.get(url + path, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def processes_mentioning(text: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append(cmdline)
-    return found
 
 
 def test_the_main_job_runs_on_embedded_defaults(tmp_path: Path, venv_bin: Path) -> None:

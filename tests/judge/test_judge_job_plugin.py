@@ -8,13 +8,13 @@ plugin exports when the user set none.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 from support.judge import small_judge
+from support.processes import processes_mentioning
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -59,19 +59,6 @@ def answers(url: str) -> bool:
         return httpx.get(f"{url}/health", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def processes_mentioning(text: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append(cmdline)
-    return found
 
 
 def test_the_embedded_judge_serves_the_job_and_stops_with_it(tmp_path, venv_bin):
