@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from atoll.core.docker_engine import EnginePaths
+from atoll.core.docker_engine.base_image import tarball as base_tarball
 from atoll.core.docker_engine.daemon import owned_pid, query
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -122,7 +123,7 @@ def _dockerd_processes_for(run_dir: Path) -> list[int]:
 
 def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run_dir):
     """A fresh engine: no debootstrap means a clear error; from the cache it comes up."""
-    cached = session_engine.base_tarball
+    cached = base_tarball(session_engine)
     if not cached.is_file():
         pytest.skip(f"no cached base rootfs at {cached}")
     state = tmp_path / "state"
@@ -144,7 +145,7 @@ def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run
         assert query(paths) is not None  # the engine itself did come up
 
         paths.base_dir.mkdir(parents=True)
-        paths.base_tarball.symlink_to(cached)
+        base_tarball(paths).symlink_to(cached)
         done = atoll(atoll_cmd, "up", *args, env=env)
         assert done.returncode == 0, done.stderr
         assert "from cache" in done.stderr

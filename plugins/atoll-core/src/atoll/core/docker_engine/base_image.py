@@ -1,13 +1,18 @@
-"""The offline base image `atoll/base:bookworm`: Debian with python3 and g++.
+"""The offline base image `atoll/base:bookworm`: Debian with python3, g++ and nftables.
 
 No registry can be reached, so the image is built from Debian packages with
 debootstrap (about a minute) and imported. The rootfs tarball is cached in the
 state directory, so a fresh engine re-imports it in seconds; the image ID
 (a content digest of the image config) is recorded next to it.
+
+The suite and package list form a *recipe* whose short hash names the cached
+tarball and is stamped on the image as a label, so changing the package list
+rebuilds both instead of reusing an image that lacks a package.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -25,12 +30,24 @@ from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
 from atoll.core.durable import atomic_replace, atomic_write_bytes
 
 SUITE = "bookworm"
-PACKAGES = ("python3", "g++")
+# nftables: the egress sidecar (egress_sidecar.py) enforces network policies with it.
+PACKAGES = ("python3", "g++", "nftables")
 MIRROR_ENV = "ATOLL_DEBIAN_MIRROR"
-# What a `docker run atoll/base:bookworm` does with no command, and a sane PATH.
+RECIPE_LABEL = "org.atoll.base.recipe"
+
+
+def recipe_key(suite: str = SUITE, packages: tuple[str, ...] = PACKAGES) -> str:
+    """`<suite>-<hash>`: names the cached rootfs and labels the image built from it."""
+    digest = hashlib.sha256("\0".join((suite, *sorted(packages))).encode()).hexdigest()
+    return f"{suite}-{digest[:10]}"
+
+
+RECIPE = recipe_key()
+# What a `docker run atoll/base:bookworm` does with no command, a sane PATH, the recipe.
 IMAGE_CHANGES = (
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     'CMD ["/bin/bash"]',
+    f"LABEL {RECIPE_LABEL}={RECIPE}",
 )
 
 
@@ -39,6 +56,13 @@ class BaseImage:
     tag: str
     image_id: str
     source: str  # "present", "cache" or "debootstrap"
+    recipe: str = RECIPE
+    packages: tuple[str, ...] = PACKAGES
+
+
+def tarball(paths: EnginePaths) -> Path:
+    """The cached rootfs of the current recipe."""
+    return paths.base_tarball(RECIPE)
 
 
 def image_id(client: Any, tag: str = BASE_IMAGE) -> str | None:
@@ -49,6 +73,17 @@ def image_id(client: Any, tag: str = BASE_IMAGE) -> str | None:
         return str(client.images.get(tag).id)
     except ImageNotFound:
         return None
+
+
+def image_recipe(client: Any, tag: str = BASE_IMAGE) -> str | None:
+    """The recipe label of `tag` (None if missing or imported before recipes were labelled)."""
+    from docker.errors import ImageNotFound
+
+    try:
+        labels = client.images.get(tag).labels or {}
+    except ImageNotFound:
+        return None
+    return labels.get(RECIPE_LABEL)
 
 
 def read_record(paths: EnginePaths) -> dict[str, Any] | None:
@@ -74,7 +109,7 @@ def _unmount_under(directory: Path) -> None:
 
 
 def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
-    """Debootstrap a minimal bookworm with python3 and g++ and cache it as a tarball."""
+    """Debootstrap a minimal bookworm with PACKAGES and cache it as the recipe's tarball."""
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
         raise EngineError(
@@ -99,7 +134,7 @@ def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
                 f"{tail(paths.log_file, since=offset)}"
             )
         try:
-            with atomic_replace(paths.base_tarball, suffix=".tar") as tmp:
+            with atomic_replace(tarball(paths), suffix=".tar") as tmp:
                 subprocess.run(
                     ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tmp), "."],
                     check=True,
@@ -112,7 +147,16 @@ def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
     finally:
         _unmount_under(rootfs)
         shutil.rmtree(rootfs, ignore_errors=True)
-    return paths.base_tarball
+    _drop_other_tarballs(paths)
+    return tarball(paths)
+
+
+def _drop_other_tarballs(paths: EnginePaths) -> None:
+    """Delete cached rootfs tarballs of older recipes: each is over half a gigabyte."""
+    keep = tarball(paths)
+    for old in paths.base_dir.glob("*-rootfs.tar"):
+        if old != keep:
+            old.unlink(missing_ok=True)
 
 
 def import_tarball(client: Any, tarball: Path, tag: str = BASE_IMAGE) -> str:
@@ -133,27 +177,33 @@ def ensure_base_image(
     say: Callable[[str], None] = lambda _msg: None,
     mirror: str | None = None,
 ) -> BaseImage:
-    """Make `atoll/base:bookworm` exist in the engine: present, from the cache, or built."""
+    """Make `atoll/base:bookworm` of the current recipe exist: present, from the cache, or built.
+
+    An image of another recipe (an older package list) is replaced.
+    """
     present = image_id(client)
-    if present is not None:
+    if present is not None and image_recipe(client) == RECIPE:
         image = BaseImage(BASE_IMAGE, present, "present")
         record = read_record(paths)
-        if record is None or record.get("image_id") != present:
+        if record is None or record.get("image_id") != present or record.get("recipe") != RECIPE:
             _record(paths, image)
         return image
+    if present is not None:
+        say(f"{BASE_IMAGE} lacks some of {', '.join(PACKAGES)}; replacing it ...")
+    cached = tarball(paths)
     source = "cache"
-    if not paths.base_tarball.is_file():
+    if not cached.is_file():
         say(f"building the base rootfs with debootstrap ({SUITE}: {', '.join(PACKAGES)}) ...")
         build_tarball(paths, mirror)
         source = "debootstrap"
-    say(f"importing {paths.base_tarball} as {BASE_IMAGE} ...")
+    say(f"importing {cached} as {BASE_IMAGE} ...")
     try:
-        found = import_tarball(client, paths.base_tarball)
+        found = import_tarball(client, cached)
     except EngineError:
         raise
     except Exception as exc:  # the engine's own error, e.g. a damaged tarball
         raise EngineError(
-            f"importing {paths.base_tarball} failed ({exc}); delete that file so that the "
+            f"importing {cached} failed ({exc}); delete that file so that the "
             "next `atoll docker up` rebuilds it"
         ) from exc
     image = BaseImage(BASE_IMAGE, found, source)

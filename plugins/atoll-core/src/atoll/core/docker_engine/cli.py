@@ -12,12 +12,13 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from atoll.core.docker_engine import base_image, compose, daemon
+from atoll.core.docker_engine import base_image, compose, daemon, egress_sidecar
 from atoll.core.docker_engine.errors import EngineError
 from atoll.core.docker_engine.paths import BASE_IMAGE, RUN_DIR_ENV, STATE_DIR_ENV, EnginePaths
 
 app = typer.Typer(
-    help="A private Docker engine on its own socket, with Compose and the atoll base image.",
+    help="A private Docker engine on its own socket, with Compose, the atoll base image "
+    "and Harbor's egress sidecar.",
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -42,7 +43,7 @@ RUN_OPTION = typer.Option(
 
 @app.callback()
 def _group() -> None:
-    """A private Docker engine on its own socket, with Compose and the atoll base image."""
+    """A private Docker engine on its own socket, with Compose, the base image and sidecar."""
 
 
 def _paths(state_dir: Path | None, run_dir: Path | None) -> EnginePaths:
@@ -79,7 +80,9 @@ def up(
         False, "--print-env", help="Print only `export DOCKER_HOST=...` on stdout, for eval."
     ),
     skip_base_image: bool = typer.Option(
-        False, "--skip-base-image", help=f"Do not build or import {BASE_IMAGE}."
+        False,
+        "--skip-base-image",
+        help=f"Do not build or import {BASE_IMAGE} nor the egress sidecar built from it.",
     ),
     mirror: str | None = typer.Option(
         None, "--mirror", help="Debian mirror for debootstrap [default: debootstrap's own]."
@@ -88,7 +91,10 @@ def up(
         daemon.START_DEADLINE_S, "--deadline", help="Seconds to wait for dockerd to answer."
     ),
 ) -> None:
-    """Start the engine, link Compose and provide the base image; does nothing if all are there."""
+    """Start the engine, link Compose, provide the base image and Harbor's egress sidecar.
+
+    Does nothing if all are there.
+    """
     paths = _paths(state_dir, run_dir)
     began = time.monotonic()
     changed = False
@@ -119,20 +125,21 @@ def up(
                     image = base_image.ensure_base_image(
                         client, paths, say=lambda msg: _err.print(msg), mirror=mirror
                     )
+                    if image.source == "present":
+                        _err.print(f"{BASE_IMAGE} already present ({image.image_id})")
+                    else:
+                        _err.print(
+                            f"[green]imported[/green] {BASE_IMAGE} ({image.image_id}) "
+                            f"from {image.source}"
+                        )
+                        changed = True
+                    changed = _ensure_sidecar(client) or changed
                 finally:
                     client.close()
-                if image.source == "present":
-                    _err.print(f"{BASE_IMAGE} already present ({image.image_id})")
-                else:
-                    _err.print(
-                        f"[green]imported[/green] {BASE_IMAGE} ({image.image_id}) "
-                        f"from {image.source}"
-                    )
-                    changed = True
     except EngineError as exc:
         _fail(exc)
     elapsed = time.monotonic() - began
-    summary = "ready" if changed else "nothing to do: engine, Compose and base image are up"
+    summary = "ready" if changed else "nothing to do: engine, Compose and images are up"
     _err.print(f"[bold]{summary}[/bold] ({elapsed:.1f} s)")
     if print_env:
         _out.print(f"export DOCKER_HOST={paths.docker_host}")
@@ -141,12 +148,40 @@ def up(
         _out.print(f"export DOCKER_HOST={paths.docker_host}")
 
 
+def _ensure_sidecar(client: Any) -> bool:
+    """Build Harbor's egress sidecar offline if missing; whether anything changed."""
+    try:
+        sidecar = egress_sidecar.ensure_sidecar_image(client)
+    except egress_sidecar.HarborMissing as exc:
+        _err.print(f"[yellow]skipped[/yellow] the egress sidecar: {exc}")
+        return False
+    if sidecar.source == "present":
+        _err.print(f"egress sidecar already present ({sidecar.tag})")
+        return False
+    _err.print(f"[green]built[/green] egress sidecar {sidecar.tag} ({sidecar.image_id})")
+    return True
+
+
+def _sidecar_line(client: Any) -> str:
+    try:
+        tag = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
+    except egress_sidecar.HarborMissing as exc:
+        return f"not needed: {exc}"
+    base_id = base_image.image_id(client)
+    found = egress_sidecar.image_fingerprint(client, tag)
+    if found is None:
+        return f"{tag} [red]missing[/red] (run `atoll docker up`)"
+    if base_id is None or found != egress_sidecar.fingerprint(base_id):
+        return f"{tag} [yellow]outdated[/yellow] (run `atoll docker up`)"
+    return f"{tag} {client.images.get(tag).id}"
+
+
 @app.command()
 def status(
     state_dir: Path | None = STATE_OPTION,
     run_dir: Path | None = RUN_OPTION,
 ) -> None:
-    """Show the engine's pid, socket, version and base image; exit 1 if it is not running."""
+    """Show the engine's pid, socket, version and images; exit 1 if it is not running."""
     paths = _paths(state_dir, run_dir)
     pid = daemon.owned_pid(paths)
     info = daemon.query(paths) if pid else None
@@ -167,13 +202,22 @@ def status(
     client = _client(paths, timeout=10)
     try:
         found = base_image.image_id(client)
+        recipe = base_image.image_recipe(client)
+        sidecar = _sidecar_line(client)
     finally:
         client.close()
     record = base_image.read_record(paths) or {}
-    cached = "cached" if paths.base_tarball.is_file() else "not cached"
-    _out.print(f"base image:  {BASE_IMAGE} {found or '[red]missing[/red]'} (rootfs {cached})")
+    cached = "cached" if base_image.tarball(paths).is_file() else "not cached"
+    contents = ", ".join(base_image.PACKAGES)
+    if found is not None and recipe != base_image.RECIPE:
+        contents = f"[yellow]an older package list[/yellow], not {contents}; run `atoll docker up`"
+    _out.print(
+        f"base image:  {BASE_IMAGE} {found or '[red]missing[/red]'} "
+        f"({contents}; rootfs {base_image.RECIPE} {cached})"
+    )
     if record.get("image_id") and record.get("image_id") != found:
         _out.print(f"recorded:    {record['image_id']} (differs from the engine's)")
+    _out.print(f"sidecar:     {sidecar}")
 
 
 @app.command()

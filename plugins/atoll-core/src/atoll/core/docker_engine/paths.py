@@ -103,9 +103,9 @@ class EnginePaths:
     def base_dir(self) -> Path:
         return self.state_dir / "base"
 
-    @property
-    def base_tarball(self) -> Path:
-        return self.base_dir / "bookworm-rootfs.tar"
+    def base_tarball(self, recipe: str) -> Path:
+        """The cached rootfs of one base recipe (suite + packages): a new recipe, a new file."""
+        return self.base_dir / f"{recipe}-rootfs.tar"
 
     @property
     def base_record(self) -> Path:
