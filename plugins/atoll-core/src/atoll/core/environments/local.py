@@ -27,7 +27,7 @@ from harbor.environments.capabilities import (
 )
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
-from atoll.core.environments import dockerfile, transfer
+from atoll.core.environments import compose_volumes, dockerfile, transfer
 from atoll.core.environments.trial_root import TrialRoot, TrialRootError, User, top_level
 from atoll.core.sandbox import Limits, Mount, Network, SandboxSpec, Status, get_backend
 from atoll.core.sandbox.bwrap_backend import BwrapBackend
@@ -50,6 +50,8 @@ class LocalEnvironment(BaseEnvironment):
     def __init__(self, *args, **kwargs) -> None:
         self._root: TrialRoot | None = None
         self._plan = dockerfile.Plan()
+        self._volumes = compose_volumes.Volumes()
+        self._volume_mounts: list[Mount] = []
         self._active: set[CancelToken] = set()
         super().__init__(*args, **kwargs)
         self._backend = get_backend("bwrap")
@@ -88,6 +90,9 @@ class LocalEnvironment(BaseEnvironment):
         dockerfile_path = self.environment_dir / "Dockerfile"
         if dockerfile_path.exists():
             self._plan = dockerfile.parse(dockerfile_path)
+        compose_path = compose_volumes.compose_file(self.environment_dir)
+        if compose_path is not None:
+            self._volumes = compose_volumes.parse(compose_path)
 
     async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
         if network_policy.network_mode == NetworkMode.ALLOWLIST:
@@ -107,6 +112,7 @@ class LocalEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._backend.check)
+        self._volume_mounts = self._resolve_volumes()
         parent = os.environ.get("ATOLL_LOCAL_ROOT")
         self._root = TrialRoot(Path(parent) if parent else None)
         self.root.ensure_top(top_level(self.workdir))
@@ -117,6 +123,18 @@ class LocalEnvironment(BaseEnvironment):
         await self.exec(f"mkdir -p {shlex.quote(self.workdir)}", user="root")
         await self._apply_dockerfile()
         await self._upload_environment_dir_after_start()
+
+    def _resolve_volumes(self) -> list[Mount]:
+        if self._volumes.skipped:
+            self.logger.warning(
+                f"atoll-local binds host paths only; the compose volume(s) "
+                f"{', '.join(self._volumes.skipped)} of service main are not created"
+            )
+        mounts = []
+        for volume in self._volumes.binds:
+            source, target = compose_volumes.resolve(volume, self.environment_dir)
+            mounts.append(Mount(source, target, writable=not volume.read_only))
+        return mounts
 
     async def _apply_dockerfile(self) -> None:
         for copy in self._plan.copies:
@@ -208,6 +226,7 @@ class LocalEnvironment(BaseEnvironment):
             mounts.append(
                 Mount(Path(mount["source"]), mount["target"], writable=not mount.get("read_only"))
             )
+        mounts += self._volume_mounts
         network = (
             Network.HOST
             if self._network_policy.network_mode == NetworkMode.PUBLIC
