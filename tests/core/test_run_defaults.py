@@ -38,8 +38,8 @@ def test_guidance_ttt_gets_its_job_plugins_and_a_note(no_docker: str) -> None:
     argv, notes = resolved("run", "--agent", "guidance-ttt", "--task", "polyomino_packing")
     assert plugins_of(argv) == ["frontiercs-judge", "reef-stack"]
     assert notes[0] == (
-        "atoll: added --plugin frontiercs-judge --plugin reef-stack (what guidance-ttt needs); "
-        "pass your own --plugin, or --no-default-plugins, to choose otherwise"
+        "atoll: added --plugin frontiercs-judge --plugin reef-stack (needed by guidance-ttt, "
+        "polyomino_packing); pass your own --plugin, or --no-default-plugins, to choose otherwise"
     )
     assert argv[argv.index("--agent") + 1] == GUIDANCE
 
@@ -53,8 +53,15 @@ def test_an_own_plugin_or_the_opt_out_flag_adds_none(no_docker: str) -> None:
     assert not any("--plugin" in n for n in notes)
 
 
-def test_agents_without_declared_plugins_get_none(no_docker: str) -> None:
+def test_a_task_brings_the_plugins_it_declares(no_docker: str) -> None:
     argv, notes = resolved("run", "--agent", "oracle", "--task", "polyomino_packing")
+    assert plugins_of(argv) == ["frontiercs-judge"]  # its verifier scores through the judge
+    assert "(needed by polyomino_packing)" in notes[0]
+
+
+def test_agents_and_tasks_without_declared_plugins_get_none(no_docker: str, tmp_path: Path) -> None:
+    (tmp_path / "task.toml").write_text("")
+    argv, notes = resolved("run", "--agent", "oracle", "--path", str(tmp_path))
     assert plugins_of(argv) == []
     assert [n for n in notes if "--plugin" in n] == []
 
@@ -65,7 +72,7 @@ def test_no_engine_means_atoll_local_said_in_one_line(no_docker: str) -> None:
     assert time.monotonic() - started < 5
     local = load().get(Kind.ENVIRONMENT, "atoll-local").target
     assert argv[argv.index("--env") + 1] == local
-    assert notes == [
+    assert notes[-1:] == [
         f"atoll: --env atoll-local (no Docker engine answers at {no_docker}); pass --env to choose"
     ]
 

@@ -42,7 +42,7 @@ def list_plugins(
             "target": r.target,
             "summary": r.summary,
             "source": "atoll",
-            **({"job_plugins": list(r.job_plugins)} if r.kind is Kind.AGENT else {}),
+            **({"job_plugins": list(r.job_plugins)} if r.kind in (Kind.AGENT, Kind.TASK) else {}),
         }
         for r in records
     ]

@@ -27,8 +27,8 @@ class Registration:
     `target` is an import path (`module:attr`) for code, or a filesystem path
     for a task directory. `distribution` and `version` are filled in by the
     registry from the entry point that supplied the record. `job_plugins`
-    names the Harbor job plugins an agent needs; `atoll run` adds them when
-    the user names none.
+    names the Harbor job plugins an agent or a task needs; `atoll run` adds
+    them when the user names none.
     """
 
     name: str

@@ -3,9 +3,10 @@
 Two gaps of a bare `atoll run --agent X --task Y` are filled, each announced
 on one stderr line so that nothing happens silently:
 
-- job plugins: an agent's registration may name the Harbor job plugins it
-  needs (`Registration.job_plugins`); they are added as `--plugin NAME` when
-  the command line has no `--plugin` at all. `--no-default-plugins` (consumed
+- job plugins: an agent's or a task's registration may name the Harbor job
+  plugins it needs (`Registration.job_plugins`: the judge a task's verifier
+  scores with, the stack an agent trains on); they are added as
+  `--plugin NAME` when the command line has no `--plugin` at all. `--no-default-plugins` (consumed
   here, never seen by Harbor) or any `--plugin` of one's own opts out.
 - the environment: without `--env` (or a `-c` job config), `docker` when a
   Docker engine answers at DOCKER_HOST within a second and holds the task's
@@ -50,12 +51,13 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
         return head + tail, []
     notes: list[str] = []
     if not opted_out and not _values(head, ("--plugin",)):
-        added, agents = default_plugins(_values(head, ("--agent", "-a")), registry)
+        added, agents = default_plugins(_values(head, ("--agent", "-a")), registry, _task_dir(head))
         if added:
             head += [word for name in added for word in ("--plugin", name)]
             notes.append(
-                f"atoll: added {' '.join(f'--plugin {n}' for n in added)} (what {', '.join(agents)} "
-                f"needs); pass your own --plugin, or {NO_DEFAULT_PLUGINS}, to choose otherwise"
+                f"atoll: added {' '.join(f'--plugin {n}' for n in added)} (needed by "
+                f"{', '.join(agents)}); pass your own --plugin, or {NO_DEFAULT_PLUGINS}, "
+                "to choose otherwise"
             )
     if not _values(head, ("--env", "-e", "--environment-import-path", "-c", "--config")):
         choice = choose_environment(_task_dir(head))
@@ -66,8 +68,10 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
     return head + tail, notes
 
 
-def default_plugins(agents: Sequence[str], registry: Registry) -> tuple[list[str], list[str]]:
-    """The job plugins the named agents declare (in order, once each), and those agents' names."""
+def default_plugins(
+    agents: Sequence[str], registry: Registry, task_dir: Path | None = None
+) -> tuple[list[str], list[str]]:
+    """The job plugins the named agents and the task declare (in order, once each), and whose."""
     plugins: list[str] = []
     named: list[str] = []
     for value in agents:
@@ -75,7 +79,19 @@ def default_plugins(agents: Sequence[str], registry: Registry) -> tuple[list[str
             if value in (record.name, record.target) and record.job_plugins:
                 named.append(record.name)
                 plugins += [p for p in record.job_plugins if p not in plugins]
+    if task_dir is not None:
+        for record in registry.of_kind(Kind.TASK):
+            if record.job_plugins and _same_dir(record.target, task_dir):
+                named.append(record.name)
+                plugins += [p for p in record.job_plugins if p not in plugins]
     return plugins, named
+
+
+def _same_dir(target: str, task_dir: Path) -> bool:
+    try:
+        return Path(target).resolve() == task_dir.resolve()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
