@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import threading
 import uuid
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from egress_listener import Listener
 
 from atoll.core.docker_engine import egress_sidecar
 
@@ -37,34 +37,6 @@ try:
 except OSError as exc:
     print("blocked", type(exc).__name__, round(time.monotonic() - began, 3))
 """
-
-
-class Listener:
-    """A TCP server on every host address that records the token each client sends."""
-
-    def __init__(self) -> None:
-        self.server = socket.create_server(("0.0.0.0", 0))
-        self.port = self.server.getsockname()[1]
-        self.tokens: list[str] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self.tokens.append(conn.makefile().readline().strip())
-                    conn.sendall(b"ok\n")
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.server.close()
 
 
 @pytest.fixture(scope="module")

@@ -51,3 +51,18 @@ def test_a_users_own_compose_is_left_alone(monkeypatch, tmp_path):
     result = link_compose()
     assert not result.changed
     assert not own.is_symlink() and own.read_text().endswith("mine\n")
+
+
+def test_a_new_package_list_names_a_new_rootfs_cache(tmp_path):
+    from atoll.core.docker_engine import base_image
+
+    paths = EnginePaths.from_options(tmp_path / "state", Path("/tmp/atoll-x"))
+    older = base_image.recipe_key(packages=("python3", "g++"))
+    assert "nftables" in base_image.PACKAGES
+    assert older != base_image.RECIPE
+    assert base_image.recipe_key(packages=tuple(reversed(base_image.PACKAGES))) == (
+        base_image.RECIPE
+    )
+    assert base_image.tarball(paths) == paths.base_tarball(base_image.RECIPE)
+    assert base_image.tarball(paths) != paths.base_tarball(older)
+    assert base_image.tarball(paths).name.startswith(f"{base_image.SUITE}-")
