@@ -10,7 +10,8 @@ on one stderr line so that nothing happens silently:
   here, never seen by Harbor) or any `--plugin` of one's own opts out.
 - the environment: without `--env` (or a `-c` job config), `docker` when a
   Docker engine answers at DOCKER_HOST within a second and holds the task's
-  base image, else `atoll-local`.
+  base image (and, for a task with a network policy other than public, the
+  egress sidecar that enforces it), else `atoll-local`.
 
 Harbor's own `harbor run` is unchanged.
 """
@@ -128,9 +129,56 @@ def choose_environment(task_dir: Path | None) -> EnvironmentChoice:
             )
         except (DockerException, RequestException, OSError):
             return EnvironmentChoice(LOCAL_ENV, f"the Docker engine at {where} stopped answering")
+        if task_dir is not None and restricts_network(task_dir / "task.toml"):
+            missing = _missing_sidecar(client)
+            if missing:
+                return EnvironmentChoice(
+                    LOCAL_ENV,
+                    f"the Docker engine at {where} lacks {missing}, which enforces the task's "
+                    "network policy; `atoll docker up` builds it",
+                )
         return EnvironmentChoice(DOCKER_ENV, f"the Docker engine at {where} has {image}")
     finally:
         client.close()
+
+
+def restricts_network(task_toml: Path) -> bool:
+    """Whether a task asks for any network policy but public, for the trial or one phase."""
+    import tomllib
+
+    try:
+        config = tomllib.loads(task_toml.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    modes = [config.get(section, {}).get("network_mode") for section in _POLICY_SECTIONS]
+    modes += [
+        step.get(section, {}).get("network_mode")
+        for step in config.get("steps", [])
+        for section in ("agent", "verifier")
+    ]
+    return any(mode not in (None, "public") for mode in modes)
+
+
+_POLICY_SECTIONS = ("environment", "agent", "verifier")
+
+
+def _missing_sidecar(client: object) -> str | None:
+    """The egress sidecar's image name if the engine lacks it, else None."""
+    from docker.errors import DockerException, ImageNotFound
+
+    from atoll.core.docker_engine import egress_sidecar
+
+    try:
+        name = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
+    except (egress_sidecar.HarborMissing, DockerException, OSError):
+        return None  # nothing to check against: let Harbor decide
+    try:
+        client.api.inspect_image(name)  # type: ignore[attr-defined]
+    except ImageNotFound:
+        return "Harbor's egress sidecar image"
+    except (DockerException, OSError):
+        return None
+    return None
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.IGNORECASE)
