@@ -82,6 +82,7 @@ def start_namespace(
     net, gateway = network
     sidecar = client.containers.run(
         image,
+        name=f"atoll-egress-{uuid.uuid4().hex[:8]}",  # named containers get a DNS name
         detach=True,
         init=True,
         cap_add=["NET_ADMIN", "NET_RAW"],
@@ -209,6 +210,9 @@ def test_deny_all_refuses_fast_but_keeps_loopback(space, listener):
         ]
     )
     assert loopback.output.decode().strip() == "loopback"
+    # Docker's embedded DNS (127.0.0.11) is loopback too: names still resolve.
+    dns = space.main.exec_run(["getent", "hosts", space.sidecar.name])
+    assert dns.exit_code == 0, dns.output.decode()
     assert "mode: deny-all" in policy(space, "rules")[1]
     policy(space, "allow-all")
     assert_reached(space, listener, "public-again")

@@ -166,7 +166,7 @@ def _sidecar_line(client: Any) -> str:
     try:
         tag = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
     except egress_sidecar.HarborMissing as exc:
-        return f"not needed: {exc}"
+        return f"skipped: {exc}"
     base_id = base_image.image_id(client)
     found = egress_sidecar.image_fingerprint(client, tag)
     if found is None:
