@@ -11,6 +11,7 @@ program, and both services are gone when the command returns.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def test_the_main_job_runs_on_embedded_defaults(tmp_path: Path, venv_bin: Path) 
     assert reward["raw_score"] == pytest.approx(best["raw_score"])
     assert result["verifier_result"]["rewards"]["reward"] == pytest.approx(reward["reward"])
 
-    judge_url = json.loads((verifier / "judge-result.json").read_text())["judge_url"]
+    judge_url = re.search(r"embedded judge at (http://\S+)", done.stderr).group(1)
+    assert json.loads((verifier / "judge-result.json").read_text())["status"] == "done"
     assert not answers(judge_url, "/health")
     assert not answers(reef_url, "/healthz")
     assert processes_mentioning(str(tmp_path)) == []

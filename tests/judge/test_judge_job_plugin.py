@@ -1,13 +1,16 @@
 """The `frontiercs-judge` job plugin: a judge for a whole Harbor job, found or started and stopped.
 
 Real Harbor 0.20 runs the polyomino task's oracle on atoll-local, and the
-task's own verifier reaches the judge through FRONTIERCS_JUDGE_URL, which the
-plugin exports when the user set none.
+task's own verifier, which has no network, reaches the judge through the
+socket directory the plugin exports (FRONTIERCS_JUDGE_SOCKET_DIR): the
+embedded judge's own socket, or a relay to the judge FRONTIERCS_JUDGE_URL names.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -21,7 +24,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 SEED_RESULT = Path(__file__).parents[2] / "tasks" / "polyomino_packing" / "solution" / "result.json"
 
 
-def oracle_run(venv_bin: Path, work: Path, judge_url: str | None) -> subprocess.CompletedProcess:
+def oracle_run(
+    venv_bin: Path, work: Path, judge_url: str | None, socket_dir: Path | None = None
+) -> subprocess.CompletedProcess:
     (work / "roots").mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": f"{venv_bin}:/usr/bin:/bin",
@@ -32,6 +37,8 @@ def oracle_run(venv_bin: Path, work: Path, judge_url: str | None) -> subprocess.
     }
     if judge_url is not None:
         env["FRONTIERCS_JUDGE_URL"] = judge_url
+    if socket_dir is not None:
+        env["FRONTIERCS_JUDGE_SOCKET_DIR"] = str(socket_dir)
     argv = [
         str(venv_bin / "atoll"),
         "run",
@@ -61,17 +68,21 @@ def answers(url: str) -> bool:
         return False
 
 
+ANNOUNCED = re.compile(r"embedded judge at (http://127\.0\.0\.1:\d+) and (/\S+)/judge\.sock")
+
+
 def test_the_embedded_judge_serves_the_job_and_stops_with_it(tmp_path, venv_bin):
     done = oracle_run(venv_bin, tmp_path, judge_url=None)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "frontiercs-judge: embedded judge at http://127.0.0.1:" in done.stderr
+    url, socket_dir = ANNOUNCED.search(done.stderr).groups()
     reward, judged = verdict(tmp_path)
     seed_score = json.loads(SEED_RESULT.read_text())["score"]
     assert reward["reward"] == pytest.approx(seed_score)
-    assert judged["judge_url"].startswith("http://127.0.0.1:")
+    assert judged["judge_socket"] == "/run/frontiercs-judge/judge.sock"  # as the trial saw it
     (job_dir,) = (tmp_path / "jobs").iterdir()
     assert (job_dir / "frontiercs-judge").is_dir()  # its data lives with the job
-    assert not answers(judged["judge_url"])
+    assert not answers(url)
+    assert not Path(socket_dir).exists()  # the socket and its directory went with the job
     assert processes_mentioning(str(tmp_path)) == []
 
 
@@ -80,10 +91,26 @@ def test_a_judge_named_by_the_environment_is_used_and_left_running(tmp_path, ven
         done = oracle_run(venv_bin, tmp_path / "work", judge_url=url)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert f"frontiercs-judge: using the judge at {url} (left running)" in done.stderr
+        relayed = re.search(r"trials reach it via (/\S+)", done.stderr).group(1)
         reward, judged = verdict(tmp_path / "work")
-        assert judged["judge_url"] == url
+        # the small judge has two cases, so its score differs from the full judge's
         assert reward["reward"] != pytest.approx(json.loads(SEED_RESULT.read_text())["score"])
+        assert judged["judge"]["cases"] and len(judged["judge"]["cases"]) == 2
         assert answers(url)
+        assert not Path(relayed).exists()  # the relay's socket went with the job
+
+
+def test_a_socket_directory_that_is_not_a_judges_stops_the_job(tmp_path, venv_bin):
+    with small_judge(tmp_path / "judge") as url:
+        stale = tmp_path / "stale"
+        stale.mkdir()
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(stale / "judge.sock"))
+        done = oracle_run(venv_bin, tmp_path / "work", judge_url=url, socket_dir=stale)
+    assert done.returncode != 0
+    assert f"FRONTIERCS_JUDGE_SOCKET_DIR={stale} holds no judge socket that answers" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not list((tmp_path / "work" / "jobs").glob("*/*/result.json"))
 
 
 def test_a_named_judge_that_does_not_answer_stops_the_job_in_one_line(tmp_path, venv_bin):

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from atoll.judge.embedded import JudgeSetup, serve
 from atoll.judge.engine import JudgeInfrastructureError, UnknownProblem
+from atoll.judge.judge_socket import SOCKET_DIR_ENV, SocketDirError
 from atoll.judge.problems import ProblemError
 from atoll.judge.store import StoreBusy
 
@@ -46,12 +47,23 @@ def serve_command(
         None, help="Where results (SQLite) and compiled binaries are kept."
     ),
     max_queue: int = typer.Option(64, min=1, help="Submissions waiting before /submit says 503."),
+    socket_dir: Path | None = typer.Option(
+        None,
+        envvar=SOCKET_DIR_ENV,
+        help="Directory for the judge's unix socket, which trials mount "
+        "(default: a fresh one under the temporary directory, removed at exit).",
+    ),
 ) -> None:
-    """Serve /health, /problems, /problem/{pid}/statement, /submit and /result/{sid}."""
+    """Serve /health, /problems, /problem/{pid}/statement, /submit and /result/{sid}.
+
+    The judge listens on HOST:PORT and on SOCKET_DIR/judge.sock; a task whose
+    verifier has no network (polyomino_packing) reaches it through the socket,
+    so export the FRONTIERCS_JUDGE_SOCKET_DIR line it prints before `harbor run`.
+    """
     setup = JudgeSetup(problems, state_dir, workers, max_queue)
     try:
-        serve(host, port, setup)
-    except (ProblemError, JudgeInfrastructureError, StoreBusy) as exc:
+        serve(host, port, setup, socket_dir, announce=_err.print)
+    except (ProblemError, JudgeInfrastructureError, StoreBusy, SocketDirError) as exc:
         raise _fail(str(exc)) from None
 
 

@@ -3,21 +3,25 @@
 `EmbeddedJudge` starts the same HTTP server as `atoll judge serve` on a free
 loopback port in a background thread, so callers that were given no
 `FRONTIERCS_JUDGE_URL` (the Harbor verifier, the benchmark, tests) speak to a
-judge exactly as they would to a remote one.
+judge exactly as they would to a remote one. Both can also serve the judge's
+unix socket (see `judge_socket`), which is how trials without a network reach it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
 
+from atoll.judge import judge_socket
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
 from atoll.judge.server import create_app
@@ -57,11 +61,52 @@ class JudgeSetup:
         return JudgeService(self.engine(), store, max_queue=self.max_queue)
 
 
-def serve(host: str, port: int, setup: JudgeSetup) -> None:
-    """Run the judge in the foreground until interrupted (`atoll judge serve`)."""
-    service = setup.service()
-    service.start()
-    uvicorn.run(create_app(service), host=host, port=port, log_level="info", access_log=False)
+def serve(
+    host: str,
+    port: int,
+    setup: JudgeSetup,
+    socket_dir: Path | None = None,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Run the judge in the foreground until interrupted (`atoll judge serve`).
+
+    It listens on `host:port` and on `<socket_dir>/judge.sock`; without a
+    `socket_dir`, a fresh directory is made and removed again at exit.
+    """
+    created = socket_dir is None
+    directory = socket_dir or judge_socket.new_socket_dir()
+    try:
+        unix = judge_socket.bind(directory)
+    except judge_socket.SocketDirError:
+        if created:
+            judge_socket.remove(directory, created=True)
+        raise
+    try:
+        tcp = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            tcp.bind((host, port))
+        except OSError as exc:
+            tcp.close()
+            raise judge_socket.SocketDirError(
+                f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port"
+            ) from None
+        service = setup.service()
+        service.start()
+        announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
+        announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
+        config = uvicorn.Config(create_app(service), log_level="info", access_log=False)
+        # uvicorn re-raises the signal that stopped it; SIGTERM's default action
+        # would end the process before the socket directory is removed.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        uvicorn.Server(config).run(sockets=[tcp, unix])
+    finally:
+        unix.close()
+        judge_socket.remove(directory, created=created)
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 class EmbeddedJudge:
@@ -73,13 +118,15 @@ class EmbeddedJudge:
     state dir must not mistake them for work a crashed server left behind.
     """
 
-    def __init__(self, setup: JudgeSetup | None = None) -> None:
+    def __init__(self, setup: JudgeSetup | None = None, socket_dir: Path | None = None) -> None:
         self.setup = setup or JudgeSetup()
+        self.socket_dir = socket_dir
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._service: JudgeService | None = None
         self._results: tempfile.TemporaryDirectory[str] | None = None
+        self._sockets: list[socket.socket] = []
 
     def __enter__(self) -> EmbeddedJudge:
         self.start()
@@ -89,17 +136,28 @@ class EmbeddedJudge:
         self.stop()
 
     def start(self, timeout_s: float = 30.0) -> str:
-        self._results = tempfile.TemporaryDirectory(prefix="atoll-judge-results-")
-        service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
-        service.start()
+        """Serve on a free loopback port (and the socket, if given); the judge's URL.
+
+        On failure, call `stop()`: it releases whatever was started.
+        """
+        sockets = self._sockets = []
+        if self.socket_dir is not None:  # first: the error a user is most likely to meet
+            sockets.append(judge_socket.bind(self.socket_dir))
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+        sockets.insert(0, sock)
+        self._results = tempfile.TemporaryDirectory(prefix="atoll-judge-results-")
+        service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
+        service.start()
         config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="embedded-judge", daemon=True
+            target=self._server.run,
+            kwargs={"sockets": sockets},
+            name="embedded-judge",
+            daemon=True,
         )
         self._thread.start()
         deadline = time.monotonic() + timeout_s
@@ -119,6 +177,11 @@ class EmbeddedJudge:
             self._service.close()
         if self._results is not None:
             self._results.cleanup()
+        for sock in self._sockets:
+            sock.close()
+        if self.socket_dir is not None:
+            judge_socket.remove(self.socket_dir, created=False)
+        self._sockets = []
         self._server = None
         self._thread = None
         self._service = None

@@ -1,13 +1,20 @@
 """The `frontiercs-judge` Harbor job plugin: a judge for the whole job, without a second terminal.
 
-The agent's scorer and the task's verifier both find the judge through
-`FRONTIERCS_JUDGE_URL`. At job start, a judge that variable already names is
-checked and used (and left running); if it is set but does not answer, the job
-stops with one line. Otherwise the embedded judge is started in this process
-on a free loopback port, with its compile cache under `<job_dir>/frontiercs-judge`,
-and the variable is exported for the job. It runs in-process on purpose: it
-cannot outlive the Harbor process, whatever ends it (job end, Ctrl-C, a
-failed start of another plugin), so nothing is left to clean up by pid.
+The agent's scorer finds the judge through `FRONTIERCS_JUDGE_URL`; a task's
+verifier, which has no network, through the unix socket in
+`FRONTIERCS_JUDGE_SOCKET_DIR` (see `judge_socket`). At job start:
+
+- a judge `FRONTIERCS_JUDGE_URL` names is checked and used (and left
+  running); if `FRONTIERCS_JUDGE_SOCKET_DIR` is set too, its socket must
+  answer, else a relay from a fresh socket to that judge runs for the job;
+- otherwise the embedded judge starts in this process on a free loopback
+  port and on the socket (in `FRONTIERCS_JUDGE_SOCKET_DIR` if set, else a
+  fresh directory), with its compile cache under `<job_dir>/frontiercs-judge`.
+
+Whatever is missing is exported for the job and restored after it. The judge
+and the relay run in-process on purpose: they cannot outlive the Harbor
+process, whatever ends it (job end, Ctrl-C, a failed start of another
+plugin), so nothing is left to clean up by pid.
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ import httpx
 from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
+from atoll.judge import judge_socket
 from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge, JudgeSetup
+from atoll.judge.judge_socket import SOCKET_DIR_ENV
+from atoll.judge.relay import UnixToTcpRelay
 
 if TYPE_CHECKING:
     from harbor.job import Job
@@ -43,11 +53,24 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
             )
         self.url: str | None = None
         self._judge: EmbeddedJudge | None = None
-        self._previous_env: str | None = None
+        self._relay: UnixToTcpRelay | None = None
+        self._created_dir: Path | None = None
+        self._exported: dict[str, str | None] = {}
         self._console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     async def on_job_start(self, job: Job) -> None:
+        atexit.register(self.stop)
+        try:
+            self._start(Path(job.job_dir).resolve() / JUDGE_SUBDIR)
+        except BaseException as exc:
+            self.stop()
+            if isinstance(exc, (judge_socket.SocketDirError, RuntimeError, OSError)):
+                raise SystemExit(f"frontiercs-judge: error: {exc}") from exc
+            raise
+
+    def _start(self, state_dir: Path) -> None:
         named = os.environ.get(JUDGE_URL_ENV, "").strip().rstrip("/")
+        named_dir = os.environ.get(SOCKET_DIR_ENV, "").strip()
         if named:
             if not answers(named):
                 raise SystemExit(
@@ -55,42 +78,69 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
                     f"start that judge, or unset {JUDGE_URL_ENV} to run the embedded one for the job"
                 )
             self.url = named
-            self._console.print(f"frontiercs-judge: using the judge at {named} (left running)")
+            if named_dir:
+                path = judge_socket.socket_path(Path(named_dir))
+                if not judge_socket.answers(path):
+                    raise SystemExit(
+                        f"frontiercs-judge: error: {SOCKET_DIR_ENV}={named_dir} holds no judge "
+                        f"socket that answers; unset it to relay trials to {named}"
+                    )
+                self._say(f"using the judge at {named} and its socket {path} (left running)")
+                return
+            directory = self._own_socket_dir()
+            self._relay = UnixToTcpRelay(judge_socket.bind(directory), named)
+            self._relay.start()
+            self._export(SOCKET_DIR_ENV, str(directory))
+            self._say(f"using the judge at {named} (left running); trials reach it via {directory}")
             return
-        state_dir = Path(job.job_dir).resolve() / JUDGE_SUBDIR
-        judge = EmbeddedJudge(JudgeSetup(state_dir=state_dir))
-        atexit.register(self.stop)
-        self._judge = judge
+        directory = Path(named_dir) if named_dir else self._own_socket_dir()
+        judge = self._judge = EmbeddedJudge(JudgeSetup(state_dir=state_dir), socket_dir=directory)
         try:
             self.url = judge.start()
-        except BaseException as exc:
-            self.stop()
-            if isinstance(exc, Exception):
-                raise SystemExit(
-                    f"frontiercs-judge: error: the embedded judge did not start: {exc}"
-                ) from exc
-            raise
-        self._previous_env = os.environ.get(JUDGE_URL_ENV)
-        os.environ[JUDGE_URL_ENV] = self.url
-        self._console.print(
-            f"frontiercs-judge: embedded judge at {self.url} for this job (data in {state_dir})"
+        except Exception as exc:
+            raise RuntimeError(f"the embedded judge did not start: {exc}") from exc
+        self._export(JUDGE_URL_ENV, self.url)
+        self._export(SOCKET_DIR_ENV, str(directory))
+        self._say(
+            f"embedded judge at {self.url} and {directory / judge_socket.SOCKET_NAME} "
+            f"for this job (data in {state_dir})"
         )
+
+    def _own_socket_dir(self) -> Path:
+        self._created_dir = judge_socket.new_socket_dir()
+        return self._created_dir
+
+    def _export(self, name: str, value: str) -> None:
+        self._exported.setdefault(name, os.environ.get(name))
+        os.environ[name] = value
+
+    def _say(self, message: str) -> None:
+        self._console.print(f"frontiercs-judge: {message}")
 
     async def on_job_end(self, job_result: JobResult) -> None:
         self.stop()
 
     def stop(self) -> None:
-        """Stop the embedded judge this plugin started (idempotent); a found judge is left alone."""
-        judge, self._judge = self._judge, None
-        if judge is None:
-            return
+        """Stop what this plugin started and restore the environment (idempotent).
+
+        A judge that was found running is left alone.
+        """
         atexit.unregister(self.stop)
-        judge.stop()
-        if os.environ.get(JUDGE_URL_ENV) == self.url:
-            if self._previous_env is None:
-                os.environ.pop(JUDGE_URL_ENV, None)
+        judge, self._judge = self._judge, None
+        relay, self._relay = self._relay, None
+        if judge is not None:
+            judge.stop()
+        if relay is not None:
+            relay.close()
+        created, self._created_dir = self._created_dir, None
+        if created is not None:
+            judge_socket.remove(created, created=True)
+        exported, self._exported = self._exported, {}
+        for name, previous in exported.items():
+            if previous is None:
+                os.environ.pop(name, None)
             else:
-                os.environ[JUDGE_URL_ENV] = self._previous_env
+                os.environ[name] = previous
 
 
 def answers(url: str, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:

@@ -68,6 +68,8 @@ def atoll_task_sources() -> list[Registration]:
             Kind.TASK,
             str(task_dir(TASK_NAME)),
             "Pack polyominoes into the smallest rectangle (FrontierCS problem 0), C++17, judged.",
+            # its verifier scores through the judge's socket, which the plugin provides
+            job_plugins=("frontiercs-judge",),
         )
     ]
 
