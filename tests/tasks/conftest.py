@@ -1,11 +1,14 @@
 """Fixtures of the task tests: the polyomino task directory, its recorded seed
-result, and a real `atoll judge serve` on a free loopback port.
+result, and a real `atoll judge serve` on a free loopback port and on a unix
+socket (the way a trial's verifier reaches it).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -36,8 +39,17 @@ def judge_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def judge_url(venv_bin: Path, judge_state: Path) -> Iterator[str]:
-    """`atoll judge serve` on 127.0.0.1:<free port>, stopped at the end of the session."""
+def judge_socket_dir() -> Iterator[Path]:
+    """The directory of the session judge's socket (short: socket paths have a length limit)."""
+    directory = Path(tempfile.mkdtemp(prefix="atoll-judge-test-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def judge_url(venv_bin: Path, judge_state: Path, judge_socket_dir: Path) -> Iterator[str]:
+    """`atoll judge serve` on 127.0.0.1:<free port> and in `judge_socket_dir`, for the session."""
     port = free_port()
     log = (judge_state / "serve.log").open("wb")
     process = subprocess.Popen(
@@ -51,6 +63,8 @@ def judge_url(venv_bin: Path, judge_state: Path) -> Iterator[str]:
             str(port),
             "--state-dir",
             str(judge_state),
+            "--socket-dir",
+            str(judge_socket_dir),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

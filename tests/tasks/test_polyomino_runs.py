@@ -1,8 +1,10 @@
 """`atoll run --agent oracle --task polyomino_packing` end to end, on atoll-local
-and on Harbor's docker environment, against a real `atoll judge serve`.
+and on Harbor's docker environment, with the embedded judge.
 
-The oracle installs the seed; the task's verifier re-scores it with the judge
-on the host, so the trial's reward must be exactly the seed's recorded score.
+`atoll run` adds the task's `frontiercs-judge` job plugin, which starts the
+judge for the job; the oracle installs the seed; the task's verifier, with no
+network, re-scores it through the judge's socket, so the trial's reward must
+be exactly the seed's recorded score.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polyomino_support import free_port, run_env
+from polyomino_support import run_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -22,8 +24,10 @@ BASE_IMAGE = "atoll/base:bookworm"
 
 
 def _atoll_run(
-    venv_bin: Path, env_name: str, jobs: Path, judge_url: str, **env: str
+    venv_bin: Path, env_name: str, jobs: Path, *extra: str, **env: str
 ) -> dict[str, Any]:
+    environ = run_env(**env)
+    environ.pop("FRONTIERCS_JUDGE_URL", None)  # the job's own judge, unless a test names one
     done = subprocess.run(
         [
             str(venv_bin / "atoll"),
@@ -36,15 +40,16 @@ def _atoll_run(
             env_name,
             "-o",
             str(jobs),
-            "--yes",
+            *extra,
         ],
         capture_output=True,
         text=True,
         timeout=540,
         cwd=jobs,
-        env=run_env(FRONTIERCS_JUDGE_URL=judge_url, **env),
+        env=environ,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "frontiercs-judge" in done.stderr or "--no-default-plugins" in extra
     (trial_result,) = jobs.glob("*/polyomino_packing__*/result.json")
     return json.loads(trial_result.read_text())
 
@@ -58,17 +63,34 @@ def _assert_seed_score(trial: dict[str, Any], recorded: dict[str, Any]) -> None:
 
 
 def test_oracle_on_atoll_local_gets_the_seed_score(
+    venv_bin: Path, tmp_path: Path, recorded: dict[str, Any]
+) -> None:
+    _assert_seed_score(_atoll_run(venv_bin, "atoll-local", tmp_path), recorded)
+
+
+def test_a_judge_named_by_url_is_reached_through_a_relayed_socket(
     venv_bin: Path, tmp_path: Path, judge_url: str, recorded: dict[str, Any]
 ) -> None:
-    _assert_seed_score(_atoll_run(venv_bin, "atoll-local", tmp_path, judge_url), recorded)
+    trial = _atoll_run(venv_bin, "atoll-local", tmp_path, FRONTIERCS_JUDGE_URL=judge_url)
+    _assert_seed_score(trial, recorded)
 
 
-def test_judge_down_fails_the_trial_without_a_reward(venv_bin: Path, tmp_path: Path) -> None:
-    trial = _atoll_run(venv_bin, "atoll-local", tmp_path, f"http://127.0.0.1:{free_port()}")
+def test_no_judge_behind_the_socket_fails_the_trial_without_a_reward(
+    venv_bin: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-judge"
+    empty.mkdir()
+    trial = _atoll_run(
+        venv_bin,
+        "atoll-local",
+        tmp_path,
+        "--no-default-plugins",
+        FRONTIERCS_JUDGE_SOCKET_DIR=str(empty),
+    )
     assert trial["verifier_result"] is None
     assert trial["exception_info"]["exception_type"] == "RewardFileNotFoundError"
     (stdout,) = tmp_path.glob("*/polyomino_packing__*/verifier/test-stdout.txt")
-    assert "cannot reach" in stdout.read_text()
+    assert "no judge socket at /run/frontiercs-judge/judge.sock" in stdout.read_text()
 
 
 def _private_engine() -> str:
@@ -95,8 +117,8 @@ def _private_engine() -> str:
 
 @pytest.mark.docker
 def test_oracle_on_docker_gets_the_seed_score(
-    venv_bin: Path, tmp_path: Path, judge_url: str, recorded: dict[str, Any]
+    venv_bin: Path, tmp_path: Path, recorded: dict[str, Any]
 ) -> None:
     host = _private_engine()
-    trial = _atoll_run(venv_bin, "docker", tmp_path, judge_url, DOCKER_HOST=host)
+    trial = _atoll_run(venv_bin, "docker", tmp_path, DOCKER_HOST=host)
     _assert_seed_score(trial, recorded)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from harbor.models.task.config import NetworkMode
 from harbor.models.task.task import Task
 
@@ -30,26 +31,41 @@ def test_harbor_loads_the_task(task_dir: Path) -> None:
     assert task.name == "atoll/polyomino_packing"
     assert config.agent.timeout_sec is not None and config.agent.timeout_sec >= 7 * DAY
     assert config.verifier.timeout_sec >= 1800
-    assert config.verifier.env == {
-        "FRONTIERCS_JUDGE_URL": "${FRONTIERCS_JUDGE_URL:-http://127.0.0.1:8081}"
-    }
+    assert config.verifier.env == {}  # nothing from the host: the judge is behind the socket
     assert config.environment.workdir == "/workspace"
     assert config.environment.cpus and config.environment.memory_mb
-    # Public on purpose: see the task README's "Network" section.
+    # The verifier reaches the judge through its socket and nothing else;
+    # an in-trial agent keeps the network for its model (README, "Network").
     assert config.environment.network_mode is NetworkMode.PUBLIC
     assert config.agent.explicit_phase_policy() is None
-    assert config.verifier.explicit_phase_policy() is None
+    verifier_policy = config.verifier.explicit_phase_policy()
+    assert verifier_policy is not None
+    assert verifier_policy.network_mode is NetworkMode.NO_NETWORK
     assert task.paths.discovered_test_path is not None
     assert task.paths.discovered_solve_path is not None
 
 
-def test_environment_reaches_the_host_judge(task_dir: Path) -> None:
+def test_environment_mounts_the_judge_socket_and_leaves_the_network_to_harbor(
+    task_dir: Path,
+) -> None:
+    from atoll.core.environments import compose_volumes
+
     dockerfile = (task_dir / "environment" / "Dockerfile").read_text()
     assert dockerfile.splitlines()[2] == "FROM atoll/base:bookworm"
     assert "WORKDIR /workspace" in dockerfile
-    assert "ENV FRONTIERCS_JUDGE_URL=http://127.0.0.1:8081" in dockerfile
-    compose = (task_dir / "environment" / "docker-compose.yaml").read_text()
-    assert re.search(r"^  main:\n    network_mode: host$", compose, re.M)
+    assert "ENV FRONTIERCS_JUDGE_SOCKET=/run/frontiercs-judge/judge.sock" in dockerfile
+    compose_path = task_dir / "environment" / "docker-compose.yaml"
+    main = yaml.safe_load(compose_path.read_text())["services"]["main"]
+    # Harbor routes a service through its egress control only without a network_mode of its own.
+    assert "network_mode" not in main and "networks" not in main
+    (bind,) = compose_volumes.parse(compose_path).binds
+    assert (bind.target, bind.read_only) == ("/run/frontiercs-judge", True)
+    source, _ = compose_volumes.resolve(
+        bind, compose_path.parent, {"FRONTIERCS_JUDGE_SOCKET_DIR": str(task_dir)}
+    )
+    assert source == task_dir
+    with pytest.raises(compose_volumes.ComposeVolumeError, match="FRONTIERCS_JUDGE_SOCKET_DIR"):
+        compose_volumes.resolve(bind, compose_path.parent, {})
     # Neither the tests nor the seed may be baked into the image.
     assert not re.search(r"^\s*(COPY|ADD)\b", dockerfile, re.M)
 

@@ -1,23 +1,26 @@
 """Score /workspace/solution.cpp with the FrontierCS judge and write the reward.
 
 The reward is the judge's score (100 x the mean ratio over the 70 cases).
-Only the standard library is used, because the task image has python3 and
-nothing else. An unreachable or failing judge is an infrastructure failure:
-the script exits non-zero and writes no reward file, so Harbor records an
-error instead of a score. A missing or empty solution is the agent's failure
-and scores 0.
+The verifier has no network: it reaches the judge through the unix socket the
+host mounts at /run/frontiercs-judge/judge.sock (FRONTIERCS_JUDGE_SOCKET
+overrides the path), speaking the judge's HTTP protocol over it. Only the
+standard library is used, because the task image has python3 and nothing
+else. An unreachable or failing judge is an infrastructure failure: the
+script exits non-zero and writes no reward file, so Harbor records an error
+instead of a score. A missing or empty solution is the agent's failure and
+scores 0.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
+import socket
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ PROBLEM_ID = "0"
 LANGUAGE = "cpp"
 SOLUTION = Path(os.environ.get("POLYOMINO_SOLUTION", "/workspace/solution.cpp"))
 VERIFIER_DIR = Path(os.environ.get("POLYOMINO_VERIFIER_DIR", "/logs/verifier"))
+JUDGE_SOCKET = Path(os.environ.get("FRONTIERCS_JUDGE_SOCKET", "/run/frontiercs-judge/judge.sock"))
 DEADLINE_SECONDS = float(os.environ.get("FRONTIERCS_JUDGE_DEADLINE", "3000"))
 REQUEST_TIMEOUT = 60.0
 POLL_SECONDS = 0.5
@@ -40,9 +44,12 @@ class JudgeBusy(JudgeUnavailable):
 
 
 def main() -> int:
-    base_url = os.environ.get("FRONTIERCS_JUDGE_URL", "").strip().rstrip("/")
-    if not base_url:
-        return _infrastructure("FRONTIERCS_JUDGE_URL is not set; point it at the judge")
+    if not JUDGE_SOCKET.is_socket():
+        return _infrastructure(
+            f"no judge socket at {JUDGE_SOCKET}: the host must mount the directory named by "
+            "FRONTIERCS_JUDGE_SOCKET_DIR there (atoll run does; so does `atoll judge serve`, "
+            "which prints it)"
+        )
     try:
         code = SOLUTION.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -57,11 +64,11 @@ def main() -> int:
             raw_score=0.0,
         )
     try:
-        answer = judge(base_url, code)
+        answer = judge(code)
     except JudgeUnavailable as exc:
-        return _infrastructure(f"judge at {base_url}: {exc}")
+        return _infrastructure(f"judge at {JUDGE_SOCKET}: {exc}")
     details: dict[str, Any] = {
-        "judge_url": base_url,
+        "judge_socket": str(JUDGE_SOCKET),
         "problem_id": PROBLEM_ID,
         "solution_sha256": hashlib.sha256(code.encode("utf-8")).hexdigest(),
         "judge": answer,
@@ -74,19 +81,19 @@ def main() -> int:
         score = float(answer["score"])
         raw_score = float(answer.get("scoreUnbounded", score))
     except (KeyError, TypeError, ValueError):
-        return _infrastructure(f"judge at {base_url} answered without a score: {answer!r:.300}")
+        return _infrastructure(f"judge at {JUDGE_SOCKET} answered without a score: {answer!r:.300}")
     details["status"] = "done"
     details["message"] = str(answer.get("result", ""))
     return _write_result(details, score=score, raw_score=raw_score)
 
 
-def judge(base_url: str, code: str) -> dict[str, Any]:
+def judge(code: str) -> dict[str, Any]:
     """Submit `code`, then poll its result until it is final."""
     deadline = time.monotonic() + DEADLINE_SECONDS
     payload = {"pid": PROBLEM_ID, "lang": LANGUAGE, "code": code}
     while True:  # a busy judge answers 503: wait for a queue slot
         try:
-            submitted = _request(f"{base_url}/submit", payload)
+            submitted = _request("/submit", payload)
             break
         except JudgeBusy:
             if time.monotonic() > deadline:
@@ -96,7 +103,7 @@ def judge(base_url: str, code: str) -> dict[str, Any]:
     if sid is None:
         raise JudgeUnavailable(f"POST /submit answered without a sid: {submitted!r:.300}")
     while True:
-        answer = _request(f"{base_url}/result/{sid}")
+        answer = _request(f"/result/{sid}")
         status = answer.get("status")
         if status in ("done", "error"):
             return answer
@@ -109,31 +116,50 @@ def judge(base_url: str, code: str) -> dict[str, Any]:
         time.sleep(POLL_SECONDS)
 
 
-def _request(url: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP/1.1 over the judge's unix socket."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__("frontiercs-judge", timeout=REQUEST_TIMEOUT)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(str(self._path))
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _request(route: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
     data = None if payload is None else json.dumps(payload).encode("utf-8")
-    request = urllib.request.Request(
-        url,
-        data=data,
-        method="GET" if data is None else "POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-    )
+    connection = _UnixConnection(JUDGE_SOCKET)
     try:
-        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
-            body = response.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read()[:300].decode("utf-8", "replace")
-        if exc.code == 503:
-            raise JudgeBusy(f"503 from {url}: {detail}") from None
-        raise JudgeUnavailable(f"{exc.code} from {url}: {detail}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise JudgeUnavailable(f"cannot reach {url}: {reason}") from None
+        connection.request(
+            "GET" if data is None else "POST",
+            route,
+            body=data,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        response = connection.getresponse()
+        status, body = response.status, response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise JudgeUnavailable(f"cannot reach the judge for {route}: {exc}") from None
+    finally:
+        connection.close()
+    if status == 503:
+        raise JudgeBusy(f"503 from {route}: {body[:300].decode('utf-8', 'replace')}")
+    if status != 200:
+        raise JudgeUnavailable(f"{status} from {route}: {body[:300].decode('utf-8', 'replace')}")
     try:
         decoded = json.loads(body)
     except ValueError:
-        raise JudgeUnavailable(f"{url} answered with something that is not JSON") from None
+        raise JudgeUnavailable(f"{route} answered with something that is not JSON") from None
     if not isinstance(decoded, dict):
-        raise JudgeUnavailable(f"{url} answered {decoded!r:.300}")
+        raise JudgeUnavailable(f"{route} answered {decoded!r:.300}")
     return decoded
 
 
