@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from atoll.guidance_ttt.bridge import (
     ray_actor_health,
     scenario_progress,
 )
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 
 pytest_plugins = ["support.fixtures"]
@@ -163,6 +166,23 @@ def test_barrier_against_real_reef_times_out_clearly(reef_server):
     assert bridge.trainer_step() == 0
     with pytest.raises(TrainingTimeout, match="did not finish training step 2"):
         bridge.await_training(EXPECTED)
+
+
+def test_a_cancel_ends_the_barrier_wait_at_once():
+    cancellation = Cancellation()
+    bridge = ReefTrainingBridge(
+        lambda: _status(2),  # never trains
+        "tttd",
+        health=lambda: {},
+        poll_interval_s=60.0,
+        timeout_s=600,
+        cancellation=cancellation,
+    )
+    threading.Timer(0.2, cancellation.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(RunCancelled, match="waiting for Reef to train"):
+        bridge.await_training(EXPECTED)
+    assert time.monotonic() - started < 5  # not the 60 s poll interval
 
 
 def test_search_only_bridge_trains_nothing_and_says_so():

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
+
 TRAIN_BRIDGE_ACTOR = "reef-train-bridge"
 TRAIN_BRIDGE_NAMESPACE = "reef"
 SERVING_PHASE = "serving"
@@ -284,8 +286,10 @@ class ReefTrainingBridge:
         checkpoint_dir: Path | None = None,
         poll_interval_s: float = 5.0,
         timeout_s: float = 4 * 3600.0,
+        cancellation: Cancellation | None = None,
     ) -> None:
         self._status = status
+        self._cancellation = cancellation
         self._health = health or ray_actor_health()
         self._checkpoint_marker = (
             checkpoint_dir / CHECKPOINT_MARKER_FILE if checkpoint_dir else None
@@ -325,4 +329,11 @@ class ReefTrainingBridge:
                     f"Reef did not finish training step {expected.step} of scenario "
                     f"{self.scenario!r} within {self.timeout_s:g} s"
                 )
+            self._pause()
+
+    def _pause(self) -> None:
+        """Wait one poll interval; a cancelled run ends the wait at once."""
+        if self._cancellation is None:
             time.sleep(self.poll_interval_s)
+        elif self._cancellation.wait(self.poll_interval_s):
+            raise RunCancelled("the run was cancelled while waiting for Reef to train")

@@ -94,6 +94,7 @@ def open_services(
             scenario,
             checkpoint_dir=trainer_checkpoint_dir(config.state_dir.expanduser().resolve()),
             poll_interval_s=BARRIER_POLL_S,
+            cancellation=cancellation,
         )
     try:
         with judge_url(
