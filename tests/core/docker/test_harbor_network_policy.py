@@ -8,14 +8,11 @@ this host: the agent phase must reach it and the verifier phase must not.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from egress_listener import Listener
+from harbor_cli import harbor_run_docker, only_eval
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -26,22 +23,9 @@ def test_verifier_phase_has_no_network_while_the_agent_phase_does(docker_host, t
     listener = Listener()
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    harbor = Path(sys.executable).parent / "harbor"
     try:
-        done = subprocess.run(
-            [str(harbor), "run", "-p", str(TASK), "--agent", "oracle", "--env", "docker"]
-            + ["-o", str(jobs), "--yes"],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            cwd=jobs,
-            env={
-                **os.environ,
-                "DOCKER_HOST": docker_host,
-                "ATOLL_PROBE_PORT": str(listener.port),
-                "TERM": "dumb",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no network: use the bundled cost map
-            },
+        done = harbor_run_docker(
+            TASK, jobs, docker_host, "--yes", ATOLL_PROBE_PORT=str(listener.port)
         )
     finally:
         listener.close()
@@ -54,7 +38,6 @@ def test_verifier_phase_has_no_network_while_the_agent_phase_does(docker_host, t
     assert verifier[:2] == ["blocked", "ConnectionRefusedError"], verifier
     assert float(verifier[2]) < 1.0, verifier  # refused at once, not timed out
     assert listener.tokens == ["agent"]
-    (result_path,) = jobs.glob("*/result.json")
-    (evals,) = json.loads(result_path.read_text())["stats"]["evals"].values()
+    evals = only_eval(jobs)
     assert evals["n_errors"] == 0, log
     assert list(evals["reward_stats"]["reward"]) == ["1.0"]
