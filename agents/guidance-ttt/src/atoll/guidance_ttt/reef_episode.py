@@ -5,8 +5,9 @@ the ones it already has, so a search whose final reward should sit beside
 other agents' results is run through it: one episode, one Harbor trial, the
 task's verifier giving the trusted reward. The episode is tagged with the
 settings that define the run and its training mode, so a search-only run is
-never pooled with a trained one. reef-eval is an optional extra
-(`atoll-guidance-ttt[reef-eval]`).
+never pooled with a trained one. The judge is found, relayed or started for
+the episode as a Harbor job's `frontiercs-judge` plugin would. reef-eval is
+an optional extra (`atoll-guidance-ttt[reef-eval]`).
 
     python -m atoll.guidance_ttt.reef_episode LAB_DIR polyomino_packing \
         --set groups=8 --set rollouts=16 --set steps=30 --set training=on
@@ -25,6 +26,7 @@ from typing import Any
 from atoll.guidance_ttt.agent import AGENT_NAME, agent_config
 from atoll.guidance_ttt.bridge import REEF_MODE, SEARCH_ONLY_MODE
 from atoll.guidance_ttt.config import ConfigError
+from atoll.judge.provision import JudgeForTrials, JudgeNotReady
 
 AGENT_IMPORT_PATH = "atoll.guidance_ttt.agent:GuidanceTTTAgent"
 LOCAL_ENVIRONMENT = "atoll.core.environments.local:LocalEnvironment"
@@ -106,7 +108,13 @@ async def run_episode(
         ) from None
     call = episode_call(resolve_task(str(task)), settings, environment=environment)
     lab = Lab(lab_dir, concurrency=1)
-    return await lab.run(key=key, **call)
+    # The trial's verifier reaches the judge only through its socket, which no
+    # Harbor job plugin provides here: the episode sets it up for itself.
+    try:
+        with JudgeForTrials(Path(lab_dir).resolve() / "frontiercs-judge"):
+            return await lab.run(key=key, **call)
+    except JudgeNotReady as exc:
+        raise EpisodeError(str(exc)) from None
 
 
 def _settings(pairs: Sequence[str]) -> dict[str, str]:
