@@ -69,8 +69,11 @@ def check_docker() -> Finding:
         import docker
 
         client = docker.DockerClient(base_url=host, timeout=5)
-        version = client.version().get("Version", "?")
-        client.close()
+        try:
+            version = client.version().get("Version", "?")
+            sidecar = _egress_sidecar(client)
+        finally:
+            client.close()
     except Exception as exc:  # any failure to reach the engine means "not usable"
         return Finding(
             "docker",
@@ -78,7 +81,31 @@ def check_docker() -> Finding:
             f"no engine at {host} ({type(exc).__name__})",
             "`atoll docker up`, then export the DOCKER_HOST it prints",
         )
-    return Finding("docker", True, f"engine {version} at {host}", "")
+    fix = (
+        ""
+        if sidecar != "missing"
+        else (
+            "`atoll docker up` builds it; tasks whose network is not public need it under --env docker"
+        )
+    )
+    return Finding("docker", True, f"engine {version} at {host}; egress sidecar {sidecar}", fix)
+
+
+def _egress_sidecar(client: object) -> str:
+    """Whether the engine has the image Harbor enforces network policies with."""
+    from docker.errors import ImageNotFound
+
+    from atoll.core.docker_engine import egress_sidecar
+
+    try:
+        name = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
+    except egress_sidecar.HarborMissing:
+        return "unknown (Harbor not importable)"
+    try:
+        client.images.get(name)  # type: ignore[attr-defined]
+    except ImageNotFound:
+        return "missing"
+    return "present"
 
 
 def _which(requirement: str, executable: str, version_args: list[str], fix: str) -> Finding:
