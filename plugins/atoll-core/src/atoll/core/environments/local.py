@@ -6,12 +6,18 @@ host's read-only system directories, and every `exec` is one sandbox run (see
 `atoll.core.sandbox`) as an unprivileged uid, in fresh namespaces, with the
 task's network mode, memory and CPU limits. Use it where Docker is missing or
 too slow; tasks whose Dockerfile installs software need `--env docker`.
+
+Network modes: `public` shares the host's network, `no-network` gives each
+exec an empty network namespace, and `allowlist` (addresses, CIDRs and exact
+hostnames, where this process is root and nftables works) shares the host's
+network under nftables rules on the trial's uids (see `egress_rules`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import glob
 import os
 import posixpath
@@ -27,7 +33,7 @@ from harbor.environments.capabilities import (
 )
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
-from atoll.core.environments import compose_volumes, dockerfile, transfer
+from atoll.core.environments import compose_volumes, dockerfile, egress_rules, transfer
 from atoll.core.environments.trial_root import TrialRoot, TrialRootError, User, top_level
 from atoll.core.sandbox import Limits, Mount, Network, SandboxSpec, Status, get_backend
 from atoll.core.sandbox.bwrap_backend import BwrapBackend
@@ -68,8 +74,19 @@ class LocalEnvironment(BaseEnvironment):
     def capabilities(self) -> EnvironmentCapabilities:
         # Each exec is a fresh namespace, so the network policy can change
         # between phases at no cost; log directories are host bind mounts.
+        # Allowlists by address or exact hostname need nftables (and root);
+        # wildcard hostnames would need a DNS-aware proxy, which this lacks.
+        allowlist = egress_rules.supported()
         return EnvironmentCapabilities(
-            disable_internet=True, dynamic_network_policy=True, mounted=True
+            disable_internet=True,
+            dynamic_network_policy=True,
+            mounted=True,
+            network_allowlist=allowlist,
+            network_allowlist_hostnames=allowlist,
+            network_allowlist_ipv4_addresses=allowlist,
+            network_allowlist_ipv6_addresses=allowlist,
+            network_allowlist_ipv4_cidrs=allowlist,
+            network_allowlist_ipv6_cidrs=allowlist,
         )
 
     @classmethod
@@ -95,8 +112,22 @@ class LocalEnvironment(BaseEnvironment):
             self._volumes = compose_volumes.parse(compose_path)
 
     async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
+        if self._root is not None:
+            await self._enforce(network_policy)
+
+    async def _enforce(self, network_policy: NetworkPolicy) -> None:
+        """Write the trial's nftables table for an allowlist; remove it otherwise."""
+        uids = self.root.uids
         if network_policy.network_mode == NetworkMode.ALLOWLIST:
-            raise ValueError("atoll-local supports network modes public and no-network only")
+            if not egress_rules.supported():
+                raise ValueError(
+                    "atoll-local enforces network_mode='allowlist' only as root with "
+                    "nftables (the nft command) available; use public or no-network here"
+                )
+            work = functools.partial(egress_rules.apply, uids, list(network_policy.allowed_hosts))
+        else:
+            work = functools.partial(egress_rules.remove, uids)
+        await asyncio.get_running_loop().run_in_executor(_EXECUTOR, work)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -115,6 +146,11 @@ class LocalEnvironment(BaseEnvironment):
         self._volume_mounts = self._resolve_volumes()
         parent = os.environ.get("ATOLL_LOCAL_ROOT")
         self._root = TrialRoot(Path(parent) if parent else None)
+        if egress_rules.supported():
+            # A table left by a crashed trial that had the same uids.
+            egress_rules.remove(self.root.uids)
+        if self._network_is_allowlist:
+            await self._enforce(self._network_policy)
         self.root.ensure_top(top_level(self.workdir))
         for mount in self._mounts:
             if mount.get("type", "bind") == "bind" and not mount.get("read_only"):
@@ -180,11 +216,15 @@ class LocalEnvironment(BaseEnvironment):
         if self._root is None:
             return
         self._kill_leftovers()
-        await self.prepare_logs_for_host()
-        if delete:
-            self._root.remove()
-        else:
-            self.logger.info(f"atoll-local kept the trial's files in {self._root.path}")
+        try:
+            if egress_rules.supported():
+                egress_rules.remove(self._root.uids)
+        finally:
+            await self.prepare_logs_for_host()
+            if delete:
+                self._root.remove()
+            else:
+                self.logger.info(f"atoll-local kept the trial's files in {self._root.path}")
 
     def _kill_leftovers(self) -> None:
         """Every run dies with its namespace; this catches anything that did not."""
@@ -227,11 +267,8 @@ class LocalEnvironment(BaseEnvironment):
                 Mount(Path(mount["source"]), mount["target"], writable=not mount.get("read_only"))
             )
         mounts += self._volume_mounts
-        network = (
-            Network.HOST
-            if self._network_policy.network_mode == NetworkMode.PUBLIC
-            else Network.NONE
-        )
+        # Allowlisted boxes share the host's network under the trial's nftables table.
+        network = Network.NONE if self._network_disabled else Network.HOST
         base_env = {
             "HOME": user.home,
             "USER": user.name,
