@@ -182,14 +182,14 @@ def supported() -> bool:
     """Whether this process can enforce allowlists: root, `nft`, and a kernel that takes the rules."""
     if os.geteuid() != 0 or shutil.which("nft") is None:
         return False
-    # Documentation addresses and uids just below the trial blocks: a table
-    # shaped like the real ones that matches nothing and lives a moment.
+    # Documentation addresses and uids near the top of the 32-bit range that
+    # no account uses: a table shaped like the real ones that matches nothing.
     name = f"atoll_probe_{os.getpid()}"
     allowed = resolve(["192.0.2.0/24", "2001:db8::1"])
     probe = Allowed(allowed.v4, allowed.v6, dns=True)
     resolvers = [ipaddress.ip_address("192.0.2.53"), ipaddress.ip_address("2001:db8::53")]
     try:
-        _nft(render(name, range(199_990, 200_000), probe, resolvers), "probe nftables")
+        _nft(render(name, range(4_294_960_000, 4_294_960_016), probe, resolvers), "probe nftables")
         _drop(name)
     except EgressRulesError:
         return False
