@@ -75,5 +75,7 @@ def test_verifier_reaches_only_the_allowed_listener(venv_bin, tmp_path):
     assert evals["n_errors"] == 0
     assert list(evals["reward_stats"]["reward"]) == ["1.0"], trial.read_text()
     assert reached == {"127.0.0.1": 1, "127.0.0.2": 1}
-    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=True)
+    tables = subprocess.run(
+        [egress_rules.nft_command(), "list", "tables"], capture_output=True, text=True, check=True
+    )
     assert "atoll_local_" not in tables.stdout

@@ -79,13 +79,15 @@ def run(tmp_path, scenario, network=NetworkMode.ALLOWLIST, hosts=None):
 
 
 def atoll_tables() -> list[str]:
-    listing = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=True)
+    listing = subprocess.run(
+        [egress_rules.nft_command(), "list", "tables"], capture_output=True, text=True, check=True
+    )
     return [line for line in listing.stdout.splitlines() if "atoll_local_" in line]
 
 
 def table_of(env: LocalEnvironment) -> str | None:
     done = subprocess.run(
-        ["nft", "list", "table", "inet", f"atoll_local_{env.root.uids.start}"],
+        [egress_rules.nft_command(), "list", "table", "inet", f"atoll_local_{env.root.uids.start}"],
         capture_output=True,
         text=True,
     )

@@ -159,10 +159,18 @@ def _drop(name: str) -> None:
     _nft(f"table inet {name}\ndelete table inet {name}\n", f"remove the nftables table {name}")
 
 
+def nft_command() -> str | None:
+    """The nft executable: on PATH, or where Debian puts it (a user's PATH may lack sbin)."""
+    found = shutil.which("nft")
+    if found is None:
+        found = next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.access(p, os.X_OK)), None)
+    return found
+
+
 def _nft(script: str, what: str) -> None:
     try:
         done = subprocess.run(
-            ["nft", "-f", "-"],
+            [nft_command() or "nft", "-f", "-"],
             input=script.encode(),
             capture_output=True,
             timeout=NFT_TIMEOUT,
@@ -180,7 +188,7 @@ def _nft(script: str, what: str) -> None:
 @functools.cache
 def supported() -> bool:
     """Whether this process can enforce allowlists: root, `nft`, and a kernel that takes the rules."""
-    if os.geteuid() != 0 or shutil.which("nft") is None:
+    if os.geteuid() != 0 or nft_command() is None:
         return False
     # Documentation addresses and uids near the top of the 32-bit range that
     # no account uses: a table shaped like the real ones that matches nothing.

@@ -125,8 +125,10 @@ class LocalEnvironment(BaseEnvironment):
                     "nftables (the nft command) available; use public or no-network here"
                 )
             work = functools.partial(egress_rules.apply, uids, list(network_policy.allowed_hosts))
-        else:
+        elif egress_rules.supported():
             work = functools.partial(egress_rules.remove, uids)
+        else:
+            return  # no nftables here, so no table of this trial can exist
         await asyncio.get_running_loop().run_in_executor(_EXECUTOR, work)
 
     # --- lifecycle ------------------------------------------------------------
