@@ -93,19 +93,12 @@ def check_docker() -> Finding:
 
 def _egress_sidecar(client: object) -> str:
     """Whether the engine has the image Harbor enforces network policies with."""
-    from docker.errors import ImageNotFound
-
     from atoll.core.docker_engine import egress_sidecar
 
-    try:
-        name = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
-    except egress_sidecar.HarborMissing:
+    found = egress_sidecar.present(client)
+    if found is None:
         return "unknown (Harbor not importable)"
-    try:
-        client.images.get(name)  # type: ignore[attr-defined]
-    except ImageNotFound:
-        return "missing"
-    return "present"
+    return "present" if found else "missing"
 
 
 def _which(requirement: str, executable: str, version_args: list[str], fix: str) -> Finding:

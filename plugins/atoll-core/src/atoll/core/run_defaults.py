@@ -163,22 +163,16 @@ _POLICY_SECTIONS = ("environment", "agent", "verifier")
 
 
 def _missing_sidecar(client: object) -> str | None:
-    """The egress sidecar's image name if the engine lacks it, else None."""
-    from docker.errors import DockerException, ImageNotFound
+    """A name for the egress sidecar if the engine lacks it, else None (also when unknowable)."""
+    from docker.errors import DockerException
 
     from atoll.core.docker_engine import egress_sidecar
 
     try:
-        name = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
-    except (egress_sidecar.HarborMissing, DockerException, OSError):
-        return None  # nothing to check against: let Harbor decide
-    try:
-        client.api.inspect_image(name)  # type: ignore[attr-defined]
-    except ImageNotFound:
-        return "Harbor's egress sidecar image"
+        found = egress_sidecar.present(client)
     except (DockerException, OSError):
-        return None
-    return None
+        return None  # let Harbor decide
+    return "Harbor's egress sidecar image" if found is False else None
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.IGNORECASE)

@@ -164,7 +164,7 @@ def _ensure_sidecar(client: Any) -> bool:
 
 def _sidecar_line(client: Any) -> str:
     try:
-        tag = egress_sidecar.harbor_image_name(egress_sidecar.engine_platform(client))
+        tag = egress_sidecar.sidecar_tag(client)
     except egress_sidecar.HarborMissing as exc:
         return f"skipped: {exc}"
     base_id = base_image.image_id(client)

@@ -69,6 +69,26 @@ def harbor_image_name(platform: str) -> str:
     return _compute_image_name(DockerEnvironment._EGRESS_CONTROL_SIDECAR_DOCKER_NAME, hash_key)
 
 
+def sidecar_tag(client: Any) -> str:
+    """The sidecar's name in this engine; `HarborMissing` without Harbor."""
+    return harbor_image_name(engine_platform(client))
+
+
+def present(client: Any) -> bool | None:
+    """Whether the engine has the sidecar under Harbor's name; None when Harbor is missing."""
+    from docker.errors import ImageNotFound
+
+    try:
+        tag = sidecar_tag(client)
+    except HarborMissing:
+        return None
+    try:
+        client.images.get(tag)
+    except ImageNotFound:
+        return False
+    return True
+
+
 def fingerprint(base_id: str) -> str:
     """What the image is built from: our context files and the base image's ID."""
     digest = hashlib.sha256(base_id.encode())
@@ -106,7 +126,7 @@ def ensure_sidecar_image(client: Any) -> SidecarImage:
     Raises HarborMissing when Harbor is not importable, EngineError when the
     base image is missing or the build fails.
     """
-    tag = harbor_image_name(engine_platform(client))
+    tag = sidecar_tag(client)
     base_id = image_id(client, BASE_IMAGE)
     if base_id is None:
         raise EngineError(f"{BASE_IMAGE} is missing; the egress sidecar is built from it")
