@@ -23,6 +23,8 @@ from pathlib import Path
 
 import httpx
 
+from atoll.judge.client import JudgeClient
+
 SOCKET_DIR_ENV = "FRONTIERCS_JUDGE_SOCKET_DIR"
 SOCKET_NAME = "judge.sock"
 # Where the task's environment mounts the socket directory, inside the trial.
@@ -93,8 +95,8 @@ def remove(directory: Path, *, created: bool) -> None:
 
 def answers(path: Path, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
     """Whether a judge answers GET /health on the unix socket at `path`."""
-    try:
-        with httpx.Client(transport=httpx.HTTPTransport(uds=str(path)), timeout=timeout_s) as c:
-            return c.get("http://frontiercs-judge/health").status_code == 200
-    except httpx.HTTPError:
-        return False
+    transport = httpx.HTTPTransport(uds=str(path))
+    with JudgeClient(
+        "http://frontiercs-judge", request_timeout=timeout_s, transport=transport
+    ) as c:
+        return c.health()

@@ -23,9 +23,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
 from atoll.judge import judge_socket
+from atoll.judge.client import JudgeClient
 from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge, JudgeSetup
 from atoll.judge.judge_socket import SOCKET_DIR_ENV
 from atoll.judge.relay import UnixToTcpRelay
@@ -136,8 +135,6 @@ class JudgeForTrials:
 
 
 def answers(url: str, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
-    """Whether a judge answers GET /health at `url` with 200."""
-    try:
-        return httpx.get(f"{url}/health", timeout=timeout_s).status_code == 200
-    except httpx.HTTPError:
-        return False
+    """Whether a judge answers GET /health at `url`."""
+    with JudgeClient(url, request_timeout=timeout_s) as client:
+        return client.health()
