@@ -34,7 +34,7 @@ from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.entries import Entry
 from atoll.guidance_ttt.library import Library, run_dir
 from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.rollout_journal import STEPS_DIR, read_step, step_journal_path
 from atoll.guidance_ttt.step import (
     ExecutorService,
     GuidanceService,
@@ -53,6 +53,10 @@ PLAIN: dict[str, Any] = {"markup": False, "highlight": False, "soft_wrap": True}
 
 class TrainerOutOfStep(RuntimeError):
     """Reef's trainer is not at the step the committed archive is at."""
+
+
+class RunAlreadyComplete(ConfigError):
+    """`steps` asks for no step the run has not already done."""
 
 
 @dataclass
@@ -110,6 +114,13 @@ def run(
     state_dir = config.state_dir
     library, state = _open(config, task, seed, bridge, name or resume.run_name(state_dir), console)
     try:
+        if state.next_step >= config.steps:
+            raise RunAlreadyComplete(
+                f"the run in {state_dir} has already completed {state.next_step} steps, and "
+                f"steps={config.steps} is the final total, not an increment: pass "
+                f"steps={state.next_step + 1} or more to continue it"
+            )
+        bridge.start(state.next_step)
         context = StepContext(
             task=task,
             library=library,
@@ -125,6 +136,7 @@ def run(
                 judge=config.judge_concurrency,
             ),
             cancellation=cancellation,
+            complete_grid=bridge.mode != SEARCH_ONLY_MODE,
         )
         for step in range(state.next_step, config.steps):
             cancellation.check(f"step {step}")
@@ -168,6 +180,13 @@ def _open(
     saved = resume.load(state_dir)
     if saved is None:
         _check_trainer(bridge, 0, open_step_complete=False)
+        has_steps = any((run_dir(state_dir) / STEPS_DIR).glob("*"))
+        if Library.discard_unstarted(state_dir, has_steps=has_steps):
+            console.print(
+                f"guidance-ttt: a first start in {state_dir} stopped before it saved its resume "
+                "state; starting it again",
+                **PLAIN,
+            )
         archive = Archive.seeded(seed, task.contract.score_direction, config.groups)
         library = Library.create(state_dir, archive)
         library.commit()
