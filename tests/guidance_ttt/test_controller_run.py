@@ -165,16 +165,11 @@ def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, service
     assert _committed_step(tmp_path) == 0
 
 
-@pytest.mark.parametrize("restarted", [False, True], ids=["same-reef", "restarted-reef"])
-def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step(
-    tmp_path, services, reef_server, restarted
-):
-    trainer = _trainer(tmp_path, services, reef_server)
-    trainer.serving_delay_reads = 1  # trained, still loading the new adapter...
+def _stop_once_reef_trained(config, services, trainer: SimulatedTrainer) -> None:
+    """Run until Reef has trained step 0 and is still loading the adapter; then stop the run."""
+    trainer.serving_delay_reads = 1
     cancellation = Cancellation()
-    trainer.on_train = lambda step: cancellation.cancel()  # ...when the run is stopped
-    config = _config(tmp_path, steps=2, training="on")
-    bridge = _bridge(trainer, cancellation=cancellation)
+    trainer.on_train = lambda step: cancellation.cancel()
     with pytest.raises(RunCancelled):
         run(
             config,
@@ -183,13 +178,22 @@ def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step
             guidance=services["guidance"],
             executor=services["executor"],
             scorer=services["scorer"],
-            bridge=bridge,
+            bridge=_bridge(trainer, cancellation=cancellation),
             name=services["name"],
             cancellation=cancellation,
             console=Console(file=io.StringIO()),
         )
-    assert trainer.trained == 1 and _committed_step(tmp_path) == 0
     trainer.on_train = None
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["same-reef", "restarted-reef"])
+def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step(
+    tmp_path, services, reef_server, restarted
+):
+    trainer = _trainer(tmp_path, services, reef_server)
+    config = _config(tmp_path, steps=2, training="on")
+    _stop_once_reef_trained(config, services, trainer)
+    assert trainer.trained == 1 and _committed_step(tmp_path) == 0
     if restarted:
         trainer.restart()
     reports = len(reef_server.records(services["scenario"], "report"))
@@ -207,23 +211,8 @@ def test_a_trainer_ahead_whose_update_cannot_be_verified_is_refused(
     tmp_path, services, reef_server
 ):
     trainer = _trainer(tmp_path, services, reef_server)
-    trainer.serving_delay_reads = 1
-    cancellation = Cancellation()
-    trainer.on_train = lambda step: cancellation.cancel()
     config = _config(tmp_path, steps=1, training="on")
-    with pytest.raises(RunCancelled):
-        run(
-            config,
-            services["task"],
-            seed_entry(),
-            guidance=services["guidance"],
-            executor=services["executor"],
-            scorer=services["scorer"],
-            bridge=_bridge(trainer, cancellation=cancellation),
-            name=services["name"],
-            cancellation=cancellation,
-            console=Console(file=io.StringIO()),
-        )
+    _stop_once_reef_trained(config, services, trainer)
     trainer.restart()
     trainer.job_marker.write_text(json.dumps({"status": "UPDATING_WEIGHTS", "rollout_id": 0}))
     with pytest.raises(TrainingGateFailed, match="not a committed update"):

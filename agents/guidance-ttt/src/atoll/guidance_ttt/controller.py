@@ -4,8 +4,10 @@ Per step: run the step up to its report barrier, fold the archive, wait for
 Reef to train the step and check the update (or, in search-only mode, train
 nothing, by choice), write the step summary, and only then commit the archive
 and advance the resume state. A resume restores the committed archive,
-refuses a changed identity, checks that Reef's trainer is where the archive
-says, and finishes the open step from its journal. A cancelled run stops
+refuses a changed identity or a `steps` total it has already reached, checks
+that Reef's trainer is where the archive says, and finishes the open step
+from its journal. A first start writes the archive and then the resume
+state; one killed in between is started again. A cancelled run stops
 between rollouts and at every wait, leaving the state a crash would leave, so
 the next run resumes it.
 """
@@ -228,7 +230,9 @@ def _check_trainer(bridge: TrainingBridge, step: int, *, open_step_complete: boo
     if trained is None or trained == step:
         return
     if open_step_complete and trained == step + 1:
-        return  # Reef trained the open step before the archive commit; the gate re-checks it
+        # Reef trained the open step before its archive was committed: the bridge checks that
+        # update (from the trainer's report or its durable job marker) before the commit.
+        return
     raise TrainerOutOfStep(
         f"Reef's trainer has completed {trained} steps but the committed archive is at step "
         f"{step}; resume against the Reef state this run trained, or start a new state directory"

@@ -6,7 +6,9 @@ addresses come from the environment the caller passes (the agent passes its
 own process environment overlaid with Harbor's `--ae` variables) and stay
 inside the clients. All clients share the run's `Cancellation`: cancelling it
 aborts their calls in flight, and closing the services stops the embedded
-judge, so a cancelled run leaves no thread or process behind.
+judge, so a cancelled run leaves no thread or process behind. With training
+on, the bridge reads Reef's trainer through the Ray cluster named in Reef's
+runtime files (`atoll.guidance_ttt.reef_runtime`).
 """
 
 from __future__ import annotations
