@@ -31,6 +31,7 @@ from atoll.guidance_ttt.entries import Entry, Status, Verification
 from atoll.guidance_ttt.executor import ExecutorAnswer
 from atoll.guidance_ttt.guidance import GuidanceSample
 from atoll.guidance_ttt.library import Library
+from atoll.guidance_ttt.prompts import Prompt
 from atoll.guidance_ttt.step import Limits, StepContext, run_step
 
 app = typer.Typer(add_completion=False)
@@ -59,7 +60,7 @@ class InstantGuidance:
         self._ids = itertools.count()
         self._lock = threading.Lock()
 
-    def sample(self, prompt: str) -> GuidanceSample:
+    def sample(self, prompt: Prompt) -> GuidanceSample:
         with self._lock:
             number = next(self._ids)
         text = f"Some thinking.\n<guidance>Idea {number}: sort by area, then pack.</guidance>"
@@ -74,7 +75,7 @@ class InstantExecutor:
         self._ids = itertools.count()
         self._lock = threading.Lock()
 
-    def complete(self, prompt: str) -> ExecutorAnswer:
+    def complete(self, prompt: Prompt) -> ExecutorAnswer:
         with self._lock:
             number = next(self._ids)
         program = f"// variant {number}\n{PROGRAM}"

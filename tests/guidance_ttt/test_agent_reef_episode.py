@@ -10,8 +10,14 @@ import sys
 
 import pytest
 from packers import CountingGuidance, PackerExecutor
+from reef_eval.types import Row
 
-from atoll.guidance_ttt.reef_episode import EpisodeError, episode_call, resolve_task
+from atoll.guidance_ttt.reef_episode import (
+    EpisodeError,
+    episode_call,
+    episode_failure,
+    resolve_task,
+)
 
 pytest_plugins = ["support.fixtures"]
 
@@ -99,3 +105,15 @@ def test_the_episode_names_the_agent_and_its_training_mode(tmp_path):
     assert call["environment"] == {"import_path": "atoll.core.environments.local:LocalEnvironment"}
     with pytest.raises(EpisodeError, match="no-such-task"):
         resolve_task("no-such-task")
+
+
+def test_an_episode_without_rewards_is_a_failure_not_a_result():
+    def row(rewards: dict, **tags) -> Row:
+        return Row(key="k", kind="episode", task="polyomino_packing", tags=tags, rewards=rewards)
+
+    assert episode_failure(row({"reward": 41.5})) is None
+    assert episode_failure(row({})) == (
+        "the episode recorded no reward: the task's verifier scored nothing"
+    )
+    assert episode_failure(row({}, error="StepFailed: judge down")) == "StepFailed: judge down"
+    assert episode_failure(row({"reward": 0.0}, error="boom")) == "boom"

@@ -41,6 +41,13 @@ def test_agent_kwargs_arrive_as_strings_and_use_the_short_executor_name(tmp_path
     assert config.state_dir.is_absolute() and config.state_dir == Path.cwd() / "relative/state"
 
 
+@pytest.mark.parametrize(
+    ("alias", "preset"), [("local", "gpt-oss-local"), ("openrouter", "openrouter-glm")]
+)
+def test_the_documented_executor_aliases_are_accepted(alias, preset):
+    assert agent_config({"executor": alias, "training": "off"}).executor_preset == preset
+
+
 def test_harbor_model_names_the_guidance_model_unless_a_kwarg_does():
     assert agent_config({}, "Qwen/Qwen3-14B").guidance_model == "Qwen/Qwen3-14B"
     assert agent_config({"guidance_model": "a/b"}, "Qwen/Qwen3-14B").guidance_model == "a/b"

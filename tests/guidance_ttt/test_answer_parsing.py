@@ -64,48 +64,56 @@ CPP_A = '#include <cstdio>\nint main() { puts("a"); }'
 CPP_B = "int main() { return 2; }"
 
 
-def test_first_solution_block_wins_over_later_fences() -> None:
-    text = (
-        f"Plan first.\n```cpp\n{CPP_B}\n```\n"
-        f"<solution>\n```cpp\n{CPP_A}\n```\n</solution>\n"
-        f"<solution>\n```cpp\nint main() {{ return 3; }}\n```\n</solution>\n"
-        "<summary>s</summary>"
-    )
-    assert extract_program(text, Language.CPP) == CPP_A + "\n"
-
-
-def test_solution_block_without_fence_uses_its_content() -> None:
-    text = f"<solution>\n{CPP_A}\n</solution>"
-    assert extract_program(text, Language.CPP) == CPP_A + "\n"
-
-
-def test_solution_fence_with_any_tag_is_taken() -> None:
-    text = f"<solution>\n```\n{CPP_A}\n```\n</solution>"
-    assert extract_program(text, Language.CPP) == CPP_A + "\n"
+def _answer(solution: str, summary: str = "s") -> str:
+    return f"<solution>\n{solution}\n</solution>\n<summary>{summary}</summary>"
 
 
 @pytest.mark.parametrize("tag", ["cpp", "c++", "cxx", "CPP", "C++", "Cxx"])
-def test_last_matching_fence_without_solution_block(tag: str) -> None:
-    text = f"```{tag}\n{CPP_B}\n```\nthen better:\n```{tag}\n{CPP_A}\n```\n```python\nprint(1)\n```"
-    assert extract_program(text, Language.CPP) == CPP_A + "\n"
+def test_last_fence_in_the_task_language_inside_the_solution_block(tag: str) -> None:
+    solution = (
+        f"```{tag}\n{CPP_B}\n```\nthen better:\n```{tag}\n{CPP_A}\n```\n```python\nprint(1)\n```"
+    )
+    assert extract_program(_answer(solution), Language.CPP) == CPP_A + "\n"
 
 
 @pytest.mark.parametrize("tag", ["python", "py", "PY", "Python"])
 def test_python_fence_tags(tag: str) -> None:
-    text = f"```cpp\n{CPP_A}\n```\n```{tag}\nprint(1)\n```"
-    assert extract_program(text, Language.PYTHON) == "print(1)\n"
+    solution = f"```cpp\n{CPP_A}\n```\n```{tag}\nprint(1)\n```"
+    assert extract_program(_answer(solution), Language.PYTHON) == "print(1)\n"
+
+
+def test_a_leaked_analysis_that_mentions_the_solution_block_yields_no_draft() -> None:
+    leaked = (
+        "Let me plan. I will put the final program in the <solution> block. A first draft:\n"
+        f"```cpp\n{CPP_B}\n```\nThat draft is too slow, so the answer is:\n"
+    )
+    assert extract_program(leaked + _answer(f"```cpp\n{CPP_A}\n```"), Language.CPP) == (
+        CPP_A + "\n"
+    )
+    # Analysis that quotes the whole required shape, draft inside, before the real answer.
+    quoted = f"The format is <solution>\n```cpp\n{CPP_B}\n```\n</solution> then a summary.\n"
+    assert extract_program(quoted + _answer(f"```cpp\n{CPP_A}\n```"), Language.CPP) == (
+        CPP_A + "\n"
+    )
+    # The answer itself never arrived (truncated): the draft is not the program.
+    truncated = leaked + f"<solution>\n```cpp\n{CPP_A}"
+    assert extract_program(truncated, Language.CPP) is None
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "no code at all",
-        f"```\n{CPP_A}\n```",  # untagged fence outside a solution block
-        f"```c\n{CPP_A}\n```",  # another language
-        f"```python\n{CPP_A}\n```",
-        f"```cpp\n{CPP_A}\n",  # unterminated fence
+        f"```cpp\n{CPP_A}\n```",  # a fence outside any solution block
+        f"```cpp\n{CPP_A}\n```\n<summary>s</summary>",
+        f"<solution>\n{CPP_A}\n</solution>",  # raw text, no fence
+        f"<solution>\n```\n{CPP_A}\n```\n</solution>",  # untagged fence
+        f"<solution>\n```c\n{CPP_A}\n```\n</solution>",  # another language
+        f"<solution>\n```python\n{CPP_A}\n```\n</solution>",
+        f"<solution>\n```cpp\n{CPP_A}\n</solution>",  # unterminated fence
         "<solution>\n   \n</solution>",
         f"<solution>\n```cpp\n{CPP_A}\n",  # unterminated block and fence
+        f"<solution></solution>\n```cpp\n{CPP_A}\n```\n<summary>s</summary>",
     ],
 )
 def test_nothing_found_is_none(text: str) -> None:

@@ -195,3 +195,62 @@ def test_non_finite_scores_are_refused_at_the_source(raw: float) -> None:
         Verification(Status.VALID, raw, 0.5)
     with pytest.raises(ValueError, match="reward must be a finite number"):
         Verification(Status.VALID, 1.0, raw)
+
+
+def _valued_tree(values: dict[int, tuple[int | None, float]]) -> Archive:
+    """An archive at step 0 whose nodes have these (parent, value) pairs and their children."""
+    nodes = {
+        node_id: Node(
+            id=node_id,
+            parent=parent,
+            timestep=0 if parent is None else 1,
+            value=value,
+            raw_score=value,
+            entry=entry(f"int main() {{ return {node_id}; }}\n", value),
+            program_sha256=program_digest(f"int main() {{ return {node_id}; }}\n"),
+        )
+        for node_id, (parent, value) in values.items()
+    }
+    for node in nodes.values():
+        if node.parent is not None:
+            nodes[node.parent].children.append(node.id)
+    return Archive(Direction.MAX, nodes.values())
+
+
+def test_an_ancestor_kept_only_to_connect_a_survivor_is_no_longer_a_candidate() -> None:
+    # A root with children valued 12, 20, 21, and a child (13) under the 12.
+    archive = _valued_tree(
+        {0: (None, 10.0), 1: (0, 12.0), 2: (0, 20.0), 3: (0, 21.0), 4: (1, 13.0)}
+    )
+    end = archive.finish_step(0)
+    # 12 is out of its parent's top 2 but stays, so that 13 stays connected to the root.
+    assert end.pruned == () and sorted(archive.nodes) == [0, 1, 2, 3, 4]
+    assert [n.id for n in archive.nodes.values() if not n.candidate] == [1]
+    candidates = {n.id for n in archive.candidates(1)}
+    assert candidates == {0, 2, 3, 4}
+    scored = archive.scores(1)
+    assert {s.node.id for s in scored} == candidates
+    assert scored[0].scale == 21.0 - 13.0  # the 12 no longer sets the scale's minimum
+    assert sorted(s.prior for s in scored) == [0.1, 0.2, 0.3, 0.4]  # ranks over 4, not 5
+    assert all(archive.choose(1, g).node_id != 1 for g in range(5))
+    # It stays a non-candidate through a save and load, and through the next filter.
+    restored = Archive.from_json(archive.to_json())
+    assert not restored.nodes[1].candidate and restored.nodes[4].candidate
+    _select_all(restored, 1, 1)
+    parent = restored.selections[0]
+    # Its program is no candidate's any more: rediscovered, it is a new node.
+    again = rollout(1, 0, 0, parent, 12.0, program=restored.nodes[1].entry.program)
+    assert restored.apply_rollout(again) == 5
+    restored.finish_step(1)
+    assert not restored.nodes[1].candidate
+
+
+def test_a_demoted_ancestor_is_never_the_best_and_its_program_may_come_back() -> None:
+    # 1 (the best value) runs the root's very program, so the filter drops it as a duplicate;
+    # its child 2 survives and keeps it in the tree, as a non-candidate.
+    archive = _valued_tree({0: (None, 10.0), 1: (0, 40.0), 2: (1, 15.0)})
+    archive.nodes[1].program_sha256 = archive.nodes[0].program_sha256
+    archive.finish_step(0)
+    assert sorted(archive.nodes) == [0, 1, 2] and not archive.nodes[1].candidate
+    assert archive.best_id == 2  # not the 40: it is no candidate
+    assert Archive.from_json(archive.to_json()).best_id == 2

@@ -13,6 +13,9 @@ from support.openai_server import Reply, ScriptedOpenAIServer
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, GuidanceUnavailable, ReefEndpoint
+from atoll.guidance_ttt.prompts import Prompt
+
+PROMPT = Prompt("role", "prompt")
 
 pytest_plugins = ["support.fixtures"]
 
@@ -47,12 +50,12 @@ def test_an_executor_call_in_flight_ends_at_once_and_is_not_retried():
         spec = executor_spec("openai", base_url=server.base_url, model="m")
         executor = Executor(spec, environ={"OPENAI_API_KEY": "k"}, cancellation=cancellation)
         assert spec.max_retries == 6
-        error, took = _call_then_cancel(lambda: executor.complete("prompt"), cancellation)
+        error, took = _call_then_cancel(lambda: executor.complete(PROMPT), cancellation)
         assert isinstance(error, RunCancelled), error
         assert took < 3.0  # one SDK backoff at most, not the 1,200 s timeout
         assert len(server.chat_requests()) == 1  # the retry was refused before it was sent
         with pytest.raises(RunCancelled, match="cancelled before POST"):
-            executor.complete("again")
+            executor.complete(PROMPT)
         assert len(server.chat_requests()) == 1
 
 
@@ -66,7 +69,7 @@ def test_a_guidance_inference_in_flight_is_an_answer_lost(reef_server, reset_ree
         max_completion_tokens=8,
         cancellation=cancellation,
     )
-    error, took = _call_then_cancel(lambda: client.sample("prompt"), cancellation)
+    error, took = _call_then_cancel(lambda: client.sample(PROMPT), cancellation)
     assert isinstance(error, GuidanceUnavailable) and error.answer_lost, error
     assert "the run was cancelled" in str(error)
     assert took < 2.0

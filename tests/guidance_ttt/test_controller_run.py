@@ -8,15 +8,23 @@ import uuid
 
 import pytest
 from rich.console import Console
-from support.guidance_run import ExecutorScript, GuidanceScript, seed_entry, write_task
+from support.guidance_run import (
+    ExecutorScript,
+    GuidanceScript,
+    new_library,
+    seed_entry,
+    write_task,
+)
+from trainer_sim import SimulatedTrainer
 
 from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingGateFailed
+from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import ConfigError, IdentityChanged, load_config
-from atoll.guidance_ttt.controller import TrainerOutOfStep, run
+from atoll.guidance_ttt.controller import RunAlreadyComplete, TrainerOutOfStep, run
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.library import run_dir
+from atoll.guidance_ttt.library import LibraryError, run_dir
 from atoll.guidance_ttt.resume import RunName
 from atoll.guidance_ttt.scorer import Scorer
 
@@ -109,54 +117,107 @@ def test_resume_refuses_a_changed_identity_or_training_mode(tmp_path, services):
         _run(_config(tmp_path, steps=2, training="on"), services)
 
 
-def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, services, reef_server):
-    (tmp_path / "latest_checkpointed_iteration.txt").write_text("1")
-    health = {
-        "ok": True,
-        "phase": "serving",
-        "completed_train_steps": 1,
-        "last_train_rollout_id": 0,
-        "last_train_metrics": {
-            "train/grad_norm": 0.0,  # no update happened
-            "train/global_batch_size": 2,
-            "train/lora_trainable_parameters": 10,
-            "train/lora_base_trainable_parameters": 0,
-            "train/lora_b_nonzero": 3,
-            "train/lora_b_l1": 1.0,
-        },
-    }
-    reads = {"n": 0}
+def _trainer(tmp_path, services, reef_server) -> SimulatedTrainer:
+    return SimulatedTrainer(reef_server, services["scenario"], tmp_path / "state", 2, 2)
 
-    def status():
-        # The first read is the start-of-run check (step 0); afterwards Reef has trained step 0.
-        reads["n"] += 1
-        step = 0 if reads["n"] == 1 else 1
-        entry = {"scenario_step": step, "processor": {"failed_steps": []}}
-        return {"error": None, "scenarios": {services["scenario"]: entry}}
 
-    bridge = ReefTrainingBridge(
-        status,
-        services["scenario"],
-        health=lambda: health,
-        checkpoint_dir=tmp_path,
+def _bridge(trainer: SimulatedTrainer, **kwargs) -> ReefTrainingBridge:
+    return ReefTrainingBridge(
+        trainer.status,
+        trainer.scenario,
+        health=trainer.health,
+        checkpoint_dir=trainer.checkpoint_dir,
         poll_interval_s=0.01,
+        **kwargs,
     )
+
+
+def test_a_resumed_training_run_counts_the_steps_its_restarted_trainer_made(
+    tmp_path, services, reef_server
+):
+    trainer = _trainer(tmp_path, services, reef_server)
+    first = _run(_config(tmp_path, steps=1, training="on"), services, bridge=_bridge(trainer))
+    assert [s.training for s in first.summaries] == ["reef"]
+    assert trainer.health()["completed_train_steps"] == 1
+
+    # The resumed job starts a new Reef: its actor has completed no step yet.
+    trainer.restart()
+    more = _run(_config(tmp_path, steps=3, training="on"), services, bridge=_bridge(trainer))
+    assert [s.step for s in more.summaries] == [0, 1, 2]
+    assert [s.grad_norm for s in more.summaries] == [0.42, 0.42, 0.42]
+    assert trainer.health()["completed_train_steps"] == 2 and trainer.trained == 3
+    assert _committed_step(tmp_path) == 3
+
+
+def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, services, reef_server):
+    trainer = _trainer(tmp_path, services, reef_server)
+    trainer.metrics["train/grad_norm"] = 0.0  # the optimizer made no update
     config = _config(tmp_path, steps=1, training="on")
     with pytest.raises(TrainingGateFailed, match="grad norm"):
-        _run(config, services, bridge=bridge)
+        _run(config, services, bridge=_bridge(trainer))
     assert _committed_step(tmp_path) == 0
     assert resume.load(tmp_path / "state").next_step == 0
-
-    # Resuming finds Reef one step ahead of the archive with the open step complete: allowed,
-    # and the gate is checked again rather than sampling the step afresh.
-    health["last_train_metrics"]["train/grad_norm"] = 0.5
+    # The same update is refused again on resume; nothing is sampled afresh.
     reports = len(reef_server.records(services["scenario"], "report"))
-    result = _run(config, services, bridge=bridge)
-    assert result.summaries[0].training == "reef"
-    assert result.summaries[0].grad_norm == 0.5
-    assert result.summaries[0].resumed_rollouts == 4
+    with pytest.raises(TrainingGateFailed, match="grad norm"):
+        _run(config, services, bridge=_bridge(trainer))
     assert len(reef_server.records(services["scenario"], "report")) == reports == 4
-    assert _committed_step(tmp_path) == 1
+    assert _committed_step(tmp_path) == 0
+
+
+def _stop_once_reef_trained(config, services, trainer: SimulatedTrainer) -> None:
+    """Run until Reef has trained step 0 and is still loading the adapter; then stop the run."""
+    trainer.serving_delay_reads = 1
+    cancellation = Cancellation()
+    trainer.on_train = lambda step: cancellation.cancel()
+    with pytest.raises(RunCancelled):
+        run(
+            config,
+            services["task"],
+            seed_entry(),
+            guidance=services["guidance"],
+            executor=services["executor"],
+            scorer=services["scorer"],
+            bridge=_bridge(trainer, cancellation=cancellation),
+            name=services["name"],
+            cancellation=cancellation,
+            console=Console(file=io.StringIO()),
+        )
+    trainer.on_train = None
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["same-reef", "restarted-reef"])
+def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step(
+    tmp_path, services, reef_server, restarted
+):
+    trainer = _trainer(tmp_path, services, reef_server)
+    config = _config(tmp_path, steps=2, training="on")
+    _stop_once_reef_trained(config, services, trainer)
+    assert trainer.trained == 1 and _committed_step(tmp_path) == 0
+    if restarted:
+        trainer.restart()
+    reports = len(reef_server.records(services["scenario"], "report"))
+    result = _run(config, services, bridge=_bridge(trainer, job_marker=trainer.job_marker))
+    # Step 0 is checked (from the same trainer's report, or its durable job marker), not
+    # sampled again; step 1 is trained by the trainer that runs now.
+    assert [s.step for s in result.summaries] == [0, 1]
+    assert result.summaries[0].resumed_rollouts == 4
+    assert result.summaries[0].grad_norm == 0.42
+    assert len(reef_server.records(services["scenario"], "report")) == reports + 4 == 8
+    assert trainer.trained == 2 and _committed_step(tmp_path) == 2
+
+
+def test_a_trainer_ahead_whose_update_cannot_be_verified_is_refused(
+    tmp_path, services, reef_server
+):
+    trainer = _trainer(tmp_path, services, reef_server)
+    config = _config(tmp_path, steps=1, training="on")
+    _stop_once_reef_trained(config, services, trainer)
+    trainer.restart()
+    trainer.job_marker.write_text(json.dumps({"status": "UPDATING_WEIGHTS", "rollout_id": 0}))
+    with pytest.raises(TrainingGateFailed, match="not a committed update"):
+        _run(config, services, bridge=_bridge(trainer, job_marker=trainer.job_marker))
+    assert _committed_step(tmp_path) == 0
 
 
 def test_a_trainer_at_another_step_is_refused(tmp_path, services):
@@ -169,6 +230,48 @@ def test_a_trainer_at_another_step_is_refused(tmp_path, services):
     bridge = ReefTrainingBridge(status, services["scenario"], health=dict)
     with pytest.raises(TrainerOutOfStep, match="completed 5 steps"):
         _run(_config(tmp_path, steps=1, training="on"), services, bridge=bridge)
+
+
+def test_steps_at_or_below_the_steps_done_is_an_error_not_a_silent_success(
+    tmp_path, services, reef_server
+):
+    _run(_config(tmp_path, steps=2), services)
+    reports = len(reef_server.records(services["scenario"], "report"))
+    for steps in (2, 1):
+        with pytest.raises(RunAlreadyComplete) as refused:
+            _run(_config(tmp_path, steps=steps), services)
+        assert str(refused.value) == (
+            f"the run in {tmp_path / 'state'} has already completed 2 steps, and "
+            f"steps={steps} is the final total, not an increment: pass steps=3 or more "
+            "to continue it"
+        )
+    assert len(reef_server.records(services["scenario"], "report")) == reports
+    assert resume.load(tmp_path / "state").next_step == 2
+
+
+def test_a_first_start_stopped_before_its_resume_state_is_started_again(
+    tmp_path, services, reef_server, task
+):
+    # What a kill between the archive's first write and the resume state's leaves.
+    state_dir = tmp_path / "state"
+    new_library(state_dir, services["task"], groups=2).close()
+    assert (run_dir(state_dir) / "library.json").exists()
+    assert resume.load(state_dir) is None
+    output = io.StringIO()
+    result = _run(_config(tmp_path, steps=1), services, console=Console(file=output))
+    assert [s.step for s in result.summaries] == [0]
+    assert "stopped before it saved its resume state; starting it again" in output.getvalue()
+    assert resume.load(state_dir).next_step == 1
+
+
+def test_an_archive_with_steps_but_no_resume_state_is_never_removed(tmp_path, services):
+    _run(_config(tmp_path, steps=1), services)
+    state_dir = tmp_path / "state"
+    resume.resume_path(state_dir).unlink()
+    committed = (run_dir(state_dir) / "committed-library.json").read_bytes()
+    with pytest.raises(LibraryError, match="no resume state"):
+        _run(_config(tmp_path, steps=2), services)
+    assert (run_dir(state_dir) / "committed-library.json").read_bytes() == committed
 
 
 def test_each_run_names_its_own_scenario_and_a_resume_keeps_it(tmp_path, services):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import math
 import threading
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from atoll.guidance_ttt.bridge import (
+    RayActorHealth,
     ReefTrainingBridge,
     SearchOnlyBridge,
     StepExpectation,
@@ -21,11 +23,12 @@ from atoll.guidance_ttt.bridge import (
     TrainingTimeout,
     check_commit,
     commit_from_health,
-    ray_actor_health,
+    commit_from_job_marker,
     scenario_progress,
 )
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.reef_runtime import RayRuntime
 
 pytest_plugins = ["support.fixtures"]
 
@@ -63,7 +66,7 @@ def good(tmp_path: Path) -> TrainingCommit:
 
 
 def test_a_sound_update_passes(good):
-    check_commit(good, EXPECTED)
+    check_commit(good, EXPECTED, completed_steps=3)
     assert good.metrics["train/grad_norm"] == 0.42
     assert (good.completed_steps, good.rollout_id, good.global_batch_size) == (3, 2, 4)
 
@@ -74,7 +77,7 @@ def test_a_sound_update_passes(good):
         ({"health_ok": False}, "health"),
         ({"health_ok": None}, "health"),
         ({"phase": "updating"}, "phase"),
-        ({"completed_steps": 2}, "completed 2 steps"),
+        ({"completed_steps": 2}, "completed 2 steps, expected 3"),
         ({"rollout_id": 1}, "rollout id"),
         ({"grad_norm": 0.0}, "grad norm"),
         ({"grad_norm": math.nan}, "grad norm"),
@@ -93,24 +96,24 @@ def test_a_sound_update_passes(good):
 )
 def test_each_failing_condition_stops_the_commit(good, change, complaint):
     with pytest.raises(TrainingGateFailed, match=complaint):
-        check_commit(dataclasses.replace(good, **change), EXPECTED)
+        check_commit(dataclasses.replace(good, **change), EXPECTED, completed_steps=3)
 
 
 def test_incomplete_grid_fails_even_if_reef_agrees(good):
     short = dataclasses.replace(EXPECTED, rollouts=7)
     with pytest.raises(TrainingGateFailed, match="the step has 7 rollouts"):
-        check_commit(good, short)
+        check_commit(good, short, completed_steps=3)
 
 
 def test_degenerate_step_expects_one_group_of_batch(good):
     degenerate = dataclasses.replace(EXPECTED, non_constant_groups=0)
-    check_commit(good, degenerate)
+    check_commit(good, degenerate, completed_steps=3)
     assert degenerate.global_batch_size == 4
 
 
 def test_missing_health_fields_fail_closed(tmp_path):
     with pytest.raises(TrainingGateFailed) as caught:
-        check_commit(commit_from_health({"ok": True}, None), EXPECTED)
+        check_commit(commit_from_health({"ok": True}, None), EXPECTED, completed_steps=3)
     for complaint in ("grad norm", "LoRA", "checkpoint marker", "rollout id"):
         assert complaint in str(caught.value)
 
@@ -126,10 +129,11 @@ def test_failed_step_is_an_invariant_failure_not_a_wait(tmp_path):
     bridge = ReefTrainingBridge(
         lambda: _status(2, failed=[{"step": 2, "reason": "releases"}]),
         "tttd",
-        health=lambda: {},
+        health=_health,
         poll_interval_s=0.01,
         timeout_s=30,
     )
+    bridge.start(2)
     with pytest.raises(TrainingInvariantFailed, match="failed_steps"):
         bridge.await_training(EXPECTED)
     with pytest.raises(TrainingInvariantFailed, match="Reef reports an error: boom"):
@@ -138,8 +142,9 @@ def test_failed_step_is_an_invariant_failure_not_a_wait(tmp_path):
 
 def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("3")
-    statuses = iter([_status(2), _status(2), _status(3), _status(3), _status(3)])
-    healths = iter([_health() | {"phase": "updating_weights"}, _health()])
+    statuses = iter([_status(2), _status(2), _status(2), _status(3), _status(3), _status(3)])
+    before = _health() | {"completed_train_steps": 2, "last_train_rollout_id": 1}
+    healths = iter([before, _health() | {"phase": "updating_weights"}, _health()])
     bridge = ReefTrainingBridge(
         lambda: next(statuses),
         "tttd",
@@ -148,6 +153,7 @@ def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
         poll_interval_s=0.01,
         timeout_s=30,
     )
+    bridge.start(2)
     commit = bridge.await_training(EXPECTED)
     assert commit is not None and commit.phase == "serving"
     assert bridge.mode == "reef"
@@ -161,9 +167,10 @@ def test_barrier_against_real_reef_times_out_clearly(reef_server):
         max_completion_tokens=8,
     )
     bridge = ReefTrainingBridge(
-        client.status, "never-trained", health=lambda: {}, poll_interval_s=0.05, timeout_s=0.3
+        client.status, "never-trained", health=_health, poll_interval_s=0.05, timeout_s=0.3
     )
     assert bridge.trainer_step() == 0
+    bridge.start(2)
     with pytest.raises(TrainingTimeout, match="did not finish training step 2"):
         bridge.await_training(EXPECTED)
 
@@ -173,11 +180,12 @@ def test_a_cancel_ends_the_barrier_wait_at_once():
     bridge = ReefTrainingBridge(
         lambda: _status(2),  # never trains
         "tttd",
-        health=lambda: {},
+        health=_health,
         poll_interval_s=60.0,
         timeout_s=600,
         cancellation=cancellation,
     )
+    bridge.start(2)
     threading.Timer(0.2, cancellation.cancel).start()
     started = time.monotonic()
     with pytest.raises(RunCancelled, match="waiting for Reef to train"):
@@ -189,6 +197,7 @@ def test_search_only_bridge_trains_nothing_and_says_so():
     bridge = SearchOnlyBridge()
     assert bridge.mode == "search-only"
     assert bridge.trainer_step() is None
+    bridge.start(0)
     assert bridge.await_training(EXPECTED) is None
 
 
@@ -197,4 +206,56 @@ def test_search_only_bridge_trains_nothing_and_says_so():
 )
 def test_without_the_ray_extra_the_actor_read_says_what_to_install():
     with pytest.raises(TrainingInvariantFailed, match=r"atoll-guidance-ttt\[ray\]"):
-        ray_actor_health()()
+        RayActorHealth(RayRuntime("10.0.0.5:6379"))()
+
+
+def test_a_barrier_before_the_start_is_refused():
+    bridge = ReefTrainingBridge(lambda: _status(3), "tttd", health=_health)
+    with pytest.raises(TrainingInvariantFailed, match="before the run told the bridge"):
+        bridge.await_training(EXPECTED)
+
+
+def test_a_trainer_without_a_step_count_cannot_be_gated():
+    bridge = ReefTrainingBridge(lambda: _status(2), "tttd", health=lambda: {"ok": True})
+    with pytest.raises(TrainingInvariantFailed, match="completed_train_steps=None"):
+        bridge.start(2)
+
+
+def _job_marker(path: Path, **overrides) -> Path:
+    marker = {
+        "job_id": "job-2",
+        "status": "COMPLETE",
+        "commit_acknowledged": True,
+        "rollout_id": 2,
+        "train_metrics": _health()["last_train_metrics"],
+    }
+    path.write_text(json.dumps(marker | overrides))
+    return path
+
+
+def test_an_update_made_before_a_restart_is_read_from_the_durable_job_marker(tmp_path):
+    checkpoint = tmp_path / "latest_checkpointed_iteration.txt"
+    checkpoint.write_text("3")
+    restarted = {"ok": True, "phase": "serving", "completed_train_steps": 0}
+    commit = commit_from_job_marker(restarted, _job_marker(tmp_path / "job.json"), checkpoint)
+    check_commit(commit, EXPECTED, completed_steps=None)
+    assert (commit.rollout_id, commit.grad_norm, commit.completed_steps) == (2, 0.42, 0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "complaint"),
+    [
+        ({"status": "UPDATING_WEIGHTS"}, "status 'UPDATING_WEIGHTS'"),
+        ({"commit_acknowledged": False}, "commit acknowledged: False"),
+    ],
+)
+def test_a_job_marker_of_an_unsettled_job_fails_the_gate(tmp_path, overrides, complaint):
+    marker = _job_marker(tmp_path / "job.json", **overrides)
+    with pytest.raises(TrainingGateFailed, match=complaint):
+        commit_from_job_marker({"ok": True, "phase": "serving"}, marker, None)
+    with pytest.raises(TrainingGateFailed, match="cannot be read"):
+        commit_from_job_marker({"ok": True}, tmp_path / "absent.json", None)
+    stale = _job_marker(tmp_path / "stale.json", rollout_id=1)
+    commit = commit_from_job_marker({"ok": True, "phase": "serving"}, stale, None)
+    with pytest.raises(TrainingGateFailed, match="rollout id is 1, expected 2"):
+        check_commit(commit, EXPECTED, completed_steps=None)

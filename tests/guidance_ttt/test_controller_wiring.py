@@ -12,15 +12,16 @@ from rich.console import Console
 from support.guidance_run import ExecutorScript, GuidanceScript, seed_entry, write_task
 
 from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge
+from atoll.guidance_ttt.bridge import RayActorHealth, ReefTrainingBridge, SearchOnlyBridge
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import load_config
 from atoll.guidance_ttt.controller import run
 from atoll.guidance_ttt.executor import ExecutorConfigError
 from atoll.guidance_ttt.library import run_dir
+from atoll.guidance_ttt.reef_runtime import RayRuntime
 from atoll.guidance_ttt.resume import RunName
 from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
-from atoll.guidance_ttt.wiring import BARRIER_POLL_S, open_services
+from atoll.guidance_ttt.wiring import BARRIER_POLL_S, ReefRuntimeMissing, open_services
 
 pytest_plugins = ["support.fixtures"]
 
@@ -73,23 +74,64 @@ def test_a_configured_run_reaches_every_service(
             assert "sk-wiring-secret" not in text and reef_server.token not in text
 
 
+def _reef_runtime_file(run_dir, address: str = "10.1.2.3:6379") -> None:
+    """A training Reef's runtime file for its driver, as `reef serve` writes it."""
+    driver = run_dir / "slime-driver"
+    driver.mkdir(parents=True)
+    (driver / "runtime.yaml").write_text(
+        f"reef:\n  ray_address: {address}\n  ray_namespace: reef-ns\n"
+        "  ray_actor_name: bridge-actor\n  token: not-read-here\n"
+    )
+
+
 def test_training_on_selects_reefs_bridge_and_a_missing_key_is_one_clear_error(
     tmp_path, monkeypatch, reef_server, judge_url
 ):
     monkeypatch.setenv("FRONTIERCS_JUDGE_URL", judge_url)
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.delenv("REEF_RUN_DIR", raising=False)
     task = write_task(tmp_path / "task")
     base = {"state_dir": str(tmp_path / "state"), "reef_url": reef_server.url}
     config = load_config(overrides=base)
+    # Where `atoll stack up` puts Reef's run directory for this run.
+    _reef_runtime_file(tmp_path / "state" / "stack" / "reef-run")
     with open_services(config, task, scenario="s", reef_token=reef_server.token) as services:
         assert isinstance(services.bridge, ReefTrainingBridge)
         assert services.bridge.trainer_step() == 0
+        health = services.bridge._health
+        assert isinstance(health, RayActorHealth)
+        assert health.runtime == RayRuntime("10.1.2.3:6379", "reef-ns", "bridge-actor")
     config = load_config(overrides={**base, "executor_preset": "openrouter-glm"})
     with (
         pytest.raises(ExecutorConfigError, match="OPENROUTER_API_KEY"),
         open_services(config, task, scenario="s"),
     ):
         pass
+
+
+def test_training_reads_the_ray_cluster_from_the_runtime_file_reef_run_dir_names(
+    tmp_path, reef_server, judge_url
+):
+    task = write_task(tmp_path / "task")
+    config = load_config(overrides={"state_dir": str(tmp_path / "state")})
+    environ = {
+        "REEF_URL": reef_server.url,
+        "REEF_TOKEN": reef_server.token,
+        "FRONTIERCS_JUDGE_URL": judge_url,
+        "REEF_RUN_DIR": str(tmp_path / "job" / "reef-stack" / "reef-run"),
+    }
+    with (
+        pytest.raises(ReefRuntimeMissing) as missing,
+        open_services(config, task, scenario="s", environ=environ),
+    ):
+        pass
+    assert str(missing.value).startswith(
+        "training=on reads the Ray cluster of Reef's trainer from Reef's runtime files, and "
+        f"{tmp_path / 'job' / 'reef-stack' / 'reef-run'} has none"
+    )
+    _reef_runtime_file(tmp_path / "job" / "reef-stack" / "reef-run", "10.9.9.9:6380")
+    with open_services(config, task, scenario="s", environ=environ) as services:
+        assert services.bridge._health.runtime.address == "10.9.9.9:6380"
 
 
 def test_services_read_the_environment_they_are_given_not_the_process_one(
@@ -105,7 +147,11 @@ def test_services_read_the_environment_they_are_given_not_the_process_one(
         "OPENROUTER_API_KEY": "sk-from-harbor",
     }
     config = load_config(
-        overrides={"state_dir": str(tmp_path / "state"), "executor_preset": "openrouter-glm"}
+        overrides={
+            "state_dir": str(tmp_path / "state"),
+            "executor_preset": "openrouter-glm",
+            "training": "off",
+        }
     )
     task = write_task(tmp_path / "task")
     with open_services(config, task, scenario="env", environ=environ) as services:
@@ -140,6 +186,7 @@ def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
         }
     )
     environ = {"REEF_TOKEN": reef_server.token, "FRONTIERCS_JUDGE_URL": judge_url}
+    _reef_runtime_file(tmp_path / "state" / "stack" / "reef-run")
     task = write_task(tmp_path / "task")
     name = resume.RunName(uuid.uuid4().hex[:12], f"barrier-{uuid.uuid4().hex[:8]}")
     cancellation = Cancellation()
@@ -166,6 +213,14 @@ def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
         ) as services,
         pytest.raises(RunCancelled),
     ):
+        # The wired bridge, with the Ray actor's health standing in for a trainer that never
+        # trains (Ray needs the GPU stack).
+        assert isinstance(services.bridge, ReefTrainingBridge)
+        services.bridge._health = lambda: {
+            "ok": True,
+            "phase": "serving",
+            "completed_train_steps": 0,
+        }
         run(
             config,
             task,

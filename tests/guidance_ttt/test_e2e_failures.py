@@ -64,8 +64,12 @@ def test_a_judge_lost_after_a_commit_fails_the_trial_and_a_rerun_finishes_the_ru
         judge_url=dying_judge,
         ak=settings,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 1, done.stderr[-3000:]
     trial = trial_dir(first)
+    assert any(
+        line.startswith("error: 1 trial of job") and line.endswith(f"{trial.name} (StepFailed)")
+        for line in done.stderr.splitlines()
+    ), done.stderr[-3000:]
     result = json.loads((trial / "result.json").read_text())
     failure = result["exception_info"]
     assert failure["exception_type"] == "StepFailed"

@@ -184,12 +184,32 @@ def test_a_search_only_run_as_a_harbor_trial(
         judge_url=judge_url,
         ak={**settings, "groups": 3, "steps": 4},
     )
-    assert refused.returncode == 0, refused.stderr[-3000:]  # Harbor records the trial's error
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    assert f"failed: {trial_dir(again).name} (IdentityChanged)" in refused.stderr
     failed = json.loads((trial_dir(again) / "result.json").read_text())["exception_info"]
     assert failed["exception_type"] == "IdentityChanged"
     assert failed["exception_message"] == (
         f"cannot resume: groups changed from 2 to 3 in state dir {state_dir}; "
         "start a new state directory or restore the old settings"
+    )
+    assert len(reset_reef_upstream.chat_requests()) == before
+
+    # --- the same command again: its 3 steps are done, which is an error, not a silent success
+    done_already = tmp_path / "done-already"
+    done_already.mkdir()
+    repeated = atoll_run(
+        venv_bin,
+        done_already,
+        reef_server=reef_server,
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        ak=settings,
+    )
+    assert repeated.returncode == 1, repeated.stderr[-3000:]
+    assert f"failed: {trial_dir(done_already).name} (RunAlreadyComplete)" in repeated.stderr
+    failed = json.loads((trial_dir(done_already) / "result.json").read_text())["exception_info"]
+    assert failed["exception_message"].startswith(
+        f"the run in {state_dir} has already completed 3 steps, and steps=3 is the final total"
     )
     assert len(reset_reef_upstream.chat_requests()) == before
 

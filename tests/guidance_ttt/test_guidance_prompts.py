@@ -11,6 +11,7 @@ from atoll.guidance_ttt.entries import Entry, Status, Verification
 from atoll.guidance_ttt.parsing import extract_program, parse_guidance
 from atoll.guidance_ttt.prompts import (
     CODE_OMITTED,
+    Prompt,
     executor_prompt,
     guidance_prompt,
     guidance_request,
@@ -41,9 +42,10 @@ def _block(prompt: str, tag: str) -> str:
 
 def test_guidance_prompt_never_contains_source_code(task: Task) -> None:
     prompt = guidance_prompt(task, _parent())
-    assert MARKER not in prompt
-    assert "```" not in prompt
-    assert "#include" not in prompt
+    for text in (prompt.system, prompt.user):
+        assert MARKER not in text
+        assert "```" not in text
+        assert "#include" not in text
 
 
 def test_code_smuggled_through_summary_or_message_is_removed(task: Task) -> None:
@@ -56,7 +58,7 @@ def test_code_smuggled_through_summary_or_message_is_removed(task: Task) -> None
         summary=summary,
         verification=Verification(Status.VALID, 3.0, 0.1, f"```\n{MARKER}\n```"),
     )
-    prompt = guidance_prompt(task, parent)
+    prompt = guidance_prompt(task, parent).user
     assert "Greedy packer." in prompt
     assert CODE_OMITTED in prompt
     assert "```" not in prompt
@@ -67,7 +69,7 @@ def test_code_smuggled_through_summary_or_message_is_removed(task: Task) -> None
 
 
 def test_guidance_prompt_blocks_and_rules(task: Task) -> None:
-    prompt = guidance_prompt(task, _parent())
+    prompt = guidance_prompt(task, _parent()).user
     assert _block(prompt, "problem") == task.statement
     selected = _block(prompt, "selected_summary")
     assert selected.startswith("Greedy placement, largest pieces first")
@@ -82,12 +84,12 @@ def test_guidance_prompt_blocks_and_rules(task: Task) -> None:
     assert "summary" in rules
     assert "strategy level" in rules and "parameter schedules" in rules
     assert task.contract.mechanism_constraint in rules
-    assert "exactly one <guidance>...</guidance> block" in rules
+    assert "exactly one non-empty <guidance>...</guidance>" in rules
     assert prompt.index("<problem>") < prompt.index("<selected_summary>") < prompt.index("## Rules")
 
 
 def test_executor_prompt_carries_full_code_and_output_shape(task: Task) -> None:
-    prompt = executor_prompt(task, _parent(), "  Place long pieces along the border first.  ")
+    prompt = executor_prompt(task, _parent(), "  Place long pieces along the border first.  ").user
     assert _block(prompt, "problem") == task.statement
     parent = _block(prompt, "selected_parent")
     assert "packing density: 27.8105" in parent
@@ -98,7 +100,7 @@ def test_executor_prompt_carries_full_code_and_output_shape(task: Task) -> None:
     assert _block(prompt, "guidance") == "Place long pieces along the border first."
     assert "Score direction: higher packing density is better (maximize packing density)" in prompt
     assert f"Solution contract: {task.contract.solution_contract}" in prompt
-    tail = prompt.split("Answer with exactly two top-level blocks", 1)[1]
+    tail = prompt.split("answer with exactly two top-level blocks", 1)[1]
     assert tail.index("<solution>") < tail.index("</solution>") < tail.index("<summary>")
     order = [
         prompt.index(t) for t in ("<problem>", "<selected_parent>", "<guidance>", "Score direction")
@@ -107,9 +109,10 @@ def test_executor_prompt_carries_full_code_and_output_shape(task: Task) -> None:
 
 
 def test_executor_prompt_fence_round_trips_through_the_parser(task: Task) -> None:
-    prompt = executor_prompt(task, _parent(), "g")
+    prompt = executor_prompt(task, _parent(), "g").user
     code = _block(_block(prompt, "selected_parent"), "parent_code")
-    assert extract_program(code, task.contract.solution_language) == PARENT_PROGRAM
+    answer = f"<solution>\n{code}\n</solution>\n<summary>s</summary>"
+    assert extract_program(answer, task.contract.solution_language) == PARENT_PROGRAM
 
 
 def test_guidance_prompt_instructions_match_the_parser(task: Task) -> None:
@@ -127,10 +130,13 @@ def test_score_lines_of_unscored_and_failed_parents(task: Task) -> None:
 
 
 def test_guidance_request_sampling() -> None:
-    body = guidance_request("hello", "Qwen/Qwen3-8B", 4096)
+    body = guidance_request(Prompt("role", "hello"), "Qwen/Qwen3-8B", 4096)
     assert body == {
         "model": "Qwen/Qwen3-8B",
-        "messages": [{"role": "user", "content": "hello"}],
+        "messages": [
+            {"role": "system", "content": "role"},
+            {"role": "user", "content": "hello"},
+        ],
         "temperature": 1.0,
         "top_p": 1.0,
         "top_k": -1,
@@ -138,3 +144,34 @@ def test_guidance_request_sampling() -> None:
         "stream": False,
         "chat_template_kwargs": {"enable_thinking": True},
     }
+
+
+def test_both_models_get_their_role_as_a_system_message(task: Task) -> None:
+    guidance = guidance_prompt(task, _parent())
+    executor = executor_prompt(task, _parent(), "g")
+    assert [m["role"] for m in guidance.messages()] == ["system", "user"]
+    assert [m["role"] for m in executor.messages()] == ["system", "user"]
+    # The guidance model steers the search at strategy level and writes no code.
+    assert "evolutionary" in guidance.system and "strategy" in guidance.system
+    assert "never write code" in guidance.system
+    # The executor modifies the parent per the guidance: a complete program and a summary.
+    assert "parent C++ program" in executor.system and "guidance" in executor.system
+    assert "complete, runnable program" in executor.system
+    assert "self-contained summary" in executor.system
+    assert task.statement not in guidance.system + executor.system  # roles only
+
+
+def test_the_summary_contract_is_as_detailed_as_the_methods(task: Task) -> None:
+    summary = _block(executor_prompt(task, _parent(), "g").user, "summary")
+    for required in (
+        "the algorithm it implements",
+        "what changed from the parent in response to the guidance, and what was kept",
+        "mechanisms the program really contains",
+        "only this summary",
+        "simplified, approximated or left out part of the guidance",
+        "no source code",
+        "no code fences",
+        "no copied constants or parameter values",
+        "none of these instructions",
+    ):
+        assert required in " ".join(summary.split()), required

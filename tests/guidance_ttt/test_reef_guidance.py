@@ -18,15 +18,18 @@ from atoll.guidance_ttt.guidance import (
     ReportRejected,
     report_payload,
 )
+from atoll.guidance_ttt.prompts import Prompt
 
 pytest_plugins = ["support.fixtures"]
 
 
 def _client(reef_server, scenario: str) -> GuidanceClient:
     endpoint = ReefEndpoint(reef_server.url, reef_server.token)
-    return GuidanceClient(
-        endpoint, scenario=scenario, model="scripted", max_completion_tokens=321, backoff_s=0.01
-    )
+    return GuidanceClient(endpoint, scenario=scenario, model="scripted", max_completion_tokens=321)
+
+
+def _prompt(user: str = "prompt") -> Prompt:
+    return Prompt("You guide a search.", user)
 
 
 def _scenario() -> str:
@@ -41,10 +44,13 @@ def test_guidance_request_is_sent_as_specified_and_receipt_is_recorded(
     )
     scenario = _scenario()
     client = _client(reef_server, scenario)
-    sample = client.sample("PROMPT-ONE")
+    sample = client.sample(_prompt("PROMPT-ONE"))
 
     sent = reset_reef_upstream.chat_requests()[-1].body
-    assert sent["messages"] == [{"role": "user", "content": "PROMPT-ONE"}]
+    assert sent["messages"] == [
+        {"role": "system", "content": "You guide a search."},
+        {"role": "user", "content": "PROMPT-ONE"},
+    ]
     assert sent["temperature"] == 1
     assert sent["top_p"] == 1
     assert sent["top_k"] == -1
@@ -61,7 +67,7 @@ def test_report_references_receipt_carries_grid_and_is_idempotent(reef_server, r
     reset_reef_upstream.script = lambda request: "<guidance>Use local search.</guidance>"
     scenario = _scenario()
     client = _client(reef_server, scenario)
-    sample = client.sample("prompt")
+    sample = client.sample(_prompt())
     slot = GridSlot(step=3, group=1, rollout=2, groups_per_step=2, rollouts_per_group=4)
     payload = report_payload(
         run_id="run42",
@@ -92,6 +98,7 @@ def test_report_references_receipt_carries_grid_and_is_idempotent(reef_server, r
         "'parent_id': 7",
         "'groups_per_step': 2",
         "'rollouts_per_group': 4",
+        "'guidance_ttt': True",
     ):
         assert expected in text
 
@@ -99,7 +106,7 @@ def test_report_references_receipt_carries_grid_and_is_idempotent(reef_server, r
 def test_report_with_same_id_and_different_content_is_refused(reef_server, reset_reef_upstream):
     scenario = _scenario()
     client = _client(reef_server, scenario)
-    sample = client.sample("prompt")
+    sample = client.sample(_prompt())
     slot = GridSlot(step=0, group=0, rollout=0, groups_per_step=1, rollouts_per_group=1)
     common = {"run_id": "r", "slot": slot, "parent_id": 0, "library_entry_id": None}
     first = report_payload(
@@ -116,17 +123,27 @@ def test_report_with_same_id_and_different_content_is_refused(reef_server, reset
 def test_upstream_refusal_is_an_error_without_receipt(reef_server, reset_reef_upstream):
     reset_reef_upstream.script = lambda request: Reply(status=400, error_message="bad request")
     client = _client(reef_server, _scenario())
-    client.resend_attempts = 0
     with pytest.raises(GuidanceUnavailable) as caught:
-        client.sample("prompt")
+        client.sample(_prompt())
     assert caught.value.answer_lost is False
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 503])
+def test_a_failed_guidance_call_is_never_sent_again(reef_server, reset_reef_upstream, status):
+    reset_reef_upstream.script = lambda request: Reply(status=status, error_message="busy")
+    client = _client(reef_server, _scenario())
+    before = len(reset_reef_upstream.chat_requests())
+    with pytest.raises(GuidanceUnavailable) as caught:
+        client.sample(_prompt())
+    assert caught.value.answer_lost is False and caught.value.status is not None
+    assert len(reset_reef_upstream.chat_requests()) - before == 1  # one generation attempt
 
 
 def test_unreachable_reef_means_the_answer_may_be_lost():
     endpoint = ReefEndpoint(f"http://127.0.0.1:{free_port()}", "t")
     client = GuidanceClient(endpoint, scenario="s", model="m", max_completion_tokens=8, timeout_s=2)
     with pytest.raises(GuidanceUnavailable, match="no answer from Reef") as caught:
-        client.sample("prompt")
+        client.sample(_prompt())
     assert caught.value.answer_lost is True
 
 

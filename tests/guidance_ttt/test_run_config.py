@@ -77,7 +77,15 @@ def test_agent_kwargs_as_harbor_passes_them(tmp_path: Path) -> None:
         ({"groups": "eight"}, "setting 'groups': Input should be a valid integer"),
         ({"groups": "0"}, "setting 'groups': Input should be greater than or equal to 1"),
         ({"training": "maybe"}, "setting 'training': Input should be 'on' or 'off'"),
-        ({"executor_preset": "local"}, "setting 'executor_preset'"),
+        (
+            {"executor_preset": "gpt"},
+            "setting 'executor_preset': unknown executor preset 'gpt'; choose one of "
+            "gpt-oss-local (local), openrouter-glm (openrouter), openai",
+        ),
+        (
+            {"rollouts": "1", "training": "on"},
+            "rollouts must be at least 2 when training (got 1)",
+        ),
         ({"prompt_mode": "full_code"}, "setting 'prompt_mode'"),
         ({"executor_preset": "openai"}, "executor_model is required with executor_preset 'openai'"),
     ],
@@ -87,6 +95,24 @@ def test_bad_settings_get_one_clear_line(overrides: dict, expected: str) -> None
         load_config(None, overrides)
     assert expected in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "preset"),
+    [
+        ("local", "gpt-oss-local"),
+        ("OpenRouter", "openrouter-glm"),
+        ("gpt-oss-local", "gpt-oss-local"),
+    ],
+)
+def test_preset_aliases_are_stored_as_the_preset_name(spelling: str, preset: str) -> None:
+    config = load_config(None, {"executor_preset": spelling})
+    assert config.executor_preset == preset
+    assert config.identity()["executor_preset"] == preset  # a resume compares the name
+
+
+def test_one_rollout_per_group_is_allowed_only_search_only() -> None:
+    assert load_config(None, {"rollouts": 1, "training": "off"}).rollouts == 1
 
 
 def test_bad_files(tmp_path: Path) -> None:

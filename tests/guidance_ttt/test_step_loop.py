@@ -14,7 +14,10 @@ from support.guidance_run import (
 )
 from support.openai_server import Reply
 
-from atoll.guidance_ttt.step import StepFailed, run_step
+from atoll.guidance_ttt.entries import Status
+from atoll.guidance_ttt.library import run_dir
+from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.step import GridIncomplete, Limits, StepFailed, run_step
 
 pytest_plugins = ["support.fixtures"]
 
@@ -58,8 +61,8 @@ def test_a_step_samples_once_per_rollout_and_reports_every_slot(
     assert summary.orphans == []
     assert summary.best_raw_score is not None and summary.best_raw_score > 0
     # The guidance model never sees code; the executor sees the parent's.
-    assert all("#include" not in c.body["messages"][0]["content"] for c in guidance_calls)
-    assert all("#include" in c.body["messages"][0]["content"] for c in executor_calls)
+    assert all("#include" not in c.body["messages"][-1]["content"] for c in guidance_calls)
+    assert all("#include" in c.body["messages"][-1]["content"] for c in executor_calls)
 
     inferences = reef_server.records(scenario, "inference")
     reports = reef_server.records(scenario, "report")
@@ -162,38 +165,104 @@ def test_lost_acknowledgements_are_reposted_with_the_same_ids(
     library.close()
 
 
-def test_a_guidance_answer_lost_in_transit_is_resent_and_named_as_orphan(
+def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
     guidance = GuidanceScript()
-    first = {"slow": True}
+    calls = {"n": 0}
 
-    def slow_once(request):
-        if first.pop("slow", False):
-            return Reply(content="<guidance>late</guidance>", delay_s=2.5)
+    def one_lost_one_refused(request):
+        calls["n"] += 1
+        if calls["n"] == 1:  # its answer comes after the client gave up: lost in transit
+            return Reply(content="<guidance>late</guidance>", delay_s=8.0)
+        if calls["n"] == 2:  # the model's server fails; Reef answers with an error
+            return Reply(status=503, error_message="overloaded")
         return guidance(request)
 
-    reset_reef_upstream.script = slow_once
+    reset_reef_upstream.script = one_lost_one_refused
     scripted_llm.script = ExecutorScript()
     task = write_task(tmp_path / "task")
-    library = new_library(tmp_path / "state", task, groups=1)
-    context = step_context(
+    state_dir = tmp_path / "state"
+    library = new_library(state_dir, task, groups=1)
+    scenario = _scenario()
+    settings = dict(
         task=task,
-        library=library,
+        reef_server=reef_server,
+        scenario=scenario,
+        executor_url=scripted_llm.base_url,
+        judge_url=judge_url,
+        groups=1,
+        rollouts=3,
+        guidance_timeout_s=3.0,  # the late answer's wait, with room for a loaded machine
+    )
+    context = step_context(library=library, **settings)
+    context.limits = Limits(guidance=1, executor=1, judge=1)  # one call at a time
+    summary = run_step(context, 0)
+    # One generation attempt per slot: three slots, three calls, none sent again.
+    assert calls["n"] == 3
+    assert summary.sampled == 3 and summary.failed_guidance_calls == 2
+    assert summary.valid == 1 and summary.well_formed_guidance == 1
+    assert library.archive.total_rollouts == 3  # each failed slot is a PUCT visit
+    journal = read_step(step_journal_path(run_dir(state_dir), 0), 0)
+    failed = {
+        slot: d.rollout.verification for slot, d in journal.finished.items() if d.receipt is None
+    }
+    assert {(v.status, v.reward) for v in failed.values()} == {(Status.GUIDANCE_FAILED, 0.0)}
+    (lost,) = [slot for slot, v in failed.items() if "no answer from Reef" in v.message]
+    (refused,) = [slot for slot, v in failed.items() if "HTTP 502" in v.message]
+    assert "503" in failed[refused].message  # Reef passes the model server's failure on
+    # Without a receipt there is nothing to report against; the lost call is an orphan.
+    assert sorted(summary.unreported) == sorted([list(lost), list(refused)])
+    assert len(reef_server.records(scenario, "report")) == 1
+    assert [(o["group"], o["rollout"], o["attempt"]) for o in summary.orphans] == [(*lost, 1)]
+    library.close()
+
+    # A resume books the journaled failures again and samples nothing.
+    from atoll.guidance_ttt.library import Library
+
+    library = Library.restore_committed(state_dir)
+    again = run_step(step_context(library=library, **settings), 0)
+    assert calls["n"] == 3 and again.failed_guidance_calls == 2 and again.resumed_rollouts == 3
+    library.close()
+
+
+def test_a_training_step_with_a_slot_reef_cannot_fill_stops_at_once(
+    tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
+):
+    reset_reef_upstream.script = lambda request: Reply(status=503, error_message="down")
+    scripted_llm.script = ExecutorScript()
+    task = write_task(tmp_path / "task")
+    state_dir = tmp_path / "state"
+    library = new_library(state_dir, task, groups=1)
+    settings = dict(
+        task=task,
         reef_server=reef_server,
         scenario=_scenario(),
         executor_url=scripted_llm.base_url,
         judge_url=judge_url,
         groups=1,
-        rollouts=1,
-        guidance_timeout_s=1.0,
+        rollouts=2,
     )
-    summary = run_step(context, 0)
-    assert summary.sampled == 1
-    assert len(summary.orphans) == 1
-    orphan = summary.orphans[0]
-    assert (orphan["group"], orphan["rollout"], orphan["attempt"]) == (0, 0, 1)
-    assert "no answer from Reef" in orphan["error"]
+    context = step_context(library=library, **settings)
+    context.complete_grid = True
+    context.limits = Limits(guidance=1, executor=1, judge=1)
+    before = len(reset_reef_upstream.chat_requests())
+    with pytest.raises(
+        GridIncomplete, match="step 0 can never train: the guidance call of group 0"
+    ):
+        run_step(context, 0)
+    assert scripted_llm.chat_requests() == []
+    library.close()
+    from atoll.guidance_ttt.library import Library
+
+    library = Library.restore_committed(state_dir)
+    resumed = step_context(library=library, **settings)
+    resumed.complete_grid = True
+    sent = len(reset_reef_upstream.chat_requests())
+    with pytest.raises(GridIncomplete):
+        run_step(resumed, 0)
+    assert len(reset_reef_upstream.chat_requests()) == sent  # nothing sampled on resume
+    assert sent - before >= 1
     library.close()
 
 

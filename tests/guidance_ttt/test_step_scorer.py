@@ -8,9 +8,11 @@ import pytest
 from support.judge import JUDGE_PROGRAMS, small_judge
 from support.reef_server import free_port
 
+from atoll.guidance_ttt.archive import Archive, Rollout, Selection
 from atoll.guidance_ttt.contract import Direction, Language, TaskContract
-from atoll.guidance_ttt.entries import Status
-from atoll.guidance_ttt.scorer import JudgeDown, Scorer, judge_url
+from atoll.guidance_ttt.entries import Entry, Status
+from atoll.guidance_ttt.scorer import JudgeDown, Scorer, judge_url, verification_of
+from atoll.judge.client import outcome_from_result
 
 CONTRACT = TaskContract(
     solution_language=Language.CPP,
@@ -39,15 +41,31 @@ def test_valid_program_gets_its_score(judge):
     assert 0 < result.reward <= 100
 
 
-def test_compile_error_and_wrong_output_are_normal_zero_results(judge):
+def test_a_compile_error_is_a_normal_zero_result(judge):
     scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
     broken = scorer.score((JUDGE_PROGRAMS / "broken.cpp").read_text())
     assert broken.status is Status.COMPILE_ERROR
     assert broken.reward == 0 and broken.raw_score is None
     assert "compile" in broken.message
+
+
+def test_a_program_the_judge_scored_zero_is_a_valid_candidate_of_value_zero(judge):
+    scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
     wrong = scorer.score(WRONG_OUTPUT)
-    assert wrong.status is Status.INVALID
-    assert wrong.reward == 0 and wrong.raw_score is None
+    assert (wrong.status, wrong.raw_score, wrong.reward) == (Status.VALID, 0.0, 0.0)
+    # It becomes a node and raises its parent's best-child value, as any finished verdict does.
+    seed = Entry(program="int main(){}", summary="s", verification=wrong)
+    archive = Archive.seeded(seed, Direction.MAX, 1)
+    archive.apply_selection(Selection(0, 0, 0))
+    child = archive.apply_rollout(Rollout(0, 0, 0, 0, wrong, "g", WRONG_OUTPUT, "wrong"))
+    assert child is not None and archive.node(child).value == 0.0
+    assert archive.node(0).m == 0.0
+
+
+def test_the_raw_score_is_the_bounded_score_not_the_unbounded_one():
+    body = {"status": "done", "passed": False, "score": 50.0, "scoreUnbounded": 130.0, "cases": []}
+    verification = verification_of(outcome_from_result(7, body))
+    assert (verification.raw_score, verification.reward) == (50.0, 50.0)
 
 
 def test_judge_that_is_down_stops_the_step_instead_of_scoring_zero():

@@ -179,7 +179,16 @@ def test_lost_result_raises(client_for) -> None:
         client_for(judge.url).score("int main(){}", deadline_s=5)
 
 
-def test_submission_is_multipart_like_the_reference_harness(client_for) -> None:
+@pytest.mark.parametrize(
+    ("lang", "source", "file_part"),
+    [
+        ("cpp", "int main(){}", b'filename="solution.cpp"\r\nContent-Type: text/x-c++src'),
+        ("python", "print(1)", b'filename="solution.py"\r\nContent-Type: text/x-python'),
+    ],
+)
+def test_submission_is_multipart_like_the_reference_harness(
+    client_for, lang: str, source: str, file_part: bytes
+) -> None:
     seen: dict[str, bytes] = {}
 
     def route(method: str, path: str, count: int) -> tuple[int, object]:
@@ -198,10 +207,10 @@ def test_submission_is_multipart_like_the_reference_harness(client_for) -> None:
 
         client = JudgeClient(judge.url, transport=Recording())
         try:
-            client.score("int main(){}", pid="0", lang="cpp", deadline_s=5)
+            client.score(source, pid="0", lang=lang, deadline_s=5)
         finally:
             client.close()
     assert seen["type"].startswith(b"multipart/form-data")
     assert b'name="pid"' in seen["body"] and b'name="lang"' in seen["body"]
-    assert b'name="code"; filename="solution.cpp"' in seen["body"]
-    assert b"int main(){}" in seen["body"]
+    assert b'name="code"; ' + file_part in seen["body"]
+    assert source.encode() in seen["body"]

@@ -45,7 +45,14 @@ class ReefProbeAgent(BaseAgent):
         )
         answer = body["choices"][0]["message"]["content"]
         (self.logs_dir / "receipt.json").write_text(
-            json.dumps({"receipt": receipt, "answer": answer, "reef_url": os.environ["REEF_URL"]})
+            json.dumps(
+                {
+                    "receipt": receipt,
+                    "answer": answer,
+                    "reef_url": os.environ["REEF_URL"],
+                    "reef_run_dir": os.environ.get("REEF_RUN_DIR"),
+                }
+            )
         )
         await environment.exec(f"echo {receipt} > /app/receipt.txt")
         await asyncio.sleep(self.linger_s)  # lets a test interrupt the job mid-run

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from atoll.guidance_ttt.config import load_config
 from atoll.stack.commands import executor_command, executor_wanted, reef_command
 from atoll.stack.options import StackOptions
@@ -63,10 +65,11 @@ def test_search_only_runs_reef_in_upstream_mode_without_gpus(tmp_path, venv_bin)
     assert not executor_wanted(planned)
 
 
-def test_the_local_executor_serves_gpt_oss_on_gpu_2_at_the_configured_url(tmp_path, venv_bin):
-    config = load_config(
-        None, {"state_dir": str(tmp_path / "s"), "executor_preset": "gpt-oss-local"}
-    )
+@pytest.mark.parametrize("preset", ["gpt-oss-local", "local"])
+def test_the_local_executor_serves_gpt_oss_on_gpu_2_at_the_configured_url(
+    tmp_path, venv_bin, preset
+):
+    config = load_config(None, {"state_dir": str(tmp_path / "s"), "executor_preset": preset})
     planned = plan(config, StackOptions(training=True))
     assert executor_wanted(planned)
     command = executor_command(planned, _env(venv_bin))
@@ -78,6 +81,7 @@ def test_the_local_executor_serves_gpt_oss_on_gpu_2_at_the_configured_url(tmp_pa
         "--host": "127.0.0.1",
         "--port": "30000",
         "--tp": "1",
+        "--reasoning-parser": "gpt-oss",  # as the method's launch command
     }
     assert command.env["CUDA_VISIBLE_DEVICES"] == "2"
 

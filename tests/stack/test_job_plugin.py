@@ -74,6 +74,8 @@ def test_plugin_starts_reef_for_the_job_and_stops_it_at_the_end(
     assert len(receipt["receipt"]) == 32
     assert receipt["answer"] == "<guidance>try a greedy fill</guidance>"
     assert receipt["reef_url"] == f"http://127.0.0.1:{port}"
+    # Where the training gate finds the Ray cluster named in Reef's runtime files.
+    assert receipt["reef_run_dir"] == str(job_dir.resolve() / "reef-stack" / "reef-run")
     assert len(upstream.chat_requests()) == 1
     # Logs under the job directory, Reef's records under the run's state directory.
     assert (job_dir / "reef-stack" / "logs" / "reef-serve.log").stat().st_size > 0

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atoll.guidance_ttt.config import GuidanceConfig, load_config
+from atoll.guidance_ttt import reef_runtime
+from atoll.guidance_ttt.config import (
+    GuidanceConfig,
+    load_config,
+    trainer_checkpoint_dir,
+    trainer_hf_dir,
+)
 from atoll.stack import validate
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions
@@ -175,3 +181,19 @@ def _toml(tmp_path: Path) -> Path:
     path = tmp_path / "run.toml"
     path.write_text(f'steps = 7\nstate_dir = "{tmp_path / "state"}"\n')
     return path
+
+
+def test_the_training_gate_reads_where_the_rendered_stack_writes(tmp_path: Path) -> None:
+    """The trainer's job marker, its checkpoints, its Ray actor and Reef's run dir: one place each."""
+    config = load_config(None, {"state_dir": str(tmp_path / "state")})
+    planned = plan(config, StackOptions(training=True))  # `atoll stack up`'s own stack dir
+    doc = yaml.safe_load(planned.serve_yaml)
+    state_dir = config.state_dir.resolve()
+    options = doc["training"]["options"]
+    assert Path(options["save-hf"]).parent == trainer_hf_dir(state_dir)
+    assert Path(options["save"]) == trainer_checkpoint_dir(state_dir)
+    assert doc["training"]["ray-namespace"] == reef_runtime.DEFAULT_NAMESPACE
+    assert doc["training"]["ray-actor-name"] == reef_runtime.DEFAULT_ACTOR
+    assert Path(doc["reef"]["run-dir"]) == reef_runtime.run_dir(state_dir, {})
+    named = reef_runtime.run_dir(state_dir, {"REEF_RUN_DIR": str(tmp_path / "job-run")})
+    assert named == tmp_path / "job-run"

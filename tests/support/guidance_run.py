@@ -124,7 +124,6 @@ def step_context(
         model="scripted",
         max_completion_tokens=256,
         timeout_s=guidance_timeout_s,
-        backoff_s=0.01,
     )
     executor = Executor(executor_spec("gpt-oss-local", base_url=executor_url), environ={})
     scorer = Scorer(judge_url, task.contract, deadline_s=120, poll_interval_s=0.05)

@@ -29,6 +29,8 @@ class Reply:
     completion_tokens: int = 8
     headers: dict[str, str] = field(default_factory=dict)
     error_message: str = "scripted error"
+    # HTTP 200 whose body is an error object, as some providers (OpenRouter) answer.
+    error_in_body: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ class ScriptedOpenAIServer:
                 reply = Reply(content=answer) if isinstance(answer, str) else answer
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                if reply.status >= 400:
+                if reply.status >= 400 or reply.error_in_body:
                     error = {"error": {"message": reply.error_message, "code": reply.status}}
                     self._send(reply.status, error, reply.headers)
                     return

@@ -24,7 +24,7 @@ BASE_IMAGE = "atoll/base:bookworm"
 
 
 def _atoll_run(
-    venv_bin: Path, env_name: str, jobs: Path, *extra: str, **env: str
+    venv_bin: Path, env_name: str, jobs: Path, *extra: str, exit_code: int = 0, **env: str
 ) -> dict[str, Any]:
     environ = run_env(**env)
     environ.pop("FRONTIERCS_JUDGE_URL", None)  # the job's own judge, unless a test names one
@@ -48,7 +48,7 @@ def _atoll_run(
         cwd=jobs,
         env=environ,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == exit_code, done.stdout[-3000:] + done.stderr[-3000:]
     assert "frontiercs-judge" in done.stderr or "--no-default-plugins" in extra
     (trial_result,) = jobs.glob("*/polyomino_packing__*/result.json")
     return json.loads(trial_result.read_text())
@@ -85,6 +85,7 @@ def test_no_judge_behind_the_socket_fails_the_trial_without_a_reward(
         "atoll-local",
         tmp_path,
         "--no-default-plugins",
+        exit_code=1,  # a trial without a reward is a failed trial
         FRONTIERCS_JUDGE_SOCKET_DIR=str(empty),
     )
     assert trial["verifier_result"] is None

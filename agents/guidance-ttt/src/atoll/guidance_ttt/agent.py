@@ -35,7 +35,7 @@ from rich.console import Console
 from atoll.guidance_ttt import controller, resume
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
-from atoll.guidance_ttt.contract import CONTRACT_FILE, Language, Task, load_contract
+from atoll.guidance_ttt.contract import CONTRACT_FILE, Task, load_contract
 from atoll.guidance_ttt.node import Node
 from atoll.guidance_ttt.outputs import write_outputs
 from atoll.guidance_ttt.wiring import run_search, with_reef_url
@@ -44,7 +44,6 @@ __all__ = ["GuidanceTTTAgent", "agent_config", "check_training_stack", "with_ree
 
 AGENT_NAME = "guidance-ttt"
 DISTRIBUTION = "atoll-guidance-ttt"
-SOLUTION_NAMES = {Language.CPP: "solution.cpp", Language.PYTHON: "solution.py"}
 DEFAULT_WORKDIR = "/workspace"
 RUN_LOG = "guidance-ttt.log"
 
@@ -169,7 +168,7 @@ def check_training_stack(config: GuidanceConfig) -> None:
 def solution_path(environment: BaseEnvironment, task: Task) -> str:
     """Where the task's verifier looks for the answer: `<workdir>/solution.<ext>`."""
     workdir = environment.task_env_config.workdir or DEFAULT_WORKDIR
-    return f"{workdir.rstrip('/')}/{SOLUTION_NAMES[task.contract.solution_language]}"
+    return f"{workdir.rstrip('/')}/{task.contract.solution_language.solution_file}"
 
 
 async def install_program(environment: BaseEnvironment, task: Task, best: Node) -> str:

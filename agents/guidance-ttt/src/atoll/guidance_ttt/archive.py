@@ -126,10 +126,7 @@ class Archive:
         self.selections: dict[int, int] = dict(selections or {})
         self.finished: dict[tuple[int, int], int | None] = dict(finished or {})
         self.max_nodes = max_nodes
-        self._by_sha: dict[str, int] = {}
-        for node in self.nodes.values():
-            if node.program_sha256 is not None:
-                self._by_sha.setdefault(node.program_sha256, node.id)
+        self._by_sha = self._candidate_programs()
         self.best_id = self._find_best()
         # Scores change only with rollouts and step ends; the G selections of a step share them.
         self._version = 0
@@ -200,11 +197,13 @@ class Archive:
         return ids
 
     def candidates(self, step: int) -> list[Node]:
-        """Nodes that may be selected in `step`: with a program, and roots or made before it."""
+        """Nodes that may be selected in `step`: candidates with a program, roots or made before it."""
         return [
             node
             for node in self.nodes.values()
-            if node.entry.program is not None and (node.is_root or node.timestep < step + 1)
+            if node.candidate
+            and node.entry.program is not None
+            and (node.is_root or node.timestep < step + 1)
         ]
 
     def scores(self, step: int) -> list[Scored]:
@@ -232,7 +231,11 @@ class Archive:
         return Selection(step, group, pick.id)
 
     def child_of(self, rollout: Rollout) -> int | None:
-        """The id the rollout's child node would get, or None if it makes no node."""
+        """The id the rollout's child node would get, or None if it makes no node.
+
+        A program is a duplicate when a candidate already holds it; a node kept
+        only to connect the tree does not block the same program coming back.
+        """
         if not rollout.verification.scored or rollout.program is None:
             return None
         if program_digest(rollout.program) in self._by_sha:
@@ -310,12 +313,17 @@ class Archive:
         return child_id
 
     def finish_step(self, step: int) -> StepEnd:
-        """The step-end filter: top children per parent, de-duplicated, capped, closed upward."""
+        """The step-end filter: top children per parent, de-duplicated, capped, closed upward.
+
+        What survives the filter stays a candidate; an ancestor kept only so
+        that a survivor stays connected to its root is no longer one.
+        """
         self.check_step(step)
         self._version += 1
         keep = {node.id for node in self.nodes.values() if node.is_root}
         for node in self.nodes.values():
-            ranked = sorted((self.nodes[c] for c in node.children), key=_value_order, reverse=True)
+            children = (self.nodes[c] for c in node.children if self.nodes[c].candidate)
+            ranked = sorted(children, key=_value_order, reverse=True)
             keep.update(child.id for child in ranked[:CHILDREN_KEPT])
         seen = {self.nodes[i].program_sha256 for i in keep if self.nodes[i].is_root}
         for node in sorted((self.nodes[i] for i in keep), key=_value_order, reverse=True):
@@ -329,7 +337,8 @@ class Archive:
             key=lambda n: (n.is_root, n.sort_value, n.id),
             reverse=True,
         )[: self.max_nodes]
-        keep = {node.id for node in capped}
+        selected = {node.id for node in capped}
+        keep = set(selected)
         for node in capped:
             keep.update(a.id for a in self.ancestors(node.id))
         pruned = tuple(sorted(set(self.nodes) - keep))
@@ -337,10 +346,8 @@ class Archive:
             del self.nodes[node_id]
         for node in self.nodes.values():
             node.children = [c for c in node.children if c in self.nodes]
-        self._by_sha = {}
-        for node in sorted(self.nodes.values(), key=lambda n: n.id):
-            if node.program_sha256 is not None:
-                self._by_sha.setdefault(node.program_sha256, node.id)
+            node.candidate = node.id in selected
+        self._by_sha = self._candidate_programs()
         self.best_id = self._find_best()
         self.step = step + 1
         self.selections = {}
@@ -390,10 +397,18 @@ class Archive:
         if step != self.step:
             raise ArchiveError(f"the archive is at step {self.step}, not step {step}")
 
+    def _candidate_programs(self) -> dict[str, int]:
+        """Program digest -> the first candidate holding it (duplicates are checked against these)."""
+        found: dict[str, int] = {}
+        for node in sorted(self.nodes.values(), key=lambda n: n.id):
+            if node.candidate and node.program_sha256 is not None:
+                found.setdefault(node.program_sha256, node.id)
+        return found
+
     def _find_best(self) -> int | None:
         best: Node | None = None
         for node in self.nodes.values():
-            if self._better(node, best):
+            if node.candidate and self._better(node, best):
                 best = node
         return None if best is None else best.id
 

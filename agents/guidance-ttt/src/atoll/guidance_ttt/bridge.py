@@ -7,10 +7,22 @@ Reef is reached through one small interface (`TrainingBridge`) with two
 implementations: the real one (Reef's `GET /reef/status` plus the training
 bridge actor's health) and a search-only one that trains nothing. Search-only
 is a choice the user makes; it is recorded everywhere and never a fallback.
+
+The actor counts `completed_train_steps` per process: Reef's trainer starts
+at 0 whenever Reef starts, and a run may resume against a Reef started for
+the resumed job. The gate therefore counts the steps trained since the run
+(re)started, from the trainer's count at that moment, as the reference
+harness does. A run may also resume to find its open step already trained
+(the previous run stopped at the barrier, after Reef trained the step but
+before the archive was committed): that step's update is checked from the
+actor's report when the same trainer process made it, and otherwise from the
+trainer's durable job marker, which records the committed job's metrics.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -19,13 +31,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.reef_runtime import RayRuntime
 
-TRAIN_BRIDGE_ACTOR = "reef-train-bridge"
-TRAIN_BRIDGE_NAMESPACE = "reef"
 SERVING_PHASE = "serving"
 
 # Megatron writes this file into its save directory once a checkpoint is durable.
 CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
+# Reef's trainer records its latest training job (status, rollout id, metrics) in this
+# file beside its published adapters, and only settles it once the job's commit is durable.
+JOB_MARKER_FILE = ".reef-latest-job.json"
+JOB_COMMITTED = "COMPLETE"
 
 # Keys of the training bridge actor's `health()` report (reef-infra's Slime
 # bridge): top-level job state, and the last update's metrics under
@@ -94,8 +109,15 @@ class TrainingCommit:
         return asdict(self)
 
 
-def check_commit(commit: TrainingCommit, expected: StepExpectation) -> None:
-    """Fail closed unless every condition of the training gate holds."""
+def check_commit(
+    commit: TrainingCommit, expected: StepExpectation, completed_steps: int | None
+) -> None:
+    """Fail closed unless every condition of the training gate holds.
+
+    `completed_steps` is the count the trainer process must report after this
+    update; None when an earlier trainer process made the update (its durable
+    job marker, not the live count, vouches for it).
+    """
     problems: list[str] = []
     grid = expected.groups * expected.rollouts_per_group
     if expected.rollouts != grid:
@@ -104,9 +126,9 @@ def check_commit(commit: TrainingCommit, expected: StepExpectation) -> None:
         problems.append(f"trainer health is {commit.health_ok!r}, not ok")
     if commit.phase != SERVING_PHASE:
         problems.append(f"trainer phase is {commit.phase!r}, not {SERVING_PHASE!r}")
-    if commit.completed_steps != expected.step + 1:
+    if completed_steps is not None and commit.completed_steps != completed_steps:
         problems.append(
-            f"trainer completed {commit.completed_steps} steps, expected {expected.step + 1}"
+            f"trainer completed {commit.completed_steps} steps, expected {completed_steps}"
         )
     if commit.rollout_id != expected.step:
         problems.append(f"trainer rollout id is {commit.rollout_id}, expected {expected.step}")
@@ -170,6 +192,38 @@ def commit_from_health(health: Mapping[str, Any], checkpoint_marker: Path | None
     )
 
 
+def commit_from_job_marker(
+    health: Mapping[str, Any], job_marker: Path | None, checkpoint_marker: Path | None
+) -> TrainingCommit:
+    """The gate's facts about an update an earlier trainer process made: its durable job marker.
+
+    Health and phase are the live trainer's; the rollout id and the metrics
+    are the marker's, which Reef settles only once the job's commit is
+    durable. A marker that is absent, unreadable or not settled fails the gate.
+    """
+    where = "no job marker path is known" if job_marker is None else str(job_marker)
+    try:
+        data = json.loads(job_marker.read_text(encoding="utf-8")) if job_marker else None
+    except (OSError, ValueError) as exc:
+        raise TrainingGateFailed(
+            f"the trainer's job marker {where} cannot be read: {exc}"
+        ) from None
+    if not isinstance(data, Mapping):
+        raise TrainingGateFailed(f"the trainer's job marker {where} holds no job")
+    if data.get("status") != JOB_COMMITTED or data.get("commit_acknowledged") is not True:
+        raise TrainingGateFailed(
+            f"the trainer's job marker {where} shows job {data.get('job_id')!r} in status "
+            f"{data.get('status')!r} (commit acknowledged: {data.get('commit_acknowledged')!r}), "
+            f"not a committed update"
+        )
+    metrics = data.get("train_metrics")
+    metrics = dict(metrics) if isinstance(metrics, Mapping) else {}
+    return dataclasses.replace(
+        commit_from_health({**health, HEALTH_METRICS: metrics}, checkpoint_marker),
+        rollout_id=_int(data.get("rollout_id")),
+    )
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -225,7 +279,11 @@ class TrainingBridge(Protocol):
     mode: str
 
     def trainer_step(self) -> int | None:
-        """How many steps the trainer has completed (None: it trains nothing)."""
+        """How many steps of the run's scenario the trainer has trained (None: it trains nothing)."""
+        ...
+
+    def start(self, step: int) -> None:
+        """The run (re)starts at `step`: note where the trainer is, before any step is trained."""
         ...
 
     def await_training(self, expected: StepExpectation) -> TrainingCommit | None:
@@ -241,35 +299,60 @@ class SearchOnlyBridge:
     def trainer_step(self) -> int | None:
         return None
 
+    def start(self, step: int) -> None:
+        return None
+
     def await_training(self, expected: StepExpectation) -> TrainingCommit | None:
         return None
 
 
-def ray_actor_health(
-    actor: str = TRAIN_BRIDGE_ACTOR,
-    namespace: str = TRAIN_BRIDGE_NAMESPACE,
-    timeout_s: float = 60.0,
-) -> Callable[[], Mapping[str, Any]]:
-    """A reader of the training bridge actor's health; Ray is imported only when it is used."""
+class RayActorHealth:
+    """Reads the training bridge actor's health in the Ray cluster Reef's trainer joined.
 
-    def read() -> Mapping[str, Any]:
+    Ray is imported only when the health is read (it is the `ray` extra).
+    """
+
+    def __init__(self, runtime: RayRuntime, timeout_s: float = 60.0) -> None:
+        self.runtime = runtime
+        self.timeout_s = timeout_s
+
+    def __call__(self) -> Mapping[str, Any]:
         try:
             import ray
         except ImportError as exc:
             raise TrainingInvariantFailed(
                 "reading Reef's training bridge needs Ray: install atoll-guidance-ttt[ray]"
             ) from exc
+        runtime = self.runtime
         if not ray.is_initialized():
             ray.init(
-                address="auto", namespace=namespace, ignore_reinit_error=True, log_to_driver=False
+                address=runtime.address,
+                namespace=runtime.namespace,
+                ignore_reinit_error=True,
+                log_to_driver=False,
             )
-        handle = ray.get_actor(actor, namespace=namespace)
-        health = ray.get(handle.health.remote(), timeout=timeout_s)
+        handle = ray.get_actor(runtime.actor, namespace=runtime.namespace)
+        health = ray.get(handle.health.remote(), timeout=self.timeout_s)
         if not isinstance(health, Mapping):
-            raise TrainingInvariantFailed(f"training bridge {actor!r} returned no health object")
+            raise TrainingInvariantFailed(
+                f"training bridge {runtime.actor!r} returned no health object"
+            )
         return health
 
-    return read
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where the trainer stood when the run (re)started."""
+
+    step: int
+    completed: int
+    trained_ahead: bool
+    health: Mapping[str, Any]
+
+    @property
+    def first_trained(self) -> int:
+        """The first step this trainer process trains for the run."""
+        return self.step + 1 if self.trained_ahead else self.step
 
 
 class ReefTrainingBridge:
@@ -282,18 +365,21 @@ class ReefTrainingBridge:
         status: Callable[[], Mapping[str, Any]],
         scenario: str,
         *,
-        health: Callable[[], Mapping[str, Any]] | None = None,
+        health: Callable[[], Mapping[str, Any]],
         checkpoint_dir: Path | None = None,
+        job_marker: Path | None = None,
         poll_interval_s: float = 5.0,
         timeout_s: float = 4 * 3600.0,
         cancellation: Cancellation | None = None,
     ) -> None:
         self._status = status
         self._cancellation = cancellation
-        self._health = health or ray_actor_health()
+        self._health = health
         self._checkpoint_marker = (
             checkpoint_dir / CHECKPOINT_MARKER_FILE if checkpoint_dir else None
         )
+        self._job_marker = job_marker
+        self._origin: _Origin | None = None
         self.scenario = scenario
         self.poll_interval_s = poll_interval_s
         self.timeout_s = timeout_s
@@ -302,7 +388,24 @@ class ReefTrainingBridge:
         progress = scenario_progress(self._status(), self.scenario)
         return 0 if progress is None else progress.scenario_step
 
+    def start(self, step: int) -> None:
+        health = self._health()
+        completed = _int(health.get(HEALTH_COMPLETED_STEPS))
+        if completed is None or completed < 0:
+            raise TrainingInvariantFailed(
+                f"Reef's training bridge reports {HEALTH_COMPLETED_STEPS}="
+                f"{health.get(HEALTH_COMPLETED_STEPS)!r}; the gate cannot count the steps it trains"
+            )
+        ahead = self.trainer_step() == step + 1
+        self._origin = _Origin(step, completed, ahead, dict(health))
+
     def await_training(self, expected: StepExpectation) -> TrainingCommit | None:
+        origin = self._origin
+        if origin is None or expected.step < origin.step:
+            raise TrainingInvariantFailed(
+                f"the training barrier of step {expected.step} was reached before the run "
+                "told the bridge where it starts"
+            )
         deadline = time.monotonic() + self.timeout_s
         while True:
             progress = scenario_progress(self._status(), self.scenario)
@@ -319,10 +422,10 @@ class ReefTrainingBridge:
                         f"past step {expected.step + 1}: another writer trains this scenario"
                     )
                 if progress.scenario_step == expected.step + 1:
-                    commit = commit_from_health(self._health(), self._checkpoint_marker)
+                    commit, completed = self._commit(origin, expected.step)
                     # Trained but still loading the new weights: serving resumes shortly.
                     if not (commit.health_ok is True and commit.phase != SERVING_PHASE):
-                        check_commit(commit, expected)
+                        check_commit(commit, expected, completed)
                         return commit
             if time.monotonic() >= deadline:
                 raise TrainingTimeout(
@@ -330,6 +433,16 @@ class ReefTrainingBridge:
                     f"{self.scenario!r} within {self.timeout_s:g} s"
                 )
             self._pause()
+
+    def _commit(self, origin: _Origin, step: int) -> tuple[TrainingCommit, int | None]:
+        """The update of `step` and the trainer's expected count of completed steps after it."""
+        health = self._health()
+        if step < origin.first_trained:  # trained before the run (re)started
+            if _int(origin.health.get(HEALTH_ROLLOUT_ID)) == step:  # by this trainer process
+                return commit_from_health(health, self._checkpoint_marker), origin.completed
+            return commit_from_job_marker(health, self._job_marker, self._checkpoint_marker), None
+        completed = origin.completed + step - origin.first_trained + 1
+        return commit_from_health(health, self._checkpoint_marker), completed
 
     def _pause(self) -> None:
         """Wait one poll interval; a cancelled run ends the wait at once."""

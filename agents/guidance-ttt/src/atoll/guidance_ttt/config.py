@@ -13,12 +13,20 @@ import tomllib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from atoll.guidance_ttt.presets import DEFAULT_PRESET, UnknownPreset, preset, spellings
 
 
 class ConfigError(ValueError):
@@ -28,21 +36,6 @@ class ConfigError(ValueError):
 class IdentityChanged(ConfigError):
     """A resume found a setting that the saved run was made with changed."""
 
-
-ExecutorPreset = Literal["gpt-oss-local", "openrouter-glm", "openai"]
-
-
-@dataclass(frozen=True)
-class ExecutorDefaults:
-    base_url: str
-    model: str | None
-
-
-EXECUTOR_PRESETS: dict[str, ExecutorDefaults] = {
-    "gpt-oss-local": ExecutorDefaults("http://127.0.0.1:30000/v1", "openai/gpt-oss-120b"),
-    "openrouter-glm": ExecutorDefaults("https://openrouter.ai/api/v1", "z-ai/glm-5.2"),
-    "openai": ExecutorDefaults("https://api.openai.com/v1", None),
-}
 
 # Short names accepted in files and overrides, as the method's papers write them.
 ALIASES = {"g": "groups", "r": "rollouts"}
@@ -68,7 +61,9 @@ class GuidanceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     groups: int = Field(8, ge=1, description="G: comparison groups (parents) per step.")
-    rollouts: int = Field(16, ge=1, description="R: rollouts (guidance samples) per group.")
+    rollouts: int = Field(
+        16, ge=1, description="R: rollouts (guidance samples) per group; at least 2 when training."
+    )
     steps: int = Field(30, ge=1, description="Final total of steps (not an increment on resume).")
     max_guidance_tokens: int = Field(
         8192, ge=1, description="Max completion tokens of one guidance sample."
@@ -93,8 +88,9 @@ class GuidanceConfig(BaseModel):
     training: Literal["on", "off"] = Field(
         "on", description="'off' runs the search without Reef training (no barrier gate)."
     )
-    executor_preset: ExecutorPreset = Field(
-        "gpt-oss-local", description="Executor endpoint preset; base URL and model default from it."
+    executor_preset: str = Field(
+        DEFAULT_PRESET,
+        description=f"Executor preset, one of {spellings()}; base URL and model default from it.",
     )
     executor_base_url: str | None = Field(
         None, description="OpenAI-compatible base URL of the executor (default: the preset's)."
@@ -115,9 +111,23 @@ class GuidanceConfig(BaseModel):
         None, description="Model name at guidance_base_url (default: guidance_model)."
     )
 
+    @field_validator("executor_preset", mode="before")
+    @classmethod
+    def _canonical_preset(cls, value: object) -> str:
+        """An alias (`local`, `openrouter`) is stored as its preset's name, which resumes compare."""
+        try:
+            return preset(str(value)).name
+        except UnknownPreset as exc:
+            raise ValueError(str(exc)) from None
+
     @model_validator(mode="after")
     def _fill_executor(self) -> Self:
-        defaults = EXECUTOR_PRESETS[self.executor_preset]
+        if self.training == "on" and self.rollouts < 2:
+            raise ValueError(
+                f"rollouts must be at least 2 when training (got {self.rollouts}): Reef's tttd "
+                "recipe learns from reward differences within a group; use training=off for R=1"
+            )
+        defaults = preset(self.executor_preset)
         if self.executor_base_url is None:
             object.__setattr__(self, "executor_base_url", defaults.base_url)
         if self.executor_model is None:
@@ -163,6 +173,20 @@ def trainer_checkpoint_dir(state_dir: Path) -> Path:
     for the trainer's checkpoint marker in it, so both read it from here.
     """
     return reef_state_dir(state_dir) / "checkpoints" / "megatron"
+
+
+def trainer_hf_dir(state_dir: Path) -> Path:
+    """Where Reef's trainer publishes each step's adapter, and keeps its durable job marker.
+
+    The stack renders `<this>/{rollout_id}` as the trainer's `save-hf`; Reef
+    keeps the marker of its latest training job beside those directories.
+    """
+    return reef_state_dir(state_dir) / "checkpoints" / "hf"
+
+
+def default_stack_dir(state_dir: Path) -> Path:
+    """Where `atoll stack up` keeps the stack it starts for a run (its state, logs, Reef's run dir)."""
+    return state_dir / "stack"
 
 
 def setting_names() -> list[str]:

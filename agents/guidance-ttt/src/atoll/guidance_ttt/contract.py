@@ -20,6 +20,8 @@ from typing import Any
 
 import jsonschema
 
+from atoll.judge.client import SOURCE_FILES
+
 INSTRUCTION_FILE = "instruction.md"
 CONTRACT_FILE = "contract.json"
 SCHEMA_RESOURCE = "contract.schema.json"
@@ -37,6 +39,11 @@ class Direction(StrEnum):
 class Language(StrEnum):
     CPP = "cpp"
     PYTHON = "python"
+
+    @property
+    def solution_file(self) -> str:
+        """The program's file name: in the task's `solution/`, the trial's workspace, the judge."""
+        return SOURCE_FILES[self.value][0]
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ Per step: run the step up to its report barrier, fold the archive, wait for
 Reef to train the step and check the update (or, in search-only mode, train
 nothing, by choice), write the step summary, and only then commit the archive
 and advance the resume state. A resume restores the committed archive,
-refuses a changed identity, checks that Reef's trainer is where the archive
-says, and finishes the open step from its journal. A cancelled run stops
+refuses a changed identity or a `steps` total it has already reached, checks
+that Reef's trainer is where the archive says, and finishes the open step
+from its journal. A first start writes the archive and then the resume
+state; one killed in between is started again. A cancelled run stops
 between rollouts and at every wait, leaving the state a crash would leave, so
 the next run resumes it.
 """
@@ -34,7 +36,7 @@ from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.entries import Entry
 from atoll.guidance_ttt.library import Library, run_dir
 from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.rollout_journal import STEPS_DIR, read_step, step_journal_path
 from atoll.guidance_ttt.step import (
     ExecutorService,
     GuidanceService,
@@ -53,6 +55,10 @@ PLAIN: dict[str, Any] = {"markup": False, "highlight": False, "soft_wrap": True}
 
 class TrainerOutOfStep(RuntimeError):
     """Reef's trainer is not at the step the committed archive is at."""
+
+
+class RunAlreadyComplete(ConfigError):
+    """`steps` asks for no step the run has not already done."""
 
 
 @dataclass
@@ -110,6 +116,13 @@ def run(
     state_dir = config.state_dir
     library, state = _open(config, task, seed, bridge, name or resume.run_name(state_dir), console)
     try:
+        if state.next_step >= config.steps:
+            raise RunAlreadyComplete(
+                f"the run in {state_dir} has already completed {state.next_step} steps, and "
+                f"steps={config.steps} is the final total, not an increment: pass "
+                f"steps={state.next_step + 1} or more to continue it"
+            )
+        bridge.start(state.next_step)
         context = StepContext(
             task=task,
             library=library,
@@ -125,6 +138,7 @@ def run(
                 judge=config.judge_concurrency,
             ),
             cancellation=cancellation,
+            complete_grid=bridge.mode != SEARCH_ONLY_MODE,
         )
         for step in range(state.next_step, config.steps):
             cancellation.check(f"step {step}")
@@ -168,6 +182,13 @@ def _open(
     saved = resume.load(state_dir)
     if saved is None:
         _check_trainer(bridge, 0, open_step_complete=False)
+        has_steps = any((run_dir(state_dir) / STEPS_DIR).glob("*"))
+        if Library.discard_unstarted(state_dir, has_steps=has_steps):
+            console.print(
+                f"guidance-ttt: a first start in {state_dir} stopped before it saved its resume "
+                "state; starting it again",
+                **PLAIN,
+            )
         archive = Archive.seeded(seed, task.contract.score_direction, config.groups)
         library = Library.create(state_dir, archive)
         library.commit()
@@ -209,7 +230,9 @@ def _check_trainer(bridge: TrainingBridge, step: int, *, open_step_complete: boo
     if trained is None or trained == step:
         return
     if open_step_complete and trained == step + 1:
-        return  # Reef trained the open step before the archive commit; the gate re-checks it
+        # Reef trained the open step before its archive was committed: the bridge checks that
+        # update (from the trainer's report or its durable job marker) before the commit.
+        return
     raise TrainerOutOfStep(
         f"Reef's trainer has completed {trained} steps but the committed archive is at step "
         f"{step}; resume against the Reef state this run trained, or start a new state directory"

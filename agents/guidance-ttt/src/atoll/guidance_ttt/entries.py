@@ -21,11 +21,13 @@ class Status(StrEnum):
     VALID = "valid"
     INVALID = "invalid"
     COMPILE_ERROR = "compile_error"
+    # Kept so that archives written before the judge's finished verdicts were all `valid` load.
     RUNTIME_ERROR = "runtime_error"
     TIME_LIMIT = "time_limit"
     MEMORY_LIMIT = "memory_limit"
     PARSE_ERROR = "parse_error"
     GUIDANCE_REJECTED = "guidance_rejected"
+    GUIDANCE_FAILED = "guidance_failed"
 
 
 @dataclass(frozen=True)

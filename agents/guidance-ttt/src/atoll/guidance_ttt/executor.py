@@ -14,16 +14,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import openai
 
+from atoll.guidance_ttt import presets
 from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
 from atoll.guidance_ttt.cancel import Cancellation
+from atoll.guidance_ttt.prompts import Prompt
 
-OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
-LOCAL_BASE_URL = "http://127.0.0.1:30000/v1"
 # SGLang accepts any key unless started with one; this placeholder is not a secret.
 LOCAL_PLACEHOLDER_KEY = "local"
 
@@ -36,89 +35,57 @@ class ExecutorUnavailable(RuntimeError):
     """The executor gave no answer after the retries its preset allows; the step stops."""
 
 
-class Preset(StrEnum):
-    """The names the run config uses (`executor_preset`)."""
-
-    LOCAL = "gpt-oss-local"
-    OPENROUTER = "openrouter-glm"
-    OPENAI = "openai"
-
-
-# Short names accepted on the command line.
-PRESET_ALIASES = {"local": Preset.LOCAL, "openrouter": Preset.OPENROUTER}
-
-
 @dataclass(frozen=True)
 class ExecutorSpec:
     """How to reach and sample the executor. Holds the name of the key variable, never the key."""
 
-    preset: Preset
+    preset: str
     base_url: str
     model: str
     api_key_env: str | None
     temperature: float | None
-    reasoning_effort: str | None
+    request_options: Mapping[str, Any]
     timeout_s: float
     max_retries: int
     max_completion_tokens: int | None = None
+    retry_backoff_s: float = 2.0
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        return presets.preset(self.preset).reasoning_effort
 
     def identity(self) -> dict[str, str]:
         """What a resume compares and what outputs record: no credential."""
-        return {"preset": self.preset.value, "base_url": self.base_url, "model": self.model}
+        return {"preset": self.preset, "base_url": self.base_url, "model": self.model}
 
 
 def executor_spec(
-    preset: str | Preset,
+    preset: str,
     *,
     base_url: str | None = None,
     model: str | None = None,
     max_completion_tokens: int | None = None,
 ) -> ExecutorSpec:
-    """The preset's settings, with the base URL and model overridable where it makes sense."""
+    """The preset's settings (`presets.PRESETS`), with its base URL and model overridable."""
     try:
-        chosen = PRESET_ALIASES.get(str(preset)) or Preset(preset)
-    except ValueError:
-        names = ", ".join([p.value for p in Preset] + list(PRESET_ALIASES))
+        chosen = presets.preset(preset)
+    except presets.UnknownPreset as exc:
+        raise ExecutorConfigError(str(exc)) from None
+    url = base_url or chosen.base_url
+    name = model or chosen.model
+    if not name:
         raise ExecutorConfigError(
-            f"unknown executor preset {preset!r}; choose one of {names}"
-        ) from None
-    if chosen is Preset.LOCAL:
-        return ExecutorSpec(
-            preset=chosen,
-            base_url=(base_url or LOCAL_BASE_URL).rstrip("/"),
-            model=model or "openai/gpt-oss-120b",
-            api_key_env=None,
-            temperature=0.0,
-            reasoning_effort="high",
-            timeout_s=1200.0,
-            max_retries=0,
-            max_completion_tokens=max_completion_tokens,
-        )
-    if chosen is Preset.OPENROUTER:
-        return ExecutorSpec(
-            preset=chosen,
-            base_url=(base_url or OPENROUTER_BASE_URL).rstrip("/"),
-            model=model or "z-ai/glm-5.2",
-            api_key_env="OPENROUTER_API_KEY",
-            temperature=None,
-            reasoning_effort="high",
-            timeout_s=1200.0,
-            max_retries=6,
-            max_completion_tokens=max_completion_tokens,
-        )
-    if not base_url or not model:
-        raise ExecutorConfigError(
-            "the openai executor preset needs both a base URL and a model name"
+            f"the {chosen.name} executor preset needs a model name (executor_model)"
         )
     return ExecutorSpec(
-        preset=chosen,
-        base_url=base_url.rstrip("/"),
-        model=model,
-        api_key_env="OPENAI_API_KEY",
-        temperature=None,
-        reasoning_effort=None,
-        timeout_s=1200.0,
-        max_retries=6,
+        preset=chosen.name,
+        base_url=url.rstrip("/"),
+        model=name,
+        api_key_env=chosen.api_key_env,
+        temperature=chosen.temperature,
+        request_options=chosen.request_options,
+        timeout_s=chosen.timeout_s,
+        max_retries=chosen.max_retries,
         max_completion_tokens=max_completion_tokens,
     )
 
@@ -145,7 +112,9 @@ class Executor:
 
     Transport retries (408, 409, 429, 5xx, connection errors and timeouts, with
     exponential backoff honouring Retry-After) are the `openai` SDK's own,
-    bounded by the preset's `max_retries`.
+    bounded by the preset's `max_retries`. An answer with HTTP 200 whose body
+    is an error object (as OpenRouter sends when the provider behind it fails)
+    is retried here, under the same bound.
     """
 
     def __init__(
@@ -161,16 +130,17 @@ class Executor:
             key = env.get(spec.api_key_env, "")
             if not key:
                 raise ExecutorConfigError(
-                    f"the {spec.preset.value} executor needs its key in the environment "
+                    f"the {spec.preset} executor needs its key in the environment "
                     f"variable {spec.api_key_env}"
                 )
         self.spec = spec
+        self._cancellation = cancellation or Cancellation()
         self._client = openai.OpenAI(
             api_key=key,
             base_url=spec.base_url,
             timeout=spec.timeout_s,
             max_retries=spec.max_retries,
-            http_client=(cancellation or Cancellation()).http_client(timeout=spec.timeout_s),
+            http_client=self._cancellation.http_client(timeout=spec.timeout_s),
         )
 
     def close(self) -> None:
@@ -179,25 +149,42 @@ class Executor:
     def __repr__(self) -> str:
         return f"Executor({self.spec.identity()})"
 
-    def request(self, prompt: str) -> dict[str, Any]:
+    def request(self, prompt: Prompt) -> dict[str, Any]:
         """The keyword arguments of the chat-completions call for `prompt`."""
-        kwargs: dict[str, Any] = {
-            "model": self.spec.model,
-            "messages": [{"role": "user", "content": prompt}],
-        }
+        kwargs: dict[str, Any] = {"model": self.spec.model, "messages": prompt.messages()}
         if self.spec.temperature is not None:
             kwargs["temperature"] = self.spec.temperature
-        if self.spec.reasoning_effort is not None:
-            kwargs["reasoning_effort"] = self.spec.reasoning_effort
         if self.spec.max_completion_tokens is not None:
             kwargs["max_completion_tokens"] = self.spec.max_completion_tokens
+        if self.spec.request_options:
+            kwargs["extra_body"] = dict(self.spec.request_options)
         return kwargs
 
-    def complete(self, prompt: str) -> ExecutorAnswer:
+    def complete(self, prompt: Prompt) -> ExecutorAnswer:
         """One executor answer, or ExecutorUnavailable once the allowed retries are spent."""
-        where = f"{self.spec.preset.value} executor {self.spec.model} at {self.spec.base_url}"
+        where = f"{self.spec.preset} executor {self.spec.model} at {self.spec.base_url}"
+        for attempt in range(self.spec.max_retries + 1):
+            body = self._create(prompt, where)
+            error = body.get("error")
+            if not error:
+                break
+            if attempt == self.spec.max_retries:
+                raise ExecutorUnavailable(
+                    f"{where} answered with an error object "
+                    f"(after {self.spec.max_retries} retries allowed): {_short(str(error))}"
+                )
+            if self._cancellation.wait(self.spec.retry_backoff_s * 2**attempt):
+                self._cancellation.check("an executor retry")
+        if not body.get("choices"):
+            raise ExecutorUnavailable(f"{where} returned no choices")
+        return ExecutorAnswer(**answer_fields(body))
+
+    def _create(self, prompt: Prompt, where: str) -> dict[str, Any]:
+        """One call through the SDK (with its own transport retries); the answer's JSON body."""
         try:
-            response = self._client.chat.completions.create(**self.request(prompt))
+            response = self._client.chat.completions.with_raw_response.create(
+                **self.request(prompt)
+            )
         except openai.APIStatusError as exc:
             raise ExecutorUnavailable(
                 f"{where} answered HTTP {exc.status_code} "
@@ -210,9 +197,13 @@ class Executor:
             ) from exc
         except openai.APIConnectionError as exc:
             raise ExecutorUnavailable(f"{where} cannot be reached: {_short(str(exc))}") from exc
-        if not response.choices:
-            raise ExecutorUnavailable(f"{where} returned no choices")
-        return ExecutorAnswer(**answer_fields(response.model_dump()))
+        try:
+            body = response.http_response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise ExecutorUnavailable(f"{where} answered with a body that is not a JSON object")
+        return body
 
 
 def _short(text: str, limit: int = 300) -> str:

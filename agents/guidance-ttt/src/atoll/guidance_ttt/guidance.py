@@ -4,7 +4,10 @@ Reef serves the trainable guidance model and trains it on reports that
 reference the receipts of its inferences. Each rollout therefore makes exactly
 one guidance inference through Reef, keeps its receipt, and later posts one
 report against that receipt with the rollout's grid coordinates, so that Reef's
-tttd recipe can fill the (step, group, rollout) slot. Reports carry a stable
+tttd recipe can fill the (step, group, rollout) slot. The policy gets one
+generation attempt per slot: a call that fails (an error status from Reef, or
+an answer lost in transport) is never sent again; the step books it as a
+failed rollout of that slot. Reports carry a stable
 client-chosen id, which makes a re-post after a crash or a lost answer
 idempotent on Reef's side. The client speaks Reef's HTTP protocol itself
 (three calls) rather than through the blocking stdlib client, so that a
@@ -22,9 +25,9 @@ from typing import Any
 import httpx
 
 from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.entries import Verification
-from atoll.guidance_ttt.prompts import PROMPT_MODE, guidance_request
+from atoll.guidance_ttt.prompts import PROMPT_MODE, Prompt, guidance_request
 
 CHAT_PATH = "/v1/chat/completions"
 REPORT_PATH = "/reef/report"
@@ -37,26 +40,32 @@ ALGORITHM = "ttt-discover"
 REEF_URL_ENV = "REEF_URL"
 REEF_TOKEN_ENV = "REEF_TOKEN"
 
-# Reef answered with an error and no receipt: nothing was sampled that anyone
-# can train on, so the same request may be sent again.
-RESENDABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-
 
 class ReefSettingsError(ValueError):
     """The Reef URL or token is missing or malformed."""
 
 
 class GuidanceUnavailable(RuntimeError):
-    """Reef could not produce a guidance sample; the step cannot go on.
+    """Reef produced no guidance sample for this call; the call is not sent again.
 
-    `status` is Reef's HTTP status when it answered with an error (nothing
-    was recorded), None when no answer came back (`answer_lost`).
+    `status` is Reef's HTTP status when it answered with an error, None when
+    no answer came back (`answer_lost`: Reef may hold an orphan record).
+    `receipt` is the record id Reef sent with its error answer, if any: the
+    slot's failure is reported against it.
     """
 
-    def __init__(self, message: str, *, answer_lost: bool, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        answer_lost: bool,
+        status: int | None = None,
+        receipt: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.answer_lost = answer_lost
         self.status = status
+        self.receipt = receipt
 
 
 class ReportRejected(RuntimeError):
@@ -173,6 +182,7 @@ def report_payload(
             "rollouts_per_group": slot.rollouts_per_group,
             "parent_id": parent_id,
             "search_value": search_value,
+            "guidance_ttt": True,
             "prompt_mode": PROMPT_MODE,
             "archive_timestep": slot.step + 1,
             "library_entry_id": library_entry_id,
@@ -191,8 +201,6 @@ class GuidanceClient:
         model: str,
         max_completion_tokens: int,
         timeout_s: float = 1800.0,
-        resend_attempts: int = 3,
-        backoff_s: float = 1.0,
         cancellation: Cancellation | None = None,
     ) -> None:
         self.endpoint = endpoint
@@ -200,8 +208,6 @@ class GuidanceClient:
         self.model = model
         self.max_completion_tokens = max_completion_tokens
         self.timeout_s = timeout_s
-        self.resend_attempts = resend_attempts
-        self.backoff_s = backoff_s
         self.cancellation = cancellation or Cancellation()
         headers = {"Authorization": f"Bearer {endpoint.token}"} if endpoint.token else {}
         self._http = self.cancellation.http_client(
@@ -213,12 +219,12 @@ class GuidanceClient:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, prompt: str) -> dict[str, Any]:
+    def request(self, prompt: Prompt) -> dict[str, Any]:
         """The exact chat-completions body sent for `prompt`."""
         return guidance_request(prompt, self.model, self.max_completion_tokens)
 
-    def sample_once(self, prompt: str) -> GuidanceSample:
-        """One inference through Reef; no resend.
+    def sample(self, prompt: Prompt) -> GuidanceSample:
+        """One inference through Reef, sent once.
 
         Raises GuidanceUnavailable with `answer_lost` True when the request
         may have reached the model but no answer came back (Reef may hold an
@@ -237,7 +243,7 @@ class GuidanceClient:
                 f"no answer from Reef at {self.endpoint.url} for the guidance inference: {why}",
                 answer_lost=True,
             ) from exc
-        receipt = response.headers.get(RECEIPT_HEADER)
+        receipt = response.headers.get(RECEIPT_HEADER) or None
         if response.is_error or not receipt:
             status = response.status_code if response.is_error else 502
             body = response.text if response.is_error else f"the answer has no {RECEIPT_HEADER}"
@@ -245,20 +251,9 @@ class GuidanceClient:
                 f"Reef answered the guidance inference with HTTP {status}: {body[:300]}",
                 answer_lost=False,
                 status=status,
+                receipt=receipt,
             )
         return _sample(_json(response), receipt)
-
-    def sample(self, prompt: str) -> GuidanceSample:
-        """One guidance sample, re-sending only when Reef refused before recording anything."""
-        for attempt in range(self.resend_attempts + 1):
-            try:
-                return self.sample_once(prompt)
-            except GuidanceUnavailable as exc:
-                if exc.status not in RESENDABLE_STATUS or attempt == self.resend_attempts:
-                    raise
-                if self.cancellation.wait(self.backoff_s * 2**attempt):
-                    raise RunCancelled("the run was cancelled before a guidance resend") from exc
-        raise AssertionError("unreachable")
 
     def report(self, payload: Mapping[str, Any], receipt: str) -> str:
         """Post one report against `receipt`; returns the id Reef stored it under.

@@ -26,7 +26,7 @@ from typing import Any, Self
 
 import filelock
 
-from atoll.core.durable import atomic_write_bytes, canonical_json
+from atoll.core.durable import atomic_write_bytes, canonical_json, fsync_dir
 from atoll.guidance_ttt.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
 from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
 from atoll.guidance_ttt.node import Node
@@ -95,6 +95,45 @@ class Library:
             lock.release()
             raise
         return cls(directory, archive, 0, journal, lock, 0)
+
+    @staticmethod
+    def discard_unstarted(state_dir: Path, *, has_steps: bool) -> bool:
+        """Remove the archive files of a first start that stopped before its first step.
+
+        A first start writes the archive, then the resume state; a start killed
+        in between leaves an archive no step ever touched (step 0, no rollout)
+        and no way to resume it. That archive is the seed and nothing else, so
+        it is removed and the start is done again. Anything else (a step's
+        journal, an archive past step 0) is refused, never removed. Returns
+        whether there was anything to remove.
+        """
+        directory = run_dir(state_dir)
+        files = [directory / name for name in (WORKING_FILE, COMMITTED_FILE, JOURNAL_FILE)]
+        if not any(path.exists() for path in files):
+            return False
+        lock = _acquire(directory)
+        try:
+            if has_steps:
+                raise LibraryError(
+                    f"{directory} holds step journals but no resume state; it is not an "
+                    "unfinished first start: restore its resume-state.json or choose a new "
+                    "state directory"
+                )
+            for path in files[:2]:
+                if path.exists():
+                    archive, _ = _load_snapshot(path)
+                    if archive.step or archive.total_rollouts or archive.selections:
+                        raise LibraryError(
+                            f"{path} is at step {archive.step} with {archive.total_rollouts} "
+                            "rollouts but has no resume state beside it; restore its "
+                            "resume-state.json or choose a new state directory"
+                        )
+            for path in files:
+                path.unlink(missing_ok=True)
+            fsync_dir(directory)
+        finally:
+            lock.release()
+        return True
 
     @classmethod
     def open(cls, state_dir: Path) -> Self:

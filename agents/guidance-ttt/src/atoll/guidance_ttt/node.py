@@ -22,6 +22,9 @@ class Node:
     rollouts from this node or any descendant; `m` is the best value among its
     valid children (None: no valid child yet). `timestep` is the step after
     which the node became visible (roots: 0; a child made in step s: s + 1).
+    `candidate` is False for a node the step-end filter kept only so that the
+    candidates below it stay connected to their root: it is never selected,
+    and counts neither for the value scale, the rank prior nor the best node.
     """
 
     id: int
@@ -34,6 +37,7 @@ class Node:
     n: int = 0
     m: float | None = None
     children: list[int] = field(default_factory=list)
+    candidate: bool = True
 
     @property
     def is_root(self) -> bool:
@@ -55,6 +59,7 @@ class Node:
             "m": self.m,
             "children": list(self.children),
             "program_sha256": self.program_sha256,
+            "candidate": self.candidate,
             "entry": self.entry.to_json(),
         }
 
@@ -71,4 +76,5 @@ class Node:
             n=int(data["n"]),
             m=None if data["m"] is None else float(data["m"]),
             children=[int(c) for c in data["children"]],
+            candidate=bool(data.get("candidate", True)),
         )

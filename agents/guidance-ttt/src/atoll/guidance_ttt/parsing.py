@@ -2,9 +2,10 @@
 
 Guidance is trained on, so a malformed answer must earn reward 0 rather than
 be repaired: the rules here are deliberately narrow, and a rejection says why.
-Executor answers are parsed more forgivingly (a program may be found outside
-its `<solution>` block), because the executor is frozen and its output is only
-used to verify and evolve the archive.
+The executor's program is taken only from the answer's `<solution>` block,
+never from a code block elsewhere: an answer whose analysis leaks into the
+content (quoting `<solution>`, sketching a draft) must not have that draft
+judged as its program.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from atoll.guidance_ttt.contract import Language
 
 GUIDANCE_OPEN = "<guidance>"
 GUIDANCE_CLOSE = "</guidance>"
+SOLUTION_OPEN = "<solution>"
+SOLUTION_CLOSE = "</solution>"
 SUMMARY_OPEN = "<summary>"
 SUMMARY_CLOSE = "</summary>"
 SUMMARY_FALLBACK = "No summary was returned for this program; only its score is known."
@@ -25,7 +28,6 @@ FENCE_TAGS: dict[Language, frozenset[str]] = {
     Language.PYTHON: frozenset({"python", "py"}),
 }
 
-_SOLUTION_BLOCK = re.compile(r"<solution>(.*?)</solution>", re.DOTALL)
 _FENCE = re.compile(
     r"^[ \t]*(?P<ticks>`{3,})[ \t]*(?P<tag>[^\s`]*)[^\n`]*\n(?P<body>.*?)^[ \t]*(?P=ticks)[ \t]*$",
     re.DOTALL | re.MULTILINE,
@@ -76,20 +78,36 @@ def parse_guidance(text: str) -> GuidanceParse:
 
 
 def extract_program(text: str, language: Language) -> str | None:
-    """The first `<solution>` block's program, else the last fence tagged with the task language."""
-    block = _SOLUTION_BLOCK.search(text)
-    if block is not None:
-        inner = block.group(1)
-        fence = _FENCE.search(inner)
-        program = fence.group("body") if fence is not None else inner
-        if program.strip():
-            return _normalise(program)
+    """The last code block in the task's language inside the answer's `<solution>` block.
+
+    The solution block is the last complete `<solution>...</solution>` before
+    the closing `<summary>` block (the answer's required shape), so a mention
+    of `<solution>` in leaked analysis before it is not taken for the answer.
+    None (a `parse_error`) when there is no such block or no such code block
+    in it: raw text and code blocks outside `<solution>` are never the program.
+    """
+    block = _solution_block(text)
+    if block is None:
+        return None
     tags = FENCE_TAGS[language]
-    matching = [m for m in _FENCE.finditer(text) if m.group("tag").lower() in tags]
+    matching = [m for m in _FENCE.finditer(block) if m.group("tag").lower() in tags]
     for match in reversed(matching):
         if match.group("body").strip():
             return _normalise(match.group("body"))
     return None
+
+
+def _solution_block(text: str) -> str | None:
+    """The inside of the last complete `<solution>` block before the final `<summary>`."""
+    end = text.rfind(SUMMARY_OPEN)
+    head = text if end < 0 else text[:end]
+    close = head.rfind(SOLUTION_CLOSE)
+    if close < 0:
+        return None
+    start = head.rfind(SOLUTION_OPEN, 0, close)
+    if start < 0:
+        return None
+    return head[start + len(SOLUTION_OPEN) : close]
 
 
 def extract_summary(text: str) -> tuple[str, bool]:

@@ -3,17 +3,20 @@
 The split is the method: the trainable guidance model sees only the problem,
 the parent's canonical summary and its verifier result, so that what it learns
 is strategy rather than code edits; the frozen executor sees the full parent
-program and the guidance and writes the next program. Anything that could
-carry source code into the guidance prompt (fenced blocks, solution blocks in a
-summary or a verifier message) is removed before it is shown.
+program and the guidance and writes the next program. Each prompt is a system
+message giving the model its role in the search, and a user message with the
+call's material. Anything that could carry source code into the guidance
+prompt (fenced blocks, solution blocks in a summary or a verifier message) is
+removed before it is shown.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from atoll.guidance_ttt.contract import Task, TaskContract
+from atoll.guidance_ttt.contract import Language, Task, TaskContract
 from atoll.guidance_ttt.entries import Entry, Verification
 
 PROMPT_MODE = "summary_only"
@@ -21,6 +24,7 @@ PROMPT_MODE = "summary_only"
 # How long a verifier message may be in a prompt; compiler output can be long.
 MAX_MESSAGE_CHARS = 600
 CODE_OMITTED = "[code omitted]"
+LANGUAGE_NAMES = {Language.CPP: "C++", Language.PYTHON: "Python"}
 
 _FENCED = re.compile(
     r"(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.DOTALL | re.MULTILINE
@@ -48,17 +52,47 @@ def score_lines(verification: Verification | None, contract: TaskContract) -> st
     )
 
 
-def guidance_prompt(task: Task, parent: Entry) -> str:
-    """The prompt the guidance model answers: problem, parent summary and score, objective, rules."""
+@dataclass(frozen=True)
+class Prompt:
+    """One model call's messages: the role the model plays, and the call's material."""
+
+    system: str
+    user: str
+
+    def messages(self) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.user},
+        ]
+
+
+GUIDANCE_SYSTEM = (
+    "You are the guidance model of an evolutionary search for better programs. You steer the "
+    "search at the level of strategy: from a summary of the selected program and its score you "
+    "propose the next direction to try and why it should help. You never write code; a separate "
+    "programmer turns your guidance into the next program."
+)
+
+SUMMARY_CONTRACT = """A self-contained description of the complete new program, in prose, covering:
+1. the algorithm it implements, as a whole;
+2. what changed from the parent in response to the guidance, and what was kept;
+3. the search, refinement or optimisation mechanisms the program really contains.
+A later reader who sees only this summary must be able to understand the whole algorithm. Say \
+so if you simplified, approximated or left out part of the guidance. Include no source code, no \
+code fences, no copied constants or parameter values, no benchmark measurements and none of \
+these instructions."""
+
+
+def guidance_prompt(task: Task, parent: Entry) -> Prompt:
+    """What the guidance model answers: problem, parent summary and score, objective, rules."""
     contract = task.contract
     summary = _without_code(parent.summary).strip() or "(no summary)"
-    return f"""You guide a programmer who improves a solution to the problem below. You see the \
-current solution only through its summary and its score; the programmer will see its full code \
-and your guidance, and will write the next version.
-
-<problem>
+    user = f"""<problem>
 {task.statement}
 </problem>
+
+The block below is all you see of the selected program: its summary and its verifier result. \
+The programmer who follows your guidance sees its full code.
 
 <selected_summary>
 {summary}
@@ -69,28 +103,42 @@ and your guidance, and will write the next version.
 ## Objective
 {contract.objective}
 Score direction: {contract.direction_phrase}. Propose the change most likely to improve \
-{contract.raw_score_label} beyond the selected solution's.
+{contract.raw_score_label} beyond the selected program's.
 
 ## Rules
-- Use the summary: build on what the selected solution already does and on its score.
-- Stay at strategy level: describe the idea and why it should help. Do not write code, \
-pseudo-code or parameter schedules.
-- Propose only mechanisms that a program meeting this contract can execute: \
+1. Use the summary: find what the selected program already does, what it achieved and which \
+limitation the next attempt should remove.
+2. Stay at strategy level: describe the algorithmic direction or the component to change, and \
+why. Write no code, pseudo-code, low-level implementation details or parameter schedules.
+3. Propose only mechanisms that a program meeting this contract can execute: \
 {contract.solution_contract}. {contract.mechanism_constraint}
-- You may think first. End your answer with exactly one <guidance>...</guidance> block \
-holding the guidance, and write nothing after it.
+4. You may think first. End your answer with exactly one non-empty <guidance>...</guidance> \
+block, and write nothing after it.
+
+<guidance>
+One conceptual, actionable direction for the next program.
+</guidance>
 """
+    return Prompt(GUIDANCE_SYSTEM, user)
 
 
-def executor_prompt(task: Task, parent: Entry, guidance: str) -> str:
-    """The prompt the executor answers: problem, parent score and full code, guidance, contract."""
+def executor_system(task: Task) -> str:
+    """The executor's role, naming the language it writes."""
+    language = LANGUAGE_NAMES[task.contract.solution_language]
+    return (
+        f"You are the programmer of an evolutionary search. You modify the given parent {language} "
+        "program as the guidance directs, keeping what works, and return one complete, runnable "
+        "program together with a self-contained summary of it."
+    )
+
+
+def executor_prompt(task: Task, parent: Entry, guidance: str) -> Prompt:
+    """What the executor answers: problem, parent score and full code, guidance, contract."""
     contract = task.contract
     language = contract.solution_language.value
     program = parent.program or ""
     fence = _fence_for(program)
-    return f"""You improve a program for the problem below by following the guidance.
-
-<problem>
+    user = f"""<problem>
 {task.statement}
 </problem>
 
@@ -107,28 +155,32 @@ def executor_prompt(task: Task, parent: Entry, guidance: str) -> str:
 {guidance.strip()}
 </guidance>
 
+The problem statement is authoritative. Start from the parent program, apply the guidance \
+faithfully, and keep the parent's working behaviour wherever the guidance does not touch it.
 Score direction: {contract.direction_phrase} ({contract.score_direction.value}imize \
 {contract.raw_score_label}).
 Solution contract: {contract.solution_contract}
 
-Answer with exactly two top-level blocks, in this order, and nothing after them:
+Think before you write. Then answer with exactly two top-level blocks, in this order, and \
+nothing after them: the solution block holding the complete program as one {language} code \
+block, and the summary block:
 <solution>
 {fence}{language}
 the complete new program
 {fence}
 </solution>
 <summary>
-A self-contained description of the new program's strategy, its key mechanisms and what \
-changed from the parent, without code.
+{SUMMARY_CONTRACT}
 </summary>
 """
+    return Prompt(executor_system(task), user)
 
 
-def guidance_request(prompt: str, model: str, max_completion_tokens: int) -> dict[str, Any]:
+def guidance_request(prompt: Prompt, model: str, max_completion_tokens: int) -> dict[str, Any]:
     """The chat-completions body for one guidance sample (sampling fixed by the method)."""
     return {
         "model": model,
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": prompt.messages(),
         "temperature": 1.0,
         "top_p": 1.0,
         "top_k": -1,

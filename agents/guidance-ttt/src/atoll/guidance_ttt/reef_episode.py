@@ -117,6 +117,16 @@ async def run_episode(
         raise EpisodeError(str(exc)) from None
 
 
+def episode_failure(row: Any) -> str | None:
+    """Why a recorded episode is no result: its trial's error, or no reward at all; else None."""
+    error = row.tags.get("error")
+    if error:
+        return str(error)
+    if not row.rewards:
+        return "the episode recorded no reward: the task's verifier scored nothing"
+    return None
+
+
 def _settings(pairs: Sequence[str]) -> dict[str, str]:
     settings: dict[str, str] = {}
     for pair in pairs:
@@ -151,9 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EpisodeError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    error = row.tags.get("error")
-    print(json.dumps({"key": row.key, "rewards": row.rewards, "error": error, "uri": row.uri}))
-    return 1 if error else 0
+    failure = episode_failure(row)
+    print(json.dumps({"key": row.key, "rewards": row.rewards, "error": failure, "uri": row.uri}))
+    if failure is not None:
+        print(f"error: episode {row.key}: {failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

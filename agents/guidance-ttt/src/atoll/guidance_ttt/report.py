@@ -156,7 +156,8 @@ def _row(summary: dict[str, Any], journal: StepState, archive: Archive) -> StepR
     guidance_tokens = executor_tokens = 0
     for slot in journal.finish_order:
         done = journal.finished[slot]
-        (receipts if done.rollout.guidance is not None else rejected).append(done.receipt)
+        if done.receipt is not None:
+            (receipts if done.rollout.guidance is not None else rejected).append(done.receipt)
         executor_tokens += int((done.executor or {}).get("completion_tokens") or 0)
     for sample in journal.samples.values():
         guidance_tokens += int(sample.completion_tokens or 0)

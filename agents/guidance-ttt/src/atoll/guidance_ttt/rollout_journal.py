@@ -7,9 +7,12 @@ here (fsync'd) before the run acts on it: that a guidance call is about to be
 sent, the receipt and guidance it returned, the finished rollout with the
 exact report body, and Reef's acknowledgement of the report. A resume reads
 the journal back as `StepState`: finished rollouts are reused, a receipt
-without a result is continued from the executor on, unacknowledged reports
-are re-posted with the same id, and guidance calls whose answer was lost are
-named as orphans (Reef may hold an inference nobody will report on).
+without a result is continued from the executor on, a guidance call that
+failed is booked as its slot's failed rollout (never sent again),
+unacknowledged reports are re-posted with the same id, and guidance calls
+whose answer was lost are named as orphans (Reef may hold an inference nobody
+will report on). A call a crash cut off left no outcome at all: it is named
+as an orphan too, and the resumed run sends its slot's call again.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class FinishedRollout:
     """A rollout whose result is final: what the archive booked and what Reef is told."""
 
     rollout: Rollout
-    receipt: str
+    receipt: str | None  # None: the guidance call failed without one; nothing to report against
     child_id: int | None
     report: dict[str, Any]
     executor: dict[str, Any] | None
@@ -56,7 +59,7 @@ class FinishedRollout:
     def from_json(cls, data: dict[str, Any]) -> FinishedRollout:
         return cls(
             rollout=Rollout.from_json(data["rollout"]),
-            receipt=str(data["receipt"]),
+            receipt=None if data.get("receipt") is None else str(data["receipt"]),
             child_id=None if data.get("child_id") is None else int(data["child_id"]),
             report=dict(data["report"]),
             executor=data.get("executor"),
@@ -83,6 +86,15 @@ class Orphan:
         }
 
 
+@dataclass(frozen=True)
+class FailedCall:
+    """A guidance call that ended without a sample; its slot is a failed rollout."""
+
+    attempt: int
+    error: str
+    receipt: str | None
+
+
 @dataclass
 class StepState:
     """A step's journal read back: the basis of a resume."""
@@ -94,10 +106,20 @@ class StepState:
     finish_order: list[Slot] = field(default_factory=list)
     acknowledged: set[Slot] = field(default_factory=set)
     attempts: dict[Slot, int] = field(default_factory=dict)
+    failed_calls: dict[Slot, FailedCall] = field(default_factory=dict)
     orphans: list[Orphan] = field(default_factory=list)
 
     def unacknowledged(self) -> list[FinishedRollout]:
-        return [self.finished[s] for s in self.finish_order if s not in self.acknowledged]
+        """Finished rollouts with a receipt whose report Reef has not acknowledged."""
+        return [
+            self.finished[s]
+            for s in self.finish_order
+            if s not in self.acknowledged and self.finished[s].receipt is not None
+        ]
+
+    def unreported(self) -> list[FinishedRollout]:
+        """Finished rollouts Reef can never hear of: their guidance call left no receipt."""
+        return [self.finished[s] for s in self.finish_order if self.finished[s].receipt is None]
 
 
 def step_journal_path(run_directory: Path, step: int) -> Path:
@@ -129,6 +151,10 @@ def read_step(path: Path, step: int) -> StepState:
             started = pending.pop((*slot, int(record["attempt"])), None)
             if record.get("answer_lost"):
                 state.orphans.append(_orphan(slot, record, started, record.get("error")))
+            if not record.get("cancelled"):
+                state.failed_calls[slot] = FailedCall(
+                    int(record["attempt"]), str(record.get("error") or ""), record.get("receipt")
+                )
         elif kind == "guidance":
             pending.pop((*slot, int(record["attempt"])), None)
             state.samples[slot] = GuidanceSample.from_json(record["sample"])
@@ -196,10 +222,26 @@ class StepJournal:
         self._append("attempt", group, rollout, attempt=attempt, at=time.time())
 
     def attempt_failed(
-        self, group: int, rollout: int, attempt: int, *, answer_lost: bool, error: str
+        self,
+        group: int,
+        rollout: int,
+        attempt: int,
+        *,
+        answer_lost: bool,
+        error: str,
+        receipt: str | None = None,
+        cancelled: bool = False,
     ) -> None:
+        """A call that ended without a sample; `cancelled`: it never left, the slot stays open."""
         self._append(
-            "attempt_failed", group, rollout, attempt=attempt, answer_lost=answer_lost, error=error
+            "attempt_failed",
+            group,
+            rollout,
+            attempt=attempt,
+            answer_lost=answer_lost,
+            error=error,
+            receipt=receipt,
+            cancelled=cancelled,
         )
 
     def guidance(self, group: int, rollout: int, attempt: int, sample: GuidanceSample) -> None:

@@ -1,8 +1,12 @@
 """Scores candidate programs with the FrontierCS judge, for the archive and for Reef.
 
 Two kinds of failure must never be confused. A program that does not compile
-or answers wrongly is a normal result: status and reward 0, reported to Reef
-and counted as a PUCT visit. A judge that is down, too slow or broken says
+or that the judge rejects is a normal result: status and reward 0, reported
+to Reef and counted as a PUCT visit. A program the judge finished scoring is
+a valid candidate whatever its score, 0 included: it becomes an archive node
+and counts for its parent's best-child value. Its raw score is the judge's
+bounded `score` (the number the task's verifier reports as the trial's
+reward), not `scoreUnbounded`. A judge that is down, too slow or broken says
 nothing about the program, so it raises `JudgeDown` and stops the step; a
 reward of 0 there would train the guidance model on an infrastructure fault.
 """
@@ -18,14 +22,6 @@ from atoll.guidance_ttt.contract import TaskContract
 from atoll.guidance_ttt.entries import Status, Verification
 from atoll.judge.client import DEFAULT_DEADLINE_S, Invalid, JudgeClient, JudgeUnavailable, Scored
 from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge, JudgeSetup
-
-# Judge case statuses that name a failure of the program itself.
-_CASE_FAILURES = {
-    "runtime_error": Status.RUNTIME_ERROR,
-    "cpu_time_limit": Status.TIME_LIMIT,
-    "wall_time_limit": Status.TIME_LIMIT,
-    "memory_limit": Status.MEMORY_LIMIT,
-}
 
 
 class JudgeDown(RuntimeError):
@@ -77,11 +73,7 @@ def verification_of(outcome: Scored | Invalid) -> Verification:
         status = Status.COMPILE_ERROR if first.lower().startswith("compile") else Status.INVALID
         return Verification(status, None, 0.0, first)
     message = str(outcome.result.get("result") or "")
-    if outcome.passed or outcome.score > 0:
-        return Verification(Status.VALID, outcome.raw_score, float(outcome.reward), message)
-    failures = {_CASE_FAILURES.get(case.status) for case in outcome.cases}
-    status = failures.pop() if len(failures) == 1 and None not in failures else Status.INVALID
-    return Verification(status, None, 0.0, message or "no case was solved")
+    return Verification(Status.VALID, outcome.score, float(outcome.reward), message)
 
 
 @contextmanager

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atoll.guidance_ttt.contract import Language, TaskContract
+from atoll.guidance_ttt.contract import TaskContract
 from atoll.guidance_ttt.entries import Entry
 from atoll.guidance_ttt.step import ScoringService
 
 SEED_DIR = "solution"
 SUMMARY_FILE = "summary.txt"
-PROGRAM_FILES = {Language.CPP: "solution.cpp", Language.PYTHON: "solution.py"}
 NO_SUMMARY = "The task's reference solution; no summary of its approach was provided."
 
 
@@ -28,7 +27,7 @@ class SeedError(ValueError):
 
 def read_seed(task_dir: Path, contract: TaskContract, scorer: ScoringService | None) -> Entry:
     """The seed entry; scored with `scorer` when given (a fresh run), unscored otherwise."""
-    program_path = task_dir / SEED_DIR / PROGRAM_FILES[contract.solution_language]
+    program_path = task_dir / SEED_DIR / contract.solution_language.solution_file
     try:
         program = program_path.read_text(encoding="utf-8")
     except FileNotFoundError:

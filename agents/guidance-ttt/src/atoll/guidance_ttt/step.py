@@ -35,21 +35,24 @@ from atoll.guidance_ttt.guidance import (
 from atoll.guidance_ttt.library import Library
 from atoll.guidance_ttt.node import Node
 from atoll.guidance_ttt.parsing import parse_executor, parse_guidance
-from atoll.guidance_ttt.prompts import executor_prompt, guidance_prompt
-from atoll.guidance_ttt.rollout_journal import FinishedRollout, Slot, StepJournal, StepState
-
-# A guidance call whose answer was lost is sent again at most this often per slot.
-LOST_ANSWER_ATTEMPTS = 3
+from atoll.guidance_ttt.prompts import Prompt, executor_prompt, guidance_prompt
+from atoll.guidance_ttt.rollout_journal import (
+    FailedCall,
+    FinishedRollout,
+    Slot,
+    StepJournal,
+    StepState,
+)
 
 
 class GuidanceService(Protocol):
-    def sample(self, prompt: str) -> GuidanceSample: ...
+    def sample(self, prompt: Prompt) -> GuidanceSample: ...
 
     def report(self, payload: dict[str, Any], receipt: str) -> str: ...
 
 
 class ExecutorService(Protocol):
-    def complete(self, prompt: str) -> ExecutorAnswer: ...
+    def complete(self, prompt: Prompt) -> ExecutorAnswer: ...
 
 
 class ScoringService(Protocol):
@@ -62,6 +65,10 @@ class StepFailed(RuntimeError):
 
 class StepInconsistent(RuntimeError):
     """The step journal and the archive disagree; the run cannot safely continue."""
+
+
+class GridIncomplete(RuntimeError):
+    """A slot of the step can never be reported to Reef, so Reef can never train the step."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,8 @@ class StepContext:
     rollouts: int
     limits: Limits = field(default_factory=Limits)
     cancellation: Cancellation = field(default_factory=Cancellation)
+    # Training needs every slot reported: a slot without a receipt stops the step at once.
+    complete_grid: bool = False
 
 
 @dataclass
@@ -103,6 +112,8 @@ class StepSummary:
     orphans: list[dict[str, Any]]
     resumed_rollouts: int
     reposted_reports: int
+    failed_guidance_calls: int = 0
+    unreported: list[list[int]] = field(default_factory=list)
     training: str = "pending"
     grad_norm: float | None = None
     train_metrics: dict[str, Any] = field(default_factory=dict)
@@ -130,6 +141,8 @@ def run_step(context: StepContext, step: int, progress: Progress = _no_progress)
         state = journal.state()
         parents = _select(context, journal, state, step)
         resumed = _replay(context, state, step)
+        if context.complete_grid and state.unreported():
+            raise GridIncomplete(_grid_incomplete(step, state.unreported()[0]))
         reposted = 0
         for done in state.unacknowledged():
             _report(context, journal, done)
@@ -196,6 +209,8 @@ def _run_missing(
         raise RunCancelled(f"step {step} was cancelled; rerun the same command to resume it")
     if runner.errors:
         first = runner.errors[0]
+        if isinstance(first, GridIncomplete):
+            raise first
         more = f" (and {len(runner.errors) - 1} more failures)" if len(runner.errors) > 1 else ""
         raise StepFailed(f"step {step} stopped: {first}{more}") from first
 
@@ -243,74 +258,101 @@ class _Runner:
         context, task = self.context, self.context.task
         parent = self.parents[group]
         entry = parent.entry
-        sample = self.state.samples.get((group, rollout)) or self._sample(group, rollout, entry)
+        slot = (group, rollout)
+        outcome = (
+            self.state.samples.get(slot)
+            or self.state.failed_calls.get(slot)
+            or self._sample(group, rollout, entry)
+        )
         self.progress("guidance", 1)
-        parsed = parse_guidance(sample.content)
         answer: ExecutorAnswer | None = None
         program: str | None = None
         summary = ""
-        if not parsed.ok:
-            verification = Verification(Status.GUIDANCE_REJECTED, None, 0.0, parsed.reason or "")
+        guidance: str | None = None
+        if isinstance(outcome, FailedCall):
+            receipt = outcome.receipt
+            verification = Verification(Status.GUIDANCE_FAILED, None, 0.0, outcome.error)
         else:
-            assert parsed.guidance is not None
-            with self._executor_slots:
-                context.cancellation.check("the executor call")
-                answer = context.executor.complete(executor_prompt(task, entry, parsed.guidance))
-            self.progress("executor", 1)
-            result = parse_executor(answer.content, task.contract.solution_language)
-            program, summary = result.program, result.summary
-            if program is None:
+            receipt = outcome.receipt
+            parsed = parse_guidance(outcome.content)
+            guidance = parsed.guidance
+            if guidance is None:
                 verification = Verification(
-                    Status.PARSE_ERROR, None, 0.0, "no program found in the executor's answer"
+                    Status.GUIDANCE_REJECTED, None, 0.0, parsed.reason or ""
                 )
             else:
-                with self._judge_slots:
-                    context.cancellation.check("judging")
-                    verification = context.scorer.score(program)
+                with self._executor_slots:
+                    context.cancellation.check("the executor call")
+                    answer = context.executor.complete(executor_prompt(task, entry, guidance))
+                self.progress("executor", 1)
+                result = parse_executor(answer.content, task.contract.solution_language)
+                program, summary = result.program, result.summary
+                if program is None:
+                    verification = Verification(
+                        Status.PARSE_ERROR,
+                        None,
+                        0.0,
+                        "no code block in the task's language inside the answer's <solution> block",
+                    )
+                else:
+                    with self._judge_slots:
+                        context.cancellation.check("judging")
+                        verification = context.scorer.score(program)
         self.progress("judged", 1)
         done = self._book(
-            group, rollout, parent, sample, parsed.guidance, program, summary, verification, answer
+            group, rollout, parent, receipt, guidance, program, summary, verification, answer
         )
-        _report(context, self.journal, done)
+        if done.receipt is None:
+            if context.complete_grid:
+                raise GridIncomplete(_grid_incomplete(self.step, done))
+        else:
+            _report(context, self.journal, done)
         self.progress("reported", 1)
 
-    def _sample(self, group: int, rollout: int, entry: Entry) -> GuidanceSample:
+    def _sample(self, group: int, rollout: int, entry: Entry) -> GuidanceSample | FailedCall:
+        """The slot's one guidance call: its sample, or the failure it ended in.
+
+        A call the run's cancellation cut off is not the slot's outcome: it is
+        journaled as such (an orphan, as after a crash), and the resumed run
+        sends the slot's call again.
+        """
         prompt = guidance_prompt(self.context.task, entry)
-        attempt = self.state.attempts.get((group, rollout), 0)
-        last: GuidanceUnavailable | None = None
-        for _ in range(LOST_ANSWER_ATTEMPTS):
-            self.context.cancellation.check("the guidance call")
-            if self.stop.is_set():
-                raise StepFailed("stopped before the guidance call")
-            attempt += 1
-            self.journal.attempt(group, rollout, attempt)
-            try:
-                with self._guidance_slots:
-                    sample = self.context.guidance.sample(prompt)
-            except RunCancelled as exc:  # the request never left: nothing for Reef to hold
-                self.journal.attempt_failed(
-                    group, rollout, attempt, answer_lost=False, error=str(exc)
-                )
-                raise
-            except GuidanceUnavailable as exc:
-                self.journal.attempt_failed(
-                    group, rollout, attempt, answer_lost=exc.answer_lost, error=str(exc)
-                )
-                if not exc.answer_lost:
-                    raise
-                last = exc
-                continue
-            self.journal.guidance(group, rollout, attempt, sample)
-            return sample
-        assert last is not None
-        raise last
+        self.context.cancellation.check("the guidance call")
+        if self.stop.is_set():
+            raise StepFailed("stopped before the guidance call")
+        attempt = self.state.attempts.get((group, rollout), 0) + 1
+        self.journal.attempt(group, rollout, attempt)
+        try:
+            with self._guidance_slots:
+                sample = self.context.guidance.sample(prompt)
+        except RunCancelled as exc:  # the request never left: nothing for Reef to hold
+            self.journal.attempt_failed(
+                group, rollout, attempt, answer_lost=False, error=str(exc), cancelled=True
+            )
+            raise
+        except GuidanceUnavailable as exc:
+            cancelled = self.context.cancellation.cancelled
+            self.journal.attempt_failed(
+                group,
+                rollout,
+                attempt,
+                answer_lost=exc.answer_lost,
+                error=str(exc),
+                receipt=exc.receipt,
+                cancelled=cancelled,
+            )
+            if cancelled:
+                raise RunCancelled("the run was cancelled during a guidance call") from exc
+            return FailedCall(attempt, str(exc), exc.receipt)
+        self.journal.guidance(group, rollout, attempt, sample)
+        return sample
 
     def _book(
         self,
         group: int,
         rollout: int,
         parent: Node,
-        sample: GuidanceSample,
+        receipt: str | None,
         guidance: str | None,
         program: str | None,
         summary: str,
@@ -327,7 +369,7 @@ class _Runner:
             guidance=guidance,
             program=program,
             summary=summary,
-            metadata={"receipt": sample.receipt},
+            metadata={"receipt": receipt},
         )
         slot = GridSlot(self.step, group, rollout, context.groups, context.rollouts)
         value = (
@@ -347,7 +389,7 @@ class _Runner:
             )
             done = FinishedRollout(
                 rollout=record,
-                receipt=sample.receipt,
+                receipt=receipt,
                 child_id=child,
                 report=payload,
                 executor=None if answer is None else answer.to_json(),
@@ -370,7 +412,8 @@ def _summarise(
     reposted: int,
 ) -> StepSummary:
     grid = context.groups * context.rollouts
-    if len(state.finished) != grid or len(state.acknowledged) != grid:
+    unreported = state.unreported()
+    if len(state.finished) != grid or len(state.acknowledged) + len(unreported) != grid:
         raise StepInconsistent(
             f"step {step} reached its barrier with {len(state.finished)} finished and "
             f"{len(state.acknowledged)} acknowledged rollouts of {grid}"
@@ -398,4 +441,18 @@ def _summarise(
         orphans=[o.to_json() for o in state.orphans],
         resumed_rollouts=resumed,
         reposted_reports=reposted,
+        failed_guidance_calls=sum(
+            1 for r in rollouts if r.verification.status is Status.GUIDANCE_FAILED
+        ),
+        unreported=[[d.rollout.group, d.rollout.rollout] for d in unreported],
+    )
+
+
+def _grid_incomplete(step: int, done: FinishedRollout) -> str:
+    r = done.rollout
+    return (
+        f"step {step} can never train: the guidance call of group {r.group}, rollout {r.rollout} "
+        f"failed without a Reef receipt ({r.verification.message}), so no report can fill that "
+        "slot of the grid Reef's tttd recipe trains on, and the method never samples a slot "
+        "twice; this state directory cannot continue training, start a new one"
     )

@@ -6,7 +6,9 @@ addresses come from the environment the caller passes (the agent passes its
 own process environment overlaid with Harbor's `--ae` variables) and stay
 inside the clients. All clients share the run's `Cancellation`: cancelling it
 aborts their calls in flight, and closing the services stops the embedded
-judge, so a cancelled run leaves no thread or process behind.
+judge, so a cancelled run leaves no thread or process behind. With training
+on, the bridge reads Reef's trainer through the Ray cluster named in Reef's
+runtime files (`atoll.guidance_ttt.reef_runtime`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,21 @@ from pathlib import Path
 
 from rich.console import Console
 
-from atoll.guidance_ttt import controller, resume
-from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingBridge
+from atoll.guidance_ttt import controller, reef_runtime, resume
+from atoll.guidance_ttt.bridge import (
+    JOB_MARKER_FILE,
+    RayActorHealth,
+    ReefTrainingBridge,
+    SearchOnlyBridge,
+    TrainingBridge,
+)
 from atoll.guidance_ttt.cancel import Cancellation
-from atoll.guidance_ttt.config import GuidanceConfig, trainer_checkpoint_dir
+from atoll.guidance_ttt.config import (
+    ConfigError,
+    GuidanceConfig,
+    trainer_checkpoint_dir,
+    trainer_hf_dir,
+)
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import REEF_URL_ENV, GuidanceClient, ReefEndpoint
@@ -32,6 +45,10 @@ from atoll.guidance_ttt.seed import read_seed
 # How often the training barrier reads Reef's status: also how long a
 # cancelled run may take to notice the cancellation while it waits there.
 BARRIER_POLL_S = 2.0
+
+
+class ReefRuntimeMissing(ConfigError):
+    """Training was asked for, but no Reef runtime file names the trainer's Ray cluster."""
 
 
 @dataclass
@@ -85,18 +102,8 @@ def open_services(
         max_completion_tokens=config.max_guidance_tokens,
         cancellation=cancellation,
     )
-    bridge: TrainingBridge
-    if config.training == "off":
-        bridge = SearchOnlyBridge()
-    else:
-        bridge = ReefTrainingBridge(
-            guidance.status,
-            scenario,
-            checkpoint_dir=trainer_checkpoint_dir(config.state_dir.expanduser().resolve()),
-            poll_interval_s=BARRIER_POLL_S,
-            cancellation=cancellation,
-        )
     try:
+        bridge = training_bridge(config, guidance, scenario, environ, cancellation)
         with judge_url(
             judge or environ.get(JUDGE_URL_ENV), state_dir=config.state_dir / "judge"
         ) as url:
@@ -111,6 +118,36 @@ def open_services(
     finally:
         guidance.close()
         executor.close()
+
+
+def training_bridge(
+    config: GuidanceConfig,
+    guidance: GuidanceClient,
+    scenario: str,
+    environ: Mapping[str, str],
+    cancellation: Cancellation,
+) -> TrainingBridge:
+    """Search-only when training is off; else Reef's status plus the actor in Reef's Ray cluster."""
+    if config.training == "off":
+        return SearchOnlyBridge()
+    state_dir = config.state_dir.expanduser().resolve()
+    run_dir = reef_runtime.run_dir(state_dir, environ)
+    runtime = reef_runtime.read_ray_runtime(run_dir)
+    if runtime is None:
+        raise ReefRuntimeMissing(
+            f"training=on reads the Ray cluster of Reef's trainer from Reef's runtime files, and "
+            f"{run_dir} has none: start Reef with the reef-stack job plugin or `atoll stack up`, "
+            f"or set {reef_runtime.RUN_DIR_ENV} to the run directory of the Reef that trains this run"
+        )
+    return ReefTrainingBridge(
+        guidance.status,
+        scenario,
+        health=RayActorHealth(runtime),
+        checkpoint_dir=trainer_checkpoint_dir(state_dir),
+        job_marker=trainer_hf_dir(state_dir) / JOB_MARKER_FILE,
+        poll_interval_s=BARRIER_POLL_S,
+        cancellation=cancellation,
+    )
 
 
 def run_search(

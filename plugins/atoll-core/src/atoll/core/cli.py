@@ -76,18 +76,19 @@ def build(registry: Registry) -> TyperGroup:
     return group
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: int = 2) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"[bold red]error:[/bold red] {message}"
+        f"[bold red]error:[/bold red] {escape(message)}"
     )
-    return 2
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `atoll` command."""
-    from atoll.core import names, run_defaults
+    from atoll.core import job_outcome, names, run_defaults
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -102,7 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if record is not None and args and args[0] == first:
             command = plugin_command(record)
             return _invoke(command, args[1:], prog=f"atoll {first}")
-        return _invoke(build(registry), args, prog="atoll")
+        watch = job_outcome.JobWatch(args) if run_defaults.is_job_command(args) else None
+        code = _invoke(build(registry), args, prog="atoll")
+        if code == 0 and watch is not None:
+            for failed in watch.failures():
+                code = _fail(failed.line(), code=1)
+        return code
     except (UnknownName, names.UsageError, RegistryError, TargetError) as exc:
         return _fail(str(exc))
 

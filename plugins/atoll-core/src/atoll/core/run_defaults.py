@@ -51,8 +51,10 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
     if "--help" in head:
         return head + tail, []
     notes: list[str] = []
-    if not opted_out and not _values(head, ("--plugin",)):
-        added, agents = default_plugins(_values(head, ("--agent", "-a")), registry, _task_dir(head))
+    if not opted_out and not option_values(head, ("--plugin",)):
+        added, agents = default_plugins(
+            option_values(head, ("--agent", "-a")), registry, _task_dir(head)
+        )
         if added:
             head += [word for name in added for word in ("--plugin", name)]
             notes.append(
@@ -60,7 +62,7 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
                 f"{', '.join(agents)}); pass your own --plugin, or {NO_DEFAULT_PLUGINS}, "
                 "to choose otherwise"
             )
-    if not _values(head, ("--env", "-e", "--environment-import-path", "-c", "--config")):
+    if not option_values(head, ("--env", "-e", "--environment-import-path", "-c", "--config")):
         choice = choose_environment(_task_dir(head))
         target = _environment_target(choice.name, registry)
         if target is not None:
@@ -199,7 +201,7 @@ def _split(args: list[str]) -> tuple[list[str], list[str]]:
     return args, []
 
 
-def _values(args: Sequence[str], flags: tuple[str, ...]) -> list[str]:
+def option_values(args: Sequence[str], flags: tuple[str, ...]) -> list[str]:
     """Every value given to any of `flags` (`--flag V` or `--flag=V`)."""
     found: list[str] = []
     for i, arg in enumerate(args):
@@ -212,7 +214,7 @@ def _values(args: Sequence[str], flags: tuple[str, ...]) -> list[str]:
 
 
 def _task_dir(args: Sequence[str]) -> Path | None:
-    paths = _values(args, ("--path", "-p"))
+    paths = option_values(args, ("--path", "-p"))
     return Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else None
 
 

@@ -15,10 +15,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from atoll.guidance_ttt.config import GuidanceConfig
+from atoll.guidance_ttt.presets import preset
 from atoll.stack import preflight
 from atoll.stack.planning import Plan
-
-LOCAL_EXECUTOR_PRESET = "gpt-oss-local"
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,11 @@ def reef_command(plan: Plan, env: Mapping[str, str], serve_yaml: Path) -> Comman
 
 
 def executor_wanted(plan: Plan) -> bool:
-    """Start the executor's SGLang server: asked for, or training with the local preset."""
+    """Start the executor's SGLang server: asked for, or training with a locally served preset."""
     choice = plan.options.executor_server
     if choice != "auto":
         return choice == "on"
-    return plan.training and plan.config.executor_preset == LOCAL_EXECUTOR_PRESET
+    return plan.training and preset(plan.config.executor_preset).local_server is not None
 
 
 def executor_root(config: GuidanceConfig) -> str:
@@ -62,7 +61,11 @@ def executor_root(config: GuidanceConfig) -> str:
 
 
 def executor_command(plan: Plan, env: Mapping[str, str]) -> Command:
-    """SGLang serving the executor model on its own GPU, at the config's executor URL."""
+    """SGLang serving the executor model on its own GPU, at the config's executor URL.
+
+    The preset's reasoning parser is passed as the method's launch command
+    does, so that the model's analysis comes back apart from its answer.
+    """
     parts = urlsplit(executor_root(plan.config))
     model = plan.config.executor_model or ""
     argv = (
@@ -73,4 +76,7 @@ def executor_command(plan: Plan, env: Mapping[str, str]) -> Command:
         "--port", str(parts.port or 30000),
         "--tp", "1",
     )  # fmt: skip
+    server = preset(plan.config.executor_preset).local_server
+    if server is not None and server.reasoning_parser:
+        argv += ("--reasoning-parser", server.reasoning_parser)
     return Command(argv, dict(env, CUDA_VISIBLE_DEVICES=plan.options.executor_gpu))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
+from atoll.guidance_ttt.reef_runtime import RUN_DIR_ENV
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions, options_from_kwargs
 from atoll.stack.render import TOKEN_ENV
@@ -82,6 +83,8 @@ class ReefStackPlugin(BaseJobPlugin):
             raise
         self.reef_url = state.reef_url
         os.environ[URL_ENV] = state.reef_url
+        # Where Reef's runtime files name its trainer's Ray cluster, for the training gate.
+        os.environ[RUN_DIR_ENV] = str(planned.placement.run_dir)
         self._console.print(f"reef-stack: Reef at {state.reef_url}")
 
     async def on_job_end(self, job_result: JobResult) -> None:

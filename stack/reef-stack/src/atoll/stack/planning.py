@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atoll.guidance_ttt.config import GuidanceConfig
+from atoll.guidance_ttt.config import GuidanceConfig, default_stack_dir
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions
 from atoll.stack.render import Placement, reef_address, render, to_yaml
@@ -49,7 +49,9 @@ def plan(config: GuidanceConfig, options: StackOptions, *, stack_dir: Path | Non
     training = options.training if options.training is not None else config.training == "on"
     host, port = reef_address(config, options.port)
     state_dir = config.state_dir.expanduser().resolve()
-    directory = (options.stack_dir or stack_dir or state_dir / "stack").expanduser().resolve()
+    directory = (
+        (options.stack_dir or stack_dir or default_stack_dir(state_dir)).expanduser().resolve()
+    )
     deadline = options.ready_timeout_s or (TRAINING_READY_S if training else SEARCH_ONLY_READY_S)
     upstream = None
     if not training:

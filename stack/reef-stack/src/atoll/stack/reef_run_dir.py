@@ -19,8 +19,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-import yaml
-
+from atoll.guidance_ttt.reef_runtime import read_ray_runtime
 from atoll.stack import processes
 from atoll.stack.processes import Recorded
 
@@ -45,16 +44,9 @@ def service_processes(run_dir: Path, known: Iterable[Recorded]) -> list[Recorded
 
 
 def ray_address(run_dir: Path) -> str | None:
-    """The Ray address Reef's services were given, from their runtime files."""
-    for runtime in sorted(run_dir.glob("*/runtime.yaml")):
-        try:
-            data = yaml.safe_load(runtime.read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        address = (data.get("reef") or {}).get("ray_address") if isinstance(data, dict) else None
-        if address:
-            return str(address)
-    return None
+    """The Ray address Reef's services were given, from their runtime files (as the agent reads it)."""
+    runtime = read_ray_runtime(run_dir)
+    return None if runtime is None else runtime.address
 
 
 def remove_resolved_configs(run_dir: Path) -> list[Path]:

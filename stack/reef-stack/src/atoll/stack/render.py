@@ -23,7 +23,13 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from atoll.guidance_ttt.config import GuidanceConfig, reef_state_dir, trainer_checkpoint_dir
+from atoll.guidance_ttt.config import (
+    GuidanceConfig,
+    reef_state_dir,
+    trainer_checkpoint_dir,
+    trainer_hf_dir,
+)
+from atoll.guidance_ttt.reef_runtime import DEFAULT_ACTOR, DEFAULT_NAMESPACE, RUN_SUBDIR
 from atoll.stack.errors import StackError
 
 TOKEN_ENV = "REEF_TOKEN"
@@ -31,8 +37,8 @@ TOKEN_REFERENCE = "${" + TOKEN_ENV + ":?}"
 TTTD_RECIPE = "recipes.tttd.recipe:TTTDRecipe"
 #: The record-only recipe of reef-infra: receipts and reports, no weight updates.
 RECORD_ONLY_RECIPE = "recipe"
-#: Reef's own run directory (service logs, resolved configuration) inside the stack directory.
-RUN_SUBDIR = "reef-run"
+#: Reef's own run directory (service logs, resolved configuration) inside the stack directory
+#: is `RUN_SUBDIR`, where the agent's training gate reads the trainer's Ray cluster.
 
 #: The training method of Guidance-TTT (not per-run knobs).
 LORA_ALPHA = 32
@@ -130,7 +136,7 @@ def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str
         "ref-load": config.guidance_model,
         "load": str(trainer_checkpoint_dir(placement.state_dir)),
         "save": str(trainer_checkpoint_dir(placement.state_dir)),
-        "save-hf": str(checkpoints / "hf" / "{rollout_id}"),
+        "save-hf": str(trainer_hf_dir(placement.state_dir) / "{rollout_id}"),
         "save-interval": "1",
         "megatron-to-hf-mode": "bridge",
         "num-rollout": str(config.steps),
@@ -201,8 +207,8 @@ def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str
             "backend": "slime",
             "colocate": True,
             "ready-timeout": int(placement.ready_timeout_s),
-            "ray-namespace": "reef",
-            "ray-actor-name": "reef-train-bridge",
+            "ray-namespace": DEFAULT_NAMESPACE,
+            "ray-actor-name": DEFAULT_ACTOR,
             "timeout-s": 7200,
             "config": {
                 "num_gpus": gpus,

@@ -20,6 +20,12 @@ import httpx
 
 DEFAULT_DEADLINE_S = 900.0
 
+# The file name and content type of a submission, by its `lang`, as the reference harness sends them.
+SOURCE_FILES = {
+    "cpp": ("solution.cpp", "text/x-c++src"),
+    "python": ("solution.py", "text/x-python"),
+}
+
 
 class JudgeUnavailable(Exception):
     """The judge could not produce a result; retry later, do not score."""
@@ -148,11 +154,12 @@ class JudgeClient:
     def submit(self, source: bytes | str, pid: str = "0", lang: str = "cpp") -> int:
         """Send a program as the reference harness does (multipart) and return its sid."""
         code = source.encode("utf-8") if isinstance(source, str) else source
+        name, content_type = SOURCE_FILES.get(lang, (f"solution.{lang}", "text/plain"))
         response = self._request(
             "POST",
             "/submit",
             data={"pid": pid, "lang": lang},
-            files={"code": ("solution.cpp", code, "text/x-c++src")},
+            files={"code": (name, code, content_type)},
         )
         if response.status_code != 200:
             raise JudgeUnavailable(
