@@ -21,7 +21,7 @@ from pathlib import Path
 
 import uvicorn
 
-from atoll.judge import judge_socket
+from atoll.judge import judge_socket, read_deadline
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
 from atoll.judge.server import create_app
@@ -47,6 +47,7 @@ class JudgeSetup:
     workers: int | None = None
     max_queue: int = DEFAULT_MAX_QUEUE
     backend: str = "bwrap"
+    read_timeout_s: float = read_deadline.DEFAULT_SECONDS
 
     @property
     def state(self) -> Path:
@@ -95,7 +96,7 @@ def serve(
         service.start()
         announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
-        config = uvicorn.Config(create_app(service), log_level="info", access_log=False)
+        config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")
         # uvicorn re-raises the signal that stopped it; SIGTERM's default action
         # would end the process before the socket directory is removed.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -151,7 +152,7 @@ class EmbeddedJudge:
         self._results = tempfile.TemporaryDirectory(prefix="atoll-judge-results-")
         service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
         service.start()
-        config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
+        config = read_deadline.config(create_app(service), self.setup.read_timeout_s, "warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,
