@@ -21,7 +21,8 @@ from pathlib import Path
 
 import uvicorn
 
-from atoll.judge import judge_socket, read_deadline
+from atoll.core.sandbox import owners
+from atoll.judge import judge_socket, leftovers, read_deadline
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
 from atoll.judge.server import create_app
@@ -54,6 +55,8 @@ class JudgeSetup:
         return self.state_dir or default_state_dir()
 
     def engine(self) -> Engine:
+        """The engine, once the sandbox groups of this state dir's killed judges are removed."""
+        leftovers.claim_state_dir(self.state)
         return Engine(load_problems(self.problems_dir), self.state, self.workers, self.backend)
 
     def service(self, results: Path | None = None) -> JudgeService:
@@ -149,7 +152,10 @@ class EmbeddedJudge:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         sockets.insert(0, sock)
-        self._results = tempfile.TemporaryDirectory(prefix="atoll-judge-results-")
+        leftovers.remove_stale_temp_dirs()
+        self._results = tempfile.TemporaryDirectory(
+            prefix=f"{leftovers.RESULTS_PREFIX}{owners.own_tag()}-"
+        )
         service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
         service.start()
         config = read_deadline.config(create_app(service), self.setup.read_timeout_s, "warning")
