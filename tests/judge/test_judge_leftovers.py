@@ -9,6 +9,7 @@ pid), its sandboxed processes through those groups.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import make_problem_set
 
 from atoll.core.sandbox import owners
 from atoll.core.sandbox.cgroupfs import PARENT, ROOT
@@ -146,9 +146,10 @@ class Judge:
 
 
 @pytest.fixture(scope="module")
-def slow_problems(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def slow_problems(tmp_path_factory: pytest.TempPathFactory, small_problems: Path) -> Path:
     """Problem 0 with two cases and a 60 s wall clock: a sleeping program runs that long."""
-    root = make_problem_set(tmp_path_factory.mktemp("problems-slow"), [21, 13])
+    root = tmp_path_factory.mktemp("problems-slow")
+    shutil.copytree(small_problems / "0", root / "0")
     config = root / "0" / "problem.toml"
     config.write_text(config.read_text().replace("wall_seconds = 4.0", "wall_seconds = 60.0"))
     return root

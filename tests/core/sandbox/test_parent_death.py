@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_UID, _processes_of
 
 from atoll.core.sandbox.cgroupfs import PARENT, ROOT
 
@@ -25,31 +24,44 @@ RUNNER = Path(__file__).with_name("sandbox_runner.py")
 TRIES = 12
 
 
+def processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and int(line.split()[1]) == uid:
+                found.append(int(entry.name))
+    return found
+
+
 def groups_of(pid: int) -> list[Path]:
     return [g for g in ROOT.glob(f"*/{PARENT}/{pid}[.-]*") if g.is_dir()]
 
 
-def settled(pid: int, seconds: float = 10.0) -> bool:
+def settled(pid: int, uid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
-    while _processes_of(TEST_UID) or groups_of(pid):
+    while processes_of(uid) or groups_of(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
     return True
 
 
-def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup() -> None:
+def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup(test_uid: int) -> None:
     pick = random.Random(12)
     leaks = []
     for attempt in range(TRIES):
         runner = subprocess.Popen(
-            [sys.executable, str(RUNNER), str(TEST_UID)], stdout=subprocess.PIPE
+            [sys.executable, str(RUNNER), str(test_uid)], stdout=subprocess.PIPE
         )
         assert runner.stdout is not None and runner.stdout.readline() == b"running\n"
         time.sleep(pick.uniform(0.2, 0.6))
         runner.kill()
         runner.wait(timeout=30)
-        if not settled(runner.pid):
-            leaks.append((attempt, _processes_of(TEST_UID), groups_of(runner.pid)))
+        if not settled(runner.pid, test_uid):
+            leaks.append((attempt, processes_of(test_uid), groups_of(runner.pid)))
             break
     assert leaks == []
