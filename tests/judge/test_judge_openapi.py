@@ -19,7 +19,6 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
-from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_headers_conformance,
@@ -39,8 +38,8 @@ pytestmark = pytest.mark.timeout(300)
 EXAMPLES_PER_OPERATION = 200
 SEED = 20_251_203
 ANSWER_WITHIN_S = 10.0
+# A full queue's 503 is documented back-pressure, not a failure; every other 5xx is.
 CHECKS = [
-    not_a_server_error,
     status_code_conformance,
     content_type_conformance,
     response_headers_conformance,
@@ -120,4 +119,5 @@ def test_fuzzed_requests_get_documented_answers(case: schemathesis.Case, fuzz_ju
     STATS[f"http_{response.status_code}"] += 1
     if response.status_code >= 500 and response.status_code != 503:
         STATS["server_errors"] += 1
+    assert response.status_code < 500 or response.status_code == 503, response.text
     case.validate_response(response, checks=CHECKS)

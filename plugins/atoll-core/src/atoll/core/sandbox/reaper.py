@@ -36,7 +36,14 @@ def ensure_started() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            env=_plain_env(),
         )
+
+
+def _plain_env() -> dict[str, str]:
+    """Only what finds Python and atoll: the watcher carries none of the caller's secrets."""
+    keep = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG")
+    return {name: os.environ[name] for name in keep if name in os.environ}
 
 
 def watch(pid: int, tag: str) -> None:
