@@ -69,3 +69,11 @@ def test_one_judge_per_database(tmp_path: Path) -> None:
         Store(tmp_path / "judge.sqlite")
     first.close()
     Store(tmp_path / "judge.sqlite").close()
+
+
+@pytest.mark.parametrize("sid", [0, -1, 2**63, 2**64 + 1, 10**30])
+def test_ids_no_row_can_have_are_absent_not_errors(tmp_path: Path, sid: int) -> None:
+    store = Store(tmp_path / "judge.sqlite")
+    store.add("0", "cpp", b"int main(){}")
+    assert store.get(sid) is None
+    store.close()

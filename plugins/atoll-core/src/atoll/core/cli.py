@@ -8,6 +8,7 @@ and sub-commands contributed by plugins, imported only when invoked.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,10 @@ from typer.core import TyperGroup
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry, RegistryError, UnknownName, load
 from atoll.core.targets import TargetError, import_target
+
+# LiteLLM (which Harbor loads) fetches a model cost map from the internet at
+# import unless told to use the copy it ships; a run must not reach outside.
+LOCAL_ONLY_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 class _PluginCommandGroup(TyperGroup):
@@ -90,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `atoll` command."""
     from atoll.core import job_outcome, names, run_defaults
 
+    for name, value in LOCAL_ONLY_ENV.items():
+        os.environ.setdefault(name, value)  # set before Harbor imports LiteLLM; a user may override
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         registry = load()

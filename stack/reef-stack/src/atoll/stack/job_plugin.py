@@ -50,6 +50,7 @@ class ReefStackPlugin(BaseJobPlugin):
         except StackError as exc:
             raise SystemExit(f"reef-stack: error: {exc}") from exc
         self.stack_dir: Path | None = None
+        self._state_dir: Path | None = None
         self.reef_url: str | None = None
         self._stopped = True
         self._previous_sigterm: Any = None
@@ -58,7 +59,7 @@ class ReefStackPlugin(BaseJobPlugin):
     async def on_job_start(self, job: Job) -> None:
         # Runs in the event loop's thread on purpose: nothing else of the job runs yet,
         # and Ctrl-C must interrupt the health wait itself so that it stops what it started.
-        from atoll.stack import launcher
+        from atoll.stack import launcher, orphans
 
         if self._use_named_reef():
             return
@@ -71,10 +72,19 @@ class ReefStackPlugin(BaseJobPlugin):
                 config, self.options, stack_dir=Path(job.job_dir) / STACK_SUBDIR
             )
             self.stack_dir = planned.stack_dir
+            self._state_dir = planned.placement.state_dir
             self._stopped = False
             atexit.register(self.stop)
             self._install_sigterm()
+            orphans.take_over(
+                self._state_dir, planned.stack_dir, os.environ[TOKEN_ENV], self._console
+            )
+            # Recorded before anything starts: a kill at any later moment leaves a Reef
+            # that the run's next job knows to be a killed job's.
+            orphans.record(self._state_dir, planned.stack_dir, planned.reef_url)
             state = launcher.up(planned, self._console)
+            if state.reused:
+                orphans.release(self._state_dir)
         except StackError as exc:
             self._forget()  # a failed start has already stopped what it started
             raise SystemExit(f"reef-stack: error: {exc}") from exc
@@ -128,10 +138,12 @@ class ReefStackPlugin(BaseJobPlugin):
         if self._stopped or self.stack_dir is None:
             return
         self._stopped = True
-        from atoll.stack import launcher
+        from atoll.stack import launcher, orphans
 
         atexit.unregister(self.stop)
         launcher.down(self.stack_dir, self._console, grace_s=self.options.grace_s)
+        if self._state_dir is not None:
+            orphans.release(self._state_dir)
         self._restore_sigterm()
 
     def _forget(self) -> None:

@@ -57,6 +57,8 @@ def _still_running(stack_dir: Path) -> StackState | None:
     if recorded is None:
         return None
     if recorded.reused or not any(processes.alive(p) for p in recorded.processes):
+        # Reef died without `down` (killed with its job): its runtime files still hold the token.
+        _remove_runtime_files(stack_dir, recorded)
         state_file.clear(stack_dir)
         return None
     return recorded
@@ -190,7 +192,7 @@ def down(stack_dir: Path, console: Console, grace_s: float = 30.0) -> list[str]:
             return []
         living = [p for p in recorded.processes if processes.alive(p)]
         killed = processes.stop(recorded.processes, grace=grace_s)
-        reef_run_dir.remove_resolved_configs(stack_dir / RUN_SUBDIR)
+        _remove_runtime_files(stack_dir, recorded)
         state_file.clear(stack_dir)
     for name in killed:
         console.print(f"reef-stack: {name} ignored SIGTERM for {grace_s:.0f} s and was killed")
@@ -202,6 +204,13 @@ def down(stack_dir: Path, console: Console, grace_s: float = 30.0) -> list[str]:
         f"reef-stack: stopped {', '.join(p.name for p in living) or 'nothing (all had exited)'}"
     )
     return [p.name for p in living]
+
+
+def _remove_runtime_files(stack_dir: Path, recorded: StackState) -> None:
+    """Delete Reef's token-bearing runtime files: this stack's, and an adopted Reef's."""
+    reef_run_dir.remove_resolved_configs(stack_dir / RUN_SUBDIR)
+    if recorded.run_dir:
+        reef_run_dir.remove_resolved_configs(Path(recorded.run_dir))
 
 
 def status_lines(stack_dir: Path) -> list[str]:

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from atoll.core.sandbox.owners import start_time
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -50,19 +52,6 @@ class Recorded:
         )
 
 
-def start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Field 2 (comm) may hold spaces and parentheses; the rest follows the last ')'.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
-
-
 def spawn(
     name: str, argv: Sequence[str], log: Path, env: Mapping[str, str], cwd: Path | None = None
 ) -> Recorded:
@@ -83,6 +72,9 @@ def spawn(
     # Reaping it (when this process does live on, as in the job plugin) is done by `alive`.
     _CHILDREN[proc.pid] = proc
     return Recorded(name, proc.pid, started or 0, tuple(argv), str(log))
+
+
+__all__ = ["Recorded", "alive", "group_alive", "leader_alive", "spawn", "start_time", "stop"]
 
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}

@@ -29,6 +29,8 @@ class StackState:
     ray_owned: bool = False
     serve_yaml: str = ""
     processes: list[Recorded] = field(default_factory=list)
+    # Reef's run dir when it is not this stack dir's (a Reef adopted from a killed job).
+    run_dir: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -40,6 +42,7 @@ class StackState:
             "ray_owned": self.ray_owned,
             "serve_yaml": self.serve_yaml,
             "processes": [p.to_json() for p in self.processes],
+            "run_dir": self.run_dir,
         }
 
 
@@ -73,6 +76,7 @@ def load(stack_dir: Path) -> StackState | None:
         ray_owned=bool(data.get("ray_owned", False)),
         serve_yaml=str(data.get("serve_yaml", "")),
         processes=[Recorded.from_json(p) for p in data.get("processes", [])],
+        run_dir=str(data.get("run_dir", "")),
     )
 
 

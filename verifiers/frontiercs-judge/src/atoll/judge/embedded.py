@@ -21,7 +21,8 @@ from pathlib import Path
 
 import uvicorn
 
-from atoll.judge import judge_socket
+from atoll.core.sandbox import owners
+from atoll.judge import judge_socket, leftovers, read_deadline
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
 from atoll.judge.server import create_app
@@ -47,12 +48,15 @@ class JudgeSetup:
     workers: int | None = None
     max_queue: int = DEFAULT_MAX_QUEUE
     backend: str = "bwrap"
+    read_timeout_s: float = read_deadline.DEFAULT_SECONDS
 
     @property
     def state(self) -> Path:
         return self.state_dir or default_state_dir()
 
     def engine(self) -> Engine:
+        """The engine, once the sandbox groups of this state dir's killed judges are removed."""
+        leftovers.claim_state_dir(self.state)
         return Engine(load_problems(self.problems_dir), self.state, self.workers, self.backend)
 
     def service(self, results: Path | None = None) -> JudgeService:
@@ -95,7 +99,7 @@ def serve(
         service.start()
         announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
-        config = uvicorn.Config(create_app(service), log_level="info", access_log=False)
+        config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")
         # uvicorn re-raises the signal that stopped it; SIGTERM's default action
         # would end the process before the socket directory is removed.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -148,10 +152,13 @@ class EmbeddedJudge:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         sockets.insert(0, sock)
-        self._results = tempfile.TemporaryDirectory(prefix="atoll-judge-results-")
+        leftovers.remove_stale_temp_dirs()
+        self._results = tempfile.TemporaryDirectory(
+            prefix=f"{leftovers.RESULTS_PREFIX}{owners.own_tag()}-"
+        )
         service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
         service.start()
-        config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
+        config = read_deadline.config(create_app(service), self.setup.read_timeout_s, "warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,

@@ -18,11 +18,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 from pathlib import Path
 
 import httpx
 
+from atoll.judge import leftovers
 from atoll.judge.client import JudgeClient
 
 SOCKET_DIR_ENV = "FRONTIERCS_JUDGE_SOCKET_DIR"
@@ -38,8 +38,12 @@ class SocketDirError(Exception):
 
 
 def new_socket_dir() -> Path:
-    """A fresh, private-to-create but world-traversable directory for one socket."""
-    directory = Path(tempfile.mkdtemp(prefix="atoll-judge-"))
+    """A fresh, private-to-create but world-traversable directory for one socket.
+
+    Those that killed judges left are removed first (see `leftovers`).
+    """
+    leftovers.remove_stale_temp_dirs()
+    directory = leftovers.temp_dir(leftovers.SOCKET_PREFIX)
     directory.chmod(0o755)  # a trial's unprivileged verifier must reach the socket
     return directory
 

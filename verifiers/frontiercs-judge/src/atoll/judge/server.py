@@ -12,25 +12,34 @@ import base64
 import binascii
 import contextlib
 import json
+import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
-from starlette.requests import Request
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from atoll.judge import openapi
+from atoll.judge.api import (
+    LANG_ALIASES,
+    MAX_SID,
+    MAX_SOURCE_BYTES,
+    BadSubmission,
+    submission_fields,
+)
 from atoll.judge.engine import UnknownProblem
 from atoll.judge.service import JudgeService, QueueFull
 
-LANG_ALIASES = frozenset({"cpp", "cpp17", "gnu++17", "c++", "cxx", "g++"})
-MAX_SOURCE_BYTES = 1024 * 1024
+log = logging.getLogger(__name__)
 
-
-class BadSubmission(ValueError):
-    """A request the client must fix; answered with 400 and this message."""
+CODE_FIELDS = ("code", "file", "source")
+_SID = re.compile(r"[0-9]+", re.ASCII)
 
 
 def normalise_lang(lang: str | None) -> str:
@@ -42,19 +51,45 @@ def normalise_lang(lang: str | None) -> str:
     return "cpp"
 
 
-async def _code_value(value: Any) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, UploadFile):
-        return await value.read()
-    return str(value).encode("utf-8")
-
-
-def _decode_base64(value: str) -> bytes:
+def _decode_base64(value: str | bytes) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise BadSubmission("codeBase64 is not valid base64") from None
+
+
+def _read_json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise BadSubmission("request body is JSON nested too deeply") from None
+    except UnicodeDecodeError:
+        raise BadSubmission("request body is not UTF-8 JSON") from None
+    except ValueError as exc:  # JSONDecodeError, or a number too long to read
+        reason = str(exc).split(":")[0]
+        raise BadSubmission(f"request body is not valid JSON ({reason})") from None
+    if not isinstance(body, dict):
+        raise BadSubmission("JSON body must be an object with pid, lang and code")
+    return body
+
+
+async def _form_fields(request: Request) -> tuple[dict[str, Any], bytes | None]:
+    """Text fields and the code of a multipart or urlencoded form (code may be a file part)."""
+    fields: dict[str, Any] = {}
+    code: bytes | None = None
+    form = await request.form(max_part_size=MAX_SOURCE_BYTES)
+    for key, value in form.multi_items():
+        if key in CODE_FIELDS:
+            code = await value.read() if isinstance(value, UploadFile) else value.encode()
+        elif key == "codeBase64":
+            raw = await value.read() if isinstance(value, UploadFile) else value
+            code = _decode_base64(raw)
+        elif isinstance(value, UploadFile):
+            if key in ("pid", "lang"):
+                raise BadSubmission(f"invalid {key}: send it as a plain form field, not a file")
+        else:
+            fields[key] = value
+    return fields, code
 
 
 async def parse_submission(request: Request) -> tuple[str, str, bytes]:
@@ -63,35 +98,20 @@ async def parse_submission(request: Request) -> tuple[str, str, bytes]:
     fields: dict[str, Any] = dict(request.query_params)
     code: bytes | None = None
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
-        form = await request.form(max_part_size=MAX_SOURCE_BYTES)
-        for key, value in form.multi_items():
-            if key in ("code", "codeBase64", "file", "source"):
-                if key == "codeBase64":
-                    code = _decode_base64(str(value))
-                else:
-                    code = await _code_value(value)
-            else:
-                fields[key] = value
+        form_fields, code = await _form_fields(request)
+        fields.update(form_fields)
     elif content_type == "application/json":
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BadSubmission("request body is not valid JSON") from None
-        if not isinstance(body, dict):
-            raise BadSubmission("JSON body must be an object with pid, lang and code")
-        fields.update({k: v for k, v in body.items() if k not in ("code", "codeBase64")})
-        if isinstance(body.get("code"), str):
-            code = body["code"].encode("utf-8")
-        elif isinstance(body.get("codeBase64"), str):
-            code = _decode_base64(body["codeBase64"])
+        body = _read_json(await request.body())
+        fields.update(body)
     else:
         raw = await request.body()
-        if "codeBase64" in fields:
-            code = _decode_base64(str(fields.pop("codeBase64")))
-        elif raw:
+        if "codeBase64" not in fields and raw:
             code = raw
-    if "codeBase64" in fields and code is None:
-        code = _decode_base64(str(fields["codeBase64"]))
+    checked = submission_fields(fields)
+    if code is None and checked.code is not None:
+        code = checked.code.encode("utf-8")
+    if code is None and checked.codeBase64 is not None:
+        code = _decode_base64(checked.codeBase64)
     if not code:
         raise BadSubmission(
             "no code: send it as a multipart part `code`, a JSON field `code`, "
@@ -99,10 +119,41 @@ async def parse_submission(request: Request) -> tuple[str, str, bytes]:
         )
     if len(code) > MAX_SOURCE_BYTES:
         raise BadSubmission(f"code is larger than {MAX_SOURCE_BYTES} bytes")
-    pid = fields.get("pid")
-    if pid is None or str(pid).strip() == "":
-        raise BadSubmission("missing pid (the problem id, e.g. 0)")
-    return str(pid).strip(), normalise_lang(fields.get("lang")), code
+    pid = str(checked.pid)
+    return pid, normalise_lang(checked.lang), code
+
+
+def submission_id(raw: str) -> int | None:
+    """The id in `/result/{sid}`: decimal digits; None for one no submission can have.
+
+    BadSubmission for anything but ASCII digits (`int()` would also take `+1`,
+    ` 1` or other scripts' digits).
+    """
+    if not _SID.fullmatch(raw):
+        raise BadSubmission(f"submission id {raw!r} is not a non-negative decimal integer")
+    digits = raw.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_SID)) or int(digits) > MAX_SID:
+        return None
+    return int(digits)
+
+
+def _error(message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+async def _http_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = str(exc.detail).replace("\n", " ")
+    return _error(detail, exc.status_code, dict(exc.headers or {}))
+
+
+async def _client_gone(_: Request, __: Exception) -> Response:
+    return Response(status_code=400)  # nobody is left to read it
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return _error(f"the judge failed on this request ({type(exc).__name__}); see its log", 500)
 
 
 def create_app(service: JudgeService) -> Starlette:
@@ -123,7 +174,7 @@ def create_app(service: JudgeService) -> Starlette:
         try:
             problem = service.engine.problem(pid)
         except UnknownProblem as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
+            return _error(str(exc), 404)
         return PlainTextResponse(await run_in_threadpool(problem.statement))
 
     async def submit(request: Request) -> Response:
@@ -131,24 +182,30 @@ def create_app(service: JudgeService) -> Starlette:
             pid, lang, code = await parse_submission(request)
             sid = await run_in_threadpool(service.submit, pid, lang, code)
         except BadSubmission as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return _error(str(exc), 400)
         except UnknownProblem as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
+            return _error(str(exc), 404)
         except QueueFull as exc:
-            return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+            return _error(str(exc), 503, headers={"Retry-After": "5"})
         return JSONResponse({"sid": sid})
 
     async def result(request: Request) -> Response:
         raw = request.path_params["sid"]
         try:
-            sid = int(raw)
-        except ValueError:
-            return JSONResponse({"error": f"submission id {raw!r} is not an integer"}, 400)
+            sid = submission_id(raw)
+        except BadSubmission as exc:
+            return _error(str(exc), 400)
+        if sid is None:
+            return _error(f"no submission {raw[:40]}", 404)
         view = await run_in_threadpool(service.result, sid)
         return JSONResponse(view.body, status_code=view.http_status)
 
+    async def description(_: Request) -> Response:
+        return JSONResponse(openapi.document(sorted(service.engine.problems)))
+
     return Starlette(
         routes=[
+            Route(openapi.PATH, description, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             Route("/problems", problems, methods=["GET"]),
             Route("/problem/{pid}/statement", statement, methods=["GET"]),
@@ -156,5 +213,10 @@ def create_app(service: JudgeService) -> Starlette:
             Route("/result/{sid}", result, methods=["GET"]),
         ],
         lifespan=lifespan,
+        exception_handlers={
+            HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
+            Exception: _server_error,
+        },
         max_body_size=4 * MAX_SOURCE_BYTES,
     )

@@ -23,6 +23,8 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 MAX_ATTEMPTS = 3
+# Ids are SQLite rowids; a larger integer cannot even be bound as a parameter.
+MAX_SID = 2**63 - 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -127,6 +129,8 @@ class Store:
             )
 
     def get(self, sid: int) -> Submission | None:
+        if not 0 < sid <= MAX_SID:
+            return None
         with self._lock:
             row = self._db.execute(
                 "SELECT sid, pid, lang, source, state, attempts, result FROM submissions "

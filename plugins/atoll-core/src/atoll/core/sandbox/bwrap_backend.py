@@ -43,13 +43,23 @@ _ALLOC_FAILURE = re.compile(
 # starts in about a millisecond; bash is the fallback.
 _SHELL = next((s for s in ("/bin/dash", "/usr/bin/dash") if os.path.exists(s)), "/bin/bash")
 
+# Arms the parent-death signal before the shell runs (see `_prelude`).
+_DIE_WITH_US = ("setpriv", "--pdeathsig", "KILL", "--")
+
 # bwrap, its pid-1 reaper and the program's first process share the pids budget.
 _SANDBOX_OWN_PROCESSES = 2
 
 
 def _prelude(limits: Limits, group: RunCgroup | None) -> str:
-    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits."""
-    lines = ["set -e"]
+    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits.
+
+    The shell runs under `setpriv --pdeathsig KILL`, so it dies with this
+    process; its first line checks that this process was still its parent
+    once that was armed. Without both, a parent killed while the shell ran
+    left a bwrap that `--die-with-parent` ties to nobody: a program under no
+    supervisor and no wall clock, for ever.
+    """
+    lines = ["set -e", f'[ "$PPID" = "{os.getpid()}" ] || exit 125']
     if group is not None:
         lines += [f"echo $$ > {shlex.quote(str(p))}" for p in group.procs_files()]
     if limits.cpu_seconds is not None:
@@ -155,7 +165,7 @@ class BwrapBackend(SandboxBackend):
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    [_SHELL, "-c", _prelude(limits, group), "sandbox", *command],
+                    [*_DIE_WITH_US, _SHELL, "-c", _prelude(limits, group), "sandbox", *command],
                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

@@ -10,15 +10,17 @@ and the caller falls back to rlimits.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
+import threading
 import uuid
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from atoll.core.sandbox import cgroupfs
+from atoll.core.sandbox import cgroupfs, owners
 from atoll.core.sandbox.cgroupfs import PARENT, ROOT, read_int, read_keyed
 
 DISABLE_VARIABLE = "ATOLL_SANDBOX_CGROUPS"
@@ -76,18 +78,80 @@ def _v2_layout() -> _Layout | None:
     return _Layout(2, parent, parent if "pids" in enabled else None, cpu, cpu)
 
 
-def run_prefix() -> str:
-    """The start of every group name this process creates (to audit leftovers)."""
-    return f"{os.getpid()}-"
+def run_prefix(owner: str | None = None) -> str:
+    """The start of every group name `owner` (default: this process) creates.
+
+    The owner tag holds the pid and its start time, so that the groups of a
+    process that died are told apart from those of a later process that got
+    the same pid.
+    """
+    return f"{owner or owners.own_tag()}-"
 
 
-def created_groups() -> list[Path]:
-    """Per-run groups of this process that still exist (none between runs)."""
+def created_groups(owner: str | None = None) -> list[Path]:
+    """Per-run groups of `owner` (default: this process) that still exist."""
     lay = layout()
     if lay is None:
         return []
     parents = {p for p in (lay.memory, lay.pids, lay.quota, lay.cpu) if p is not None}
-    return [g for p in parents for g in p.glob(f"{run_prefix()}*")]
+    return sorted(g for p in parents for g in p.glob(f"{run_prefix(owner)}*"))
+
+
+def _pids_in(groups: list[Path]) -> set[int]:
+    found: set[int] = set()
+    for group in groups:
+        with contextlib.suppress(OSError, ValueError):
+            found.update(int(line) for line in (group / "cgroup.procs").read_text().split())
+    return found
+
+
+def _kill_and_remove(groups: list[Path], timeout: float) -> None:
+    def kill() -> None:
+        for pid in _pids_in(groups):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    cgroupfs.remove_groups(
+        groups, timeout=timeout, pause=0.01, busy="cgroups still busy after killing their processes",
+        each_pass=kill,
+    )  # fmt: skip
+
+
+def reclaim(owner: str, timeout: float = 10.0) -> list[Path]:
+    """Kill what runs in a dead process's per-run groups and remove them; returns the groups.
+
+    Refuses (returns nothing) while `owner` is alive: its groups are in use.
+    """
+    if owners.alive(owner):
+        return []
+    groups = created_groups(owner)
+    if groups:
+        _kill_and_remove(groups, timeout)
+    return groups
+
+
+def _remove_own_groups() -> None:
+    """At exit: whatever still runs in this process's groups goes with it."""
+    with contextlib.suppress(OSError):
+        groups = created_groups()
+        if groups:
+            _kill_and_remove(groups, timeout=5.0)
+
+
+_exit_hook = threading.Lock()
+_exit_hook_set = False
+
+
+def _ensure_exit_hook() -> None:
+    """Groups die with this process: at a normal exit here, after a kill in the watcher."""
+    global _exit_hook_set
+    from atoll.core.sandbox import reaper
+
+    with _exit_hook:
+        if not _exit_hook_set:
+            atexit.register(_remove_own_groups)
+            _exit_hook_set = True
+    reaper.ensure_started()
 
 
 def _write(path: Path, value: int | str) -> None:
@@ -139,6 +203,7 @@ class RunCgroup:
         if not parents:
             return None
         dirs = [p / name for p in sorted(parents)]
+        _ensure_exit_hook()
         for d in dirs:
             d.mkdir()
         group = cls(lay, dirs)
