@@ -94,7 +94,7 @@ class ReefStackPlugin(BaseJobPlugin):
         self.reef_url = state.reef_url
         os.environ[URL_ENV] = state.reef_url
         # Where Reef's runtime files name its trainer's Ray cluster, for the training gate.
-        os.environ[RUN_DIR_ENV] = str(planned.placement.run_dir)
+        os.environ[RUN_DIR_ENV] = str(state.run_dir or planned.placement.run_dir)
         self._console.print(f"reef-stack: Reef at {state.reef_url}")
 
     async def on_job_end(self, job_result: JobResult) -> None:
