@@ -980,8 +980,10 @@ class Sandbox:
             raise OSError(errno.EPERM, "unshare(CLONE_NEWNET) failed")
 
     def close(self) -> None:
-        self.sweep()
-        shutil.rmtree(self.base, ignore_errors=True)
+        try:
+            self.sweep()
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
         return self
