@@ -1,8 +1,36 @@
 """atoll-frontiersmith's registrations with the atoll host.
 
-The FrontierSmith emitter is registered here once it exists; until then the plugin adds nothing.
+The worked example task `frontiersmith-example` (a bundle written by
+`atoll.frontiersmith.bundle`, in tasks/ at the repository root); the
+`atoll emit frontiersmith` emitter is registered here once it exists.
 """
 
 from __future__ import annotations
 
-from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)
+from pathlib import Path
+
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+from atoll.core.task_dirs import packaged_task_dir
+
+EXAMPLE_TASK = "frontiersmith-example"
+
+
+@hookimpl
+def atoll_task_sources() -> list[Registration]:
+    return [
+        Registration(
+            EXAMPLE_TASK,
+            Kind.TASK,
+            str(task_dir(EXAMPLE_TASK)),
+            "Light a walled courtyard with beacons under a budget: a FrontierSmith bundle, "
+            "graded by the isolated checker.",
+        )
+    ]
+
+
+def task_dir(name: str) -> Path:
+    """The task's copy packaged in the wheel, or the repository's in an editable install."""
+    return packaged_task_dir(
+        "atoll-frontiersmith", "atoll.frontiersmith", name, Path(__file__).resolve().parents[5]
+    )

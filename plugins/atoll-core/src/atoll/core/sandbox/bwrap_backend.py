@@ -50,8 +50,8 @@ _DIE_WITH_US = ("setpriv", "--pdeathsig", "KILL", "--")
 _SANDBOX_OWN_PROCESSES = 2
 
 
-def _prelude(limits: Limits, group: RunCgroup | None) -> str:
-    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits.
+def _prelude(limits: Limits, group: RunCgroup | None, userns: tuple[int, str] | None = None) -> str:
+    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits, open the userns.
 
     The shell runs under `setpriv --pdeathsig KILL`, so it dies with this
     process; its first line checks that this process was still its parent
@@ -60,6 +60,9 @@ def _prelude(limits: Limits, group: RunCgroup | None) -> str:
     supervisor and no wall clock, for ever.
     """
     lines = ["set -e", f'[ "$PPID" = "{os.getpid()}" ] || exit 125']
+    if userns is not None:
+        digit, path = userns
+        lines.append(f"exec {digit}<{shlex.quote(path)}")
     if group is not None:
         lines += [f"echo $$ > {shlex.quote(str(p))}" for p in group.procs_files()]
     if limits.cpu_seconds is not None:
@@ -144,8 +147,11 @@ class BwrapBackend(SandboxBackend):
         stdin: bytes | None,
         cancel: CancelToken | None = None,
     ) -> SandboxResult:
-        if spec.uid == 0 or spec.gid == 0:
-            raise SandboxError("sandboxed programs never run as root: give the spec a non-zero uid")
+        if (spec.uid == 0 or spec.gid == 0) and spec.user_namespace is None:
+            raise SandboxError(
+                "sandboxed programs never run as root: give the spec a non-zero uid, or a user "
+                "namespace whose root is an unprivileged host uid"
+            )
         limits = spec.limits
         processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
         try:
@@ -161,11 +167,28 @@ class BwrapBackend(SandboxBackend):
             raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
         status_r, status_w = os.pipe()
         try:
-            command = bwrap_argv(argv, spec, status_fd=status_w, tmpfs_bytes=limits.memory_bytes)
+            userns = None
+            if spec.user_namespace is not None:
+                # A descriptor number the prelude can open the namespace on: any digit but status_w.
+                userns = (9 if status_w != 9 else 8, spec.user_namespace)
+            command = bwrap_argv(
+                argv,
+                spec,
+                status_fd=status_w,
+                tmpfs_bytes=limits.memory_bytes,
+                userns_fd=userns[0] if userns else None,
+            )
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    [*_DIE_WITH_US, _SHELL, "-c", _prelude(limits, group), "sandbox", *command],
+                    [
+                        *_DIE_WITH_US,
+                        _SHELL,
+                        "-c",
+                        _prelude(limits, group, userns),
+                        "sandbox",
+                        *command,
+                    ],
                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
