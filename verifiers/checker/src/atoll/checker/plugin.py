@@ -1,8 +1,18 @@
-"""atoll-checker's registrations with the atoll host.
-
-The checker verifier is registered here once it exists; until then the plugin adds nothing.
-"""
+"""atoll-checker's registrations with the atoll host: the `atoll checker` command."""
 
 from __future__ import annotations
 
-from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "checker",
+            Kind.COMMAND,
+            "atoll.checker.cli:app",
+            "Grade a submission with the isolated grader of emitted tasks, or verify a bundle.",
+        )
+    ]

@@ -1,0 +1,75 @@
+"""atoll.checker: the isolated grader of emitted optimization tasks.
+
+The public Python API (stable; the FrontierSmith pipeline builds on it):
+
+- `grade(tests_dir, submission, *, out_dir=None, lock=()) -> GradeReport`: self-check
+  the task, then run the submission once per instance in isolation and score it;
+  `grade_task(task_dir, submission, *, out_dir=None)` does the same for a task
+  directory (its tests/ and solution/ are locked while the submission can run).
+- `self_check(tests_dir) -> SelfCheckReport`: the checks alone (`.ok`,
+  `.failures`, `.require()` raises `SelfCheckFailed` naming the check).
+- `read_scores(path) -> GradeReport`: a trial's `scores.json`, read back.
+- `GradeReport.reward`, `.cases` (`CaseResult`: `case`, `status`, `score`,
+  `feasible`, `wall_time`, `detail`), `.scores`, `.statuses`, `.to_json()`.
+- `Contract`, `Limits`, `Example`: `tests/contract.json` as objects.
+- `CheckerError` (infrastructure failure, never a score) and its subclass
+  `SelfCheckFailed` (`.check`, `.detail`).
+- `grader_source() -> bytes`: the grader file every bundle carries as tests/grader.py.
+
+Everything here but `grade_task` and `grader_source` lives in `atoll.checker.grader`,
+a single standard-library file that bundles carry and run in their containers.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from atoll.checker.grader import (
+    GRADER_VERSION,
+    STATUSES,
+    CaseResult,
+    Check,
+    CheckerError,
+    Contract,
+    Example,
+    GradeReport,
+    Limits,
+    SelfCheckFailed,
+    SelfCheckReport,
+    grade,
+    load_contract,
+    read_scores,
+    self_check,
+)
+
+__all__ = [
+    "GRADER_VERSION",
+    "STATUSES",
+    "CaseResult",
+    "Check",
+    "CheckerError",
+    "Contract",
+    "Example",
+    "GradeReport",
+    "Limits",
+    "SelfCheckFailed",
+    "SelfCheckReport",
+    "grade",
+    "grade_task",
+    "grader_source",
+    "load_contract",
+    "read_scores",
+    "self_check",
+]
+
+
+def grader_source() -> bytes:
+    """The exact bytes of the grader module, as a bundle's tests/grader.py carries them."""
+    return resources.files("atoll.checker").joinpath("grader.py").read_bytes()
+
+
+def grade_task(task_dir: Path, submission: Path, *, out_dir: Path | None = None) -> GradeReport:
+    """Grade `submission` against a task directory (tests/ and solution/ are locked meanwhile)."""
+    task_dir = Path(task_dir)
+    return grade(task_dir / "tests", submission, out_dir=out_dir, lock=(task_dir / "solution",))
