@@ -113,7 +113,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
         stage("execution")
         work = ctx.run.seed_work(seed.id)
         spec = _spec(seed, name, formulation.value, programs.baseline["code"], built, ctx, None)
-        staging = _write(spec, work / "staging" / name)
+        staging, _ = _write(spec, work / "staging" / name)
         program_code = {"baseline": programs.baseline["code"]}
         program_code |= {f"sample-{i}": s["code"] for i, s in enumerate(programs.samples)}
         outcomes = await execution.run_programs(
@@ -138,17 +138,18 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             ctx,
             reference.reward,
         )
-        final = _write(final_spec, work / "final" / name)
+        final, tested = _write(final_spec, work / "final" / name)
         ctx.progress(seed.id, "execution: reference repeated")
         repeated = await execution.repeat_reference(ctx.trials, final, work, seed.id, reference)
         tally.trials += 1
         tally.worker_seconds += repeated.seconds
-        result = execution.Execution({**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread)
+        result = execution.Execution(
+            {**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread
+        )
         evidence["execution"] = result.to_json()
-        rollout = await _rollout(model, formulation.value, final, work, seed, ctx, stage)
+        rollout = await _rollout(model, final, work, seed, ctx, stage)
         stage("export")
-        exported = write_bundle(final_spec, ctx.run.tasks_dir / name)
-        tested = _hash(final)
+        exported = write_bundle(ctx.run.tasks_dir / name, final_spec)
         if exported.bundle_hash != tested:
             raise InfrastructureError(
                 "export", Reason.EXPORT_ERROR, "the exported bundle differs from the tested one"
@@ -163,16 +164,22 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             "mutation": formulation.value["mutation"],
             "title": formulation.value["title"],
         }
-        return done(Status.ACCEPTED, Reason.ACCEPTED, "export", "accepted", task=task, rollout=rollout)
+        return done(
+            Status.ACCEPTED, Reason.ACCEPTED, "export", "accepted", task=task, rollout=rollout
+        )
     except Rejected as rejected:
         evidence.setdefault("rejection", rejected.evidence)
         return done(Status.REJECTED, rejected.reason, rejected.stage, rejected.detail)
     except InfrastructureError as error:
         return done(Status.ERROR, error.reason, error.stage, error.detail)
     except ProviderRejected as exc:
-        return done(Status.ERROR, Reason.PROVIDER_REJECTED, reached[-1] if reached else "", str(exc))
+        return done(
+            Status.ERROR, Reason.PROVIDER_REJECTED, reached[-1] if reached else "", str(exc)
+        )
     except ProviderUnavailable as exc:
-        return done(Status.ERROR, Reason.PROVIDER_UNAVAILABLE, reached[-1] if reached else "", str(exc))
+        return done(
+            Status.ERROR, Reason.PROVIDER_UNAVAILABLE, reached[-1] if reached else "", str(exc)
+        )
     except CheckInfrastructureError as exc:
         return done(Status.ERROR, Reason.EXECUTION_ERROR, "construction", str(exc))
     except BundleError as exc:
@@ -215,23 +222,16 @@ def _spec(
     )
 
 
-def _write(spec: BundleSpec, directory: Path) -> Path:
+def _write(spec: BundleSpec, directory: Path) -> tuple[Path, str]:
+    """A fresh bundle in the seed's working directory (a previous attempt's is replaced)."""
     if directory.exists():
         shutil.rmtree(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    write_bundle(spec, directory)
-    return directory
-
-
-def _hash(directory: Path) -> str:
-    from atoll.frontiersmith.bundle import read_bundle
-
-    return read_bundle(directory).bundle_hash
+    info = write_bundle(directory, spec)
+    return directory, info.bundle_hash
 
 
 async def _rollout(
     model: StageModel,
-    formulation: dict[str, Any],
     final: Path,
     work: Path,
     seed: Seed,
@@ -244,8 +244,9 @@ async def _rollout(
     ctx.rollouts_left[0] -= 1
     stage("rollout")
     try:
+        instruction = (final / "instruction.md").read_text(encoding="utf-8")
         answer = await model.ask_valid(
-            "solve", prompts.solve(formulation, 0, 1, blind=True), repairs=ctx.config.max_repairs
+            "solve", prompts.rollout(instruction), repairs=ctx.config.max_repairs
         )
         solve_sh = (final / "solution" / "solve.sh").read_bytes()
         program = execution.solution_dir(work / "programs", "rollout", answer["code"], solve_sh)

@@ -23,26 +23,46 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def emit(
     ctx: typer.Context,
-    seeds: str = typer.Option(None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file."),
+    seeds: str = typer.Option(
+        None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file."
+    ),
     target: int = typer.Option(None, "--target", help="Stop once this many tasks are accepted."),
     budget: str = typer.Option(None, "--budget", help="The most to spend on model calls, in USD."),
     model: str = typer.Option(None, "--model", help="The model name sent with every request."),
     base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (…/v1)."),
-    api_key_env: str = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
+    api_key_env: str = typer.Option(
+        None, "--api-key-env", help="Environment variable holding the key."
+    ),
     price_in: str = typer.Option(None, "--price-in", help="USD per million input tokens."),
     price_out: str = typer.Option(None, "--price-out", help="USD per million output tokens."),
     workers: int = typer.Option(None, "--workers", help="Seeds processed at a time."),
-    environment: str = typer.Option(None, "--environment", help="atoll-local, docker, or a Harbor environment."),
-    max_candidates: int = typer.Option(None, "--max-candidates", help="Try at most this many seeds."),
-    solutions: int = typer.Option(None, "--solutions", help="Independent solution samples per candidate."),
+    environment: str = typer.Option(
+        None, "--environment", help="atoll-local, docker, or a Harbor environment."
+    ),
+    max_candidates: int = typer.Option(
+        None, "--max-candidates", help="Try at most this many seeds."
+    ),
+    solutions: int = typer.Option(
+        None, "--solutions", help="Independent solution samples per candidate."
+    ),
     max_repairs: int = typer.Option(None, "--max-repairs", help="Repairs per stage and candidate."),
-    min_divergence: float = typer.Option(None, "--min-divergence", help="Share of sample pairs that must be distinct."),
-    min_score_spread: float = typer.Option(None, "--min-score-spread", help="Least per-case score difference between samples."),
-    rollout_tasks: int = typer.Option(None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks."),
-    base_image: str = typer.Option(None, "--base-image", help="The tasks' base image (default: chosen for --environment)."),
+    min_divergence: float = typer.Option(
+        None, "--min-divergence", help="Share of sample pairs that must be distinct."
+    ),
+    min_score_spread: float = typer.Option(
+        None, "--min-score-spread", help="Least per-case score difference between samples."
+    ),
+    rollout_tasks: int = typer.Option(
+        None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks."
+    ),
+    base_image: str = typer.Option(
+        None, "--base-image", help="The tasks' base image (default: chosen for --environment)."
+    ),
     out: Path = typer.Option(None, "--out", help="Output directory: tasks, report, run state."),
     resume: str = typer.Option(None, "--resume", help="Resume this run (its id is in DIR/runs/)."),
-    raise_budget: bool = typer.Option(False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."),
+    raise_budget: bool = typer.Option(
+        False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."
+    ),
 ) -> None:
     """Run the FrontierSmith pipeline (see the plugin README for the model protocol)."""
     if ctx.invoked_subcommand is not None:
@@ -77,10 +97,16 @@ def emit(
 @app.command("reconcile")
 def reconcile(
     run_id: str = typer.Argument(..., help="The run whose uncertain requests to settle."),
-    out: Path = typer.Option(None, "--out", help="The run's output directory (default: from the run index)."),
+    out: Path = typer.Option(
+        None, "--out", help="The run's output directory (default: from the run index)."
+    ),
     request: list[int] = typer.Option(None, "--request", help="Only this receipt id (repeatable)."),
-    cost: str = typer.Option(None, "--cost", help="Settle at this many USD (one --request); default: the reservation."),
-    note: str = typer.Option("", "--note", help="Why, for the record (e.g. what the provider's dashboard shows)."),
+    cost: str = typer.Option(
+        None, "--cost", help="Settle at this many USD (one --request); default: the reservation."
+    ),
+    note: str = typer.Option(
+        "", "--note", help="Why, for the record (e.g. what the provider's dashboard shows)."
+    ),
     list_only: bool = typer.Option(False, "--list", help="Only list the uncertain requests."),
 ) -> None:
     """Settle uncertain requests (sent, answer lost) so that a resume may continue."""
@@ -92,8 +118,12 @@ def reconcile(
 @app.command("cleanup")
 def cleanup(
     run_id: str = typer.Argument(..., help="The run whose leftovers to remove."),
-    out: Path = typer.Option(None, "--out", help="The run's output directory (default: from the run index)."),
-    remove_work: bool = typer.Option(False, "--remove-work", help="Also delete the candidates' working files and trial logs."),
+    out: Path = typer.Option(
+        None, "--out", help="The run's output directory (default: from the run index)."
+    ),
+    remove_work: bool = typer.Option(
+        False, "--remove-work", help="Also delete the candidates' working files and trial logs."
+    ),
 ) -> None:
     """Remove what a killed run's trials left behind (containers, trial roots), by their receipts."""
     from atoll.frontiersmith.command import cleanup_command

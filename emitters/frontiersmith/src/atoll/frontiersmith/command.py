@@ -433,7 +433,9 @@ async def execute(prepared: Prepared, console: Console) -> int:
         data = outcome.to_json()
         run.write_outcome(outcome.seed_id, data)
         journal[outcome.seed_id] = data
-        run.log_event({"event": "seed", **{k: data[k] for k in ("seed_id", "status", "reason", "stage")}})
+        run.log_event(
+            {"event": "seed", **{k: data[k] for k in ("seed_id", "status", "reason", "stage")}}
+        )
         display.finished(outcome)
 
     run.log_event({"event": "start", "pending": len(prepared.seeds) - len(journal)})
@@ -486,11 +488,16 @@ def _exit_code(console: Console, stop: str, detail: str, run: RunDir) -> int:
     from atoll.frontiersmith.pipeline import StopReason
 
     if stop == StopReason.BUDGET:
-        _error(console, f"{detail}; the run stopped cleanly (resume with --resume {run.run_id} "
-                        "--raise-budget --budget USD)")
+        _error(
+            console,
+            f"{detail}; the run stopped cleanly (resume with --resume {run.run_id} "
+            "--raise-budget --budget USD)",
+        )
         return EXIT_BUDGET
     if stop == StopReason.UNCERTAIN:
-        _error(console, f"{detail}; run `atoll emit frontiersmith reconcile {run.run_id}`, then resume")
+        _error(
+            console, f"{detail}; run `atoll emit frontiersmith reconcile {run.run_id}`, then resume"
+        )
         return EXIT_UNCERTAIN
     if stop == StopReason.INTERRUPTED:
         _error(console, f"interrupted; resume with --resume {run.run_id}")
@@ -539,7 +546,9 @@ def reconcile_command(
             for column in ("receipt", "stage:seed", "reserved", "error"):
                 table.add_column(column)
             for r in uncertain:
-                table.add_row(str(r.id), r.label, format_usd(r.reserved_micro), (r.error or "")[:80])
+                table.add_row(
+                    str(r.id), r.label, format_usd(r.reserved_micro), (r.error or "")[:80]
+                )
             console.print(table)
             if list_only or not uncertain:
                 console.print("nothing to reconcile" if not uncertain else "")
@@ -628,7 +637,9 @@ def _remove_compose_project(project: str) -> int:
             with contextlib.suppress(DockerException):
                 container.remove(force=True)
                 removed += 1
-        for network in client.networks.list(filters={"label": f"com.docker.compose.project={name}"}):
+        for network in client.networks.list(
+            filters={"label": f"com.docker.compose.project={name}"}
+        ):
             with contextlib.suppress(DockerException):
                 network.remove()
     finally:

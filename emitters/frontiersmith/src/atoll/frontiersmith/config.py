@@ -66,12 +66,18 @@ class RunConfig:
             (bool(self.model.strip()), "--model must name a model"),
             (self.workers >= 1, "--workers must be at least 1"),
             (self.max_candidates >= 0, "--max-candidates must not be negative"),
-            (self.solutions >= 2, "--solutions must be at least 2 (two feasible samples are needed)"),
+            (
+                self.solutions >= 2,
+                "--solutions must be at least 2 (two feasible samples are needed)",
+            ),
             (self.max_repairs >= 0, "--max-repairs must not be negative"),
             (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
             (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
-            (self.base_url.startswith(("http://", "https://")), "--base-url must be an http(s) URL"),
+            (
+                self.base_url.startswith(("http://", "https://")),
+                "--base-url must be an http(s) URL",
+            ),
         ]
         for ok, message in checks:
             if not ok:

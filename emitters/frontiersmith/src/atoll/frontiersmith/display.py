@@ -13,7 +13,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from atoll.frontiersmith.outcome import Outcome, Status
 
@@ -40,7 +48,9 @@ class Display:
             transient=False,
         )
         self._progress = progress
-        self._bar = progress.add_task(f"run {self.run_id}: accepted", total=self.target, completed=accepted)
+        self._bar = progress.add_task(
+            f"run {self.run_id}: accepted", total=self.target, completed=accepted
+        )
         with progress:
             yield
         self._progress = None

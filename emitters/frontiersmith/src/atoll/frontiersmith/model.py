@@ -75,7 +75,7 @@ class StageModel:
             if value is not None and not why:
                 return value
             reasons.append(why)
-            request = prompts.repair(messages, content, why)
+            request = prompts.repair(request, content, why)  # the whole exchange so far
         raise Rejected(
             stage,
             Reason.INVALID_MODEL_OUTPUT,

@@ -50,7 +50,12 @@ class Reason(StrEnum):
 
 
 ERRORS = frozenset(
-    {Reason.PROVIDER_REJECTED, Reason.PROVIDER_UNAVAILABLE, Reason.EXECUTION_ERROR, Reason.EXPORT_ERROR}
+    {
+        Reason.PROVIDER_REJECTED,
+        Reason.PROVIDER_UNAVAILABLE,
+        Reason.EXECUTION_ERROR,
+        Reason.EXPORT_ERROR,
+    }
 )
 
 

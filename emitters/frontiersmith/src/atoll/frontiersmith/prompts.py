@@ -109,21 +109,24 @@ def baseline(formulation: Mapping[str, Any]) -> list[dict[str, str]]:
     )
 
 
-def solve(
-    formulation: Mapping[str, Any], index: int, count: int, *, blind: bool = False
-) -> list[dict[str, str]]:
+def solve(formulation: Mapping[str, Any], index: int, count: int) -> list[dict[str, str]]:
     hint = STRATEGY_HINTS[index % len(STRATEGY_HINTS)]
-    who = (
-        "You are attempting this task blind: this statement is all you get."
-        if blind
-        else f"This is independent solution {index + 1} of {count}; use {hint}."
-    )
     return _messages(
         public_formulation(formulation)
-        + f"\n\n{who}\n\nWrite a strong solution program: Python 3 standard library only, reading "
-        "one JSON instance on stdin and writing one JSON output on stdout, always feasible, "
-        "finishing well inside the limits. Fields: strategy (the core algorithm, one or two "
-        "sentences), code."
+        + f"\n\nThis is independent solution {index + 1} of {count}; use {hint}.\n\n"
+        "Write a strong solution program: Python 3 standard library only, reading one JSON "
+        "instance on stdin and writing one JSON output on stdout, always feasible, finishing well "
+        "inside the limits. Fields: strategy (the core algorithm, one or two sentences), code."
+    )
+
+
+def rollout(instruction: str) -> list[dict[str, str]]:
+    """A blind attempt: the finished task's instruction.md, exactly what a solver gets."""
+    return _messages(
+        "Solve this task. The statement below is all you get.\n\n"
+        + instruction
+        + "\n\nAnswer with the program to save as /workspace/solution.py. Fields: strategy (the "
+        "core algorithm, one or two sentences), code."
     )
 
 
@@ -148,7 +151,11 @@ GENERATOR_RULES = (
     "each a JSON object exactly as the instruction describes, drawn from a local "
     "random.Random(seed) (never the global random module, the clock or the environment), so the "
     "same seed always gives the same list. Sizes must stay bounded: a simple program must handle "
-    "every instance in well under a second. Standard library only; no I/O."
+    "every instance in well under a second. Standard library only; no I/O. It also defines "
+    "examples() -> list of {name, instance, output, feasible, score} objects on small instances: at "
+    "least one well-formed output that is feasible and scores exactly 0 under the score formula "
+    "(feasible true, score 0), and one well-formed output that breaks the feasibility rules "
+    "(feasible false, score 0); more may give their exact score, or score null."
 )
 SCORER_RULES = (
     "Write scorer.py defining score(instance: dict, output: dict) -> float in [0, 1]: exactly "
@@ -168,7 +175,12 @@ FEASIBILITY_RULES = (
 def construction(stage: str, formulation: Mapping[str, Any]) -> list[dict[str, str]]:
     rules = {"generator": GENERATOR_RULES, "scorer": SCORER_RULES, "feasibility": FEASIBILITY_RULES}
     return _messages(
-        public_formulation(formulation) + "\n\n" + TASK_SHAPE + "\n\n" + rules[stage] + " Field: code."
+        public_formulation(formulation)
+        + "\n\n"
+        + TASK_SHAPE
+        + "\n\n"
+        + rules[stage]
+        + " Field: code."
     )
 
 

@@ -35,7 +35,11 @@ def _obj(properties: dict[str, Any]) -> dict[str, Any]:
 
 _TEXT = {"type": "string"}
 _VERDICT = _obj(
-    {"approved": {"type": "boolean"}, "issues": {"type": "array", "items": _TEXT}, "rationale": _TEXT}
+    {
+        "approved": {"type": "boolean"},
+        "issues": {"type": "array", "items": _TEXT},
+        "rationale": _TEXT,
+    }
 )
 _PROGRAM = _obj({"strategy": _TEXT, "code": _TEXT})
 _CODE = _obj({"code": _TEXT})

@@ -194,7 +194,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         lines += ["| seed | status | reason | stage | detail |", "|---|---|---|---|---|"]
         for s in summary["skipped"]:
             detail = " ".join(str(s["detail"]).split()).replace("|", "\\|")[:160]
-            lines.append(f"| {s['seed_id']} | {s['status']} | `{s['reason']}` | {s['stage']} | {detail} |")
+            lines.append(
+                f"| {s['seed_id']} | {s['status']} | `{s['reason']}` | {s['stage']} | {detail} |"
+            )
     else:
         lines.append("None.")
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ process at a time owns a run (a lock file in its directory).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -167,14 +168,12 @@ def state_home() -> Path:
 
 def remember(run: RunDir) -> None:
     """List the run in the user's index; a failure to do so only costs `--out` later."""
-    try:
+    with contextlib.suppress(OSError):
         atomic_write_json(
             state_home() / f"{run.run_id}.json",
             {"run_id": run.run_id, "out": str(run.out.resolve())},
             make_parents=True,
         )
-    except OSError:
-        pass
 
 
 def _index_lookup(run_id: str) -> Path | None:

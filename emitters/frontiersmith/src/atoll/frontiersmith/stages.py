@@ -92,7 +92,9 @@ async def formulate(model: StageModel, seed: Seed, config: RunConfig) -> Formula
     )
 
 
-async def write_programs(model: StageModel, formulation: Formulation, config: RunConfig) -> Programs:
+async def write_programs(
+    model: StageModel, formulation: Formulation, config: RunConfig
+) -> Programs:
     """The baseline and `--solutions` samples, requested together; hints rotate over samples."""
     f = formulation.value
     asks: list[Awaitable[dict[str, Any]]] = [
@@ -106,7 +108,9 @@ async def write_programs(model: StageModel, formulation: Formulation, config: Ru
     return Programs(baseline=answers[0], samples=answers[1:])
 
 
-async def judge_divergence(model: StageModel, programs: Programs, config: RunConfig) -> dict[str, Any]:
+async def judge_divergence(
+    model: StageModel, programs: Programs, config: RunConfig
+) -> dict[str, Any]:
     """The pairwise review of the samples' core algorithms; Rejected below the threshold."""
     count = len(programs.samples)
     verdict = await model.ask_valid(
@@ -140,7 +144,10 @@ async def construct(
     f = formulation.value
     first_requests = {stage: prompts.construction(stage, f) for stage in FILES}
     answers = await _all(
-        [model.ask_valid(stage, first_requests[stage], repairs=config.max_repairs) for stage in FILES]
+        [
+            model.ask_valid(stage, first_requests[stage], repairs=config.max_repairs)
+            for stage in FILES
+        ]
     )
     code = TaskCode(**{stage: a["code"] for stage, a in zip(FILES, answers, strict=True)})
     history: list[list[str]] = []
@@ -197,7 +204,9 @@ async def _repair(
             model.ask_valid(
                 stage,
                 prompts.repair(
-                    first_requests[stage], prompts.previous_code(code.files()[stage]), evidence[stage]
+                    first_requests[stage],
+                    prompts.previous_code(code.files()[stage]),
+                    evidence[stage],
                 ),
                 repairs=config.max_repairs,
             )

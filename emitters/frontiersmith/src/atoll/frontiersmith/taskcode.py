@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.core.durable import atomic_write_json, atomic_write_text
+from atoll.checker import Contract, grader_source
+from atoll.checker import Limits as GradingLimits
+from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atoll.core.sandbox import Limits, Mount, Network, SandboxError, SandboxSpec, get_backend
 from atoll.core.sandbox.spec import MiB
 
@@ -87,23 +88,16 @@ class Finding:
         return f"{self.check}: {self.detail}"
 
 
-def grader_source() -> Path:
-    spec = importlib.util.find_spec("atoll.checker.grader")
-    if spec is None or spec.origin is None:
-        raise CheckInfrastructureError("atoll.checker is not installed: the grader is missing")
-    return Path(spec.origin)
-
-
 def grading_seed(task_name: str) -> int:
     """A task's grading seed, fixed by its name (31 bits, so every generator takes it)."""
     return int.from_bytes(hashlib.sha256(task_name.encode()).digest()[:4], "big") >> 1
 
 
 def contract_json(task_name: str, examples: list[Any]) -> dict[str, Any]:
-    from atoll.checker.grader import Contract, Limits
-
     seed = grading_seed(task_name)
-    contract = Contract(seed=seed, check_seeds=(seed + 1, seed + 2, seed + 3), limits=Limits())
+    contract = Contract(
+        seed=seed, check_seeds=(seed + 1, seed + 2, seed + 3), limits=GradingLimits()
+    )
     return contract.to_json() | {"examples": examples}
 
 
@@ -114,7 +108,7 @@ def write_tests(directory: Path, code: TaskCode, contract: dict[str, Any] | None
         atomic_write_text(directory / name, code.files()[stage])
     if contract is not None:
         atomic_write_json(directory / "contract.json", contract)
-    atomic_write_text(directory / "grader.py", grader_source().read_text(encoding="utf-8"))
+    atomic_write_bytes(directory / "grader.py", grader_source())
     for path in directory.iterdir():
         path.chmod(0o644)  # readable by the sandbox's unprivileged uid
 
@@ -137,16 +131,22 @@ class SandboxedChecks:
             tests = Path(tmp) / "tests"
             write_tests(tests, code, None)
             tests.chmod(0o755)
-            done = await self._run([SANDBOX_PYTHON, "-I", "-c", _EXAMPLES_PROBE], tests, "generator.py")
+            done = await self._run(
+                [SANDBOX_PYTHON, "-I", "-c", _EXAMPLES_PROBE], tests, "generator.py"
+            )
         try:
             answer = json.loads(done)
         except ValueError:
-            return [], Finding("examples", f"examples() printed no JSON: {done[:200]!r}", ("generator",))
+            return [], Finding(
+                "examples", f"examples() printed no JSON: {done[:200]!r}", ("generator",)
+            )
         if "error" in answer:
             return [], Finding("examples", str(answer["error"]), ("generator",))
         value = answer.get("examples")
         if not isinstance(value, list):
-            return [], Finding("examples", "examples() must return a list of objects", ("generator",))
+            return [], Finding(
+                "examples", "examples() must return a list of objects", ("generator",)
+            )
         return value, None
 
     async def self_check(self, code: TaskCode, contract: dict[str, Any]) -> list[Finding]:
@@ -156,14 +156,24 @@ class SandboxedChecks:
             write_tests(tests, code, contract)
             tests.chmod(0o755)
             out = await self._run(
-                [SANDBOX_PYTHON, "-I", "/task/tests/grader.py", "self-check", "--tests", "/task/tests", "--json"],
+                [
+                    SANDBOX_PYTHON,
+                    "-I",
+                    "/task/tests/grader.py",
+                    "self-check",
+                    "--tests",
+                    "/task/tests",
+                    "--json",
+                ],
                 tests,
                 None,
             )
         try:
             checks = json.loads(out)
         except ValueError:
-            raise CheckInfrastructureError(f"the grader's self-check printed no JSON: {out[-300:]!r}") from None
+            raise CheckInfrastructureError(
+                f"the grader's self-check printed no JSON: {out[-300:]!r}"
+            ) from None
         return [_finding(c["name"], c["detail"]) for c in checks if not c["ok"]]
 
     async def _run(self, argv: list[str], tests: Path, file_arg: str | None) -> str:

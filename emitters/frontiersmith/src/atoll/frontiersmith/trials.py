@@ -132,7 +132,12 @@ class HarborTrials:
         owner: str = "",
     ) -> TrialOutcome:
         """One fresh trial: `agent` (nop or oracle), or the program in `solution_dir`."""
-        from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig, TrialConfig
+        from harbor.models.trial.config import (
+            AgentConfig,
+            EnvironmentConfig,
+            TaskConfig,
+            TrialConfig,
+        )
         from harbor.trial.trial import Trial
 
         if solution_dir is not None:
