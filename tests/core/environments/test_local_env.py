@@ -12,6 +12,7 @@ from harbor.models.task.config import NetworkMode
 
 from atoll.core.environments import dockerfile
 from atoll.core.environments.local import LocalEnvironment
+from atoll.core.sandbox.bwrap_argv import NAMESPACE_ROOT_CAPS
 from atoll.core.sandbox.cgroups import created_groups
 
 pytestmark = pytest.mark.timeout(120)
@@ -68,10 +69,11 @@ def test_box_layout_dockerfile_and_users(make_env):
 
     root, agent, dirs = run(make_env, scenario)
     root_uid, root_name, cwd, seed, greeting = root.stdout.split()
-    assert int(root_uid) >= 200_000 and root_name == "root"
+    # Root is id 0 of the trial's user namespace (an unprivileged host uid: see below).
+    assert int(root_uid) == 0 and root_name == "root"
     assert (cwd, seed, greeting) == ("/app", "bubblewrap", "hello")
     agent_uid, agent_name, home = agent.stdout.split()
-    assert int(agent_uid) not in (0, int(root_uid)) and agent_name == "agent"
+    assert int(agent_uid) != 0 and agent_name == "agent"
     assert home == "/home/agent"
     assert dirs.return_code == 0 and dirs.stdout is None
 
@@ -235,12 +237,88 @@ def test_dockerfile_plan(tmp_path):
     assert [line.split()[0] for line in plan.skipped] == ["COPY", "ADD", "RUN"]
 
 
+def _capabilities(status: str) -> int:
+    line = next(x for x in status.splitlines() if x.startswith("CapEff:"))
+    return int(line.split(":", 1)[1], 16)
+
+
 def test_runs_are_not_root_on_the_host(make_env):
     async def scenario(env):
-        return await env.exec("cat /proc/self/status | grep -E '^(Uid|CapEff)'")
+        root = await env.exec("cat /proc/self/uid_map /proc/self/gid_map /proc/self/status")
+        agent = await env.exec("cat /proc/self/status", user="agent")
+        return root, agent, env.root.uids
 
-    result = run(make_env, scenario)
-    lines = dict(line.split(":", 1) for line in result.stdout.splitlines())
-    assert all(int(u) >= 200_000 for u in lines["Uid"].split())
-    assert int(lines["CapEff"].strip(), 16) == 0
+    root, agent, uids = run(make_env, scenario)
+    # Every id of the box is one of the trial's unprivileged host uids: root (0) included.
+    uid_map, gid_map = root.stdout.splitlines()[:2]
+    assert uid_map.split() == gid_map.split() == ["0", str(uids.start), str(len(uids))]
+    assert uids.start >= 200_000
+    # Root keeps a container's capabilities (in that namespace only); other users none.
+    expected = 0
+    for name in NAMESPACE_ROOT_CAPS:
+        expected |= 1 << CAPABILITY_NUMBERS[name]
+    assert _capabilities(root.stdout) == expected
+    assert _capabilities(agent.stdout) == 0
     assert os.getuid() == 0  # the host side runs as root; the box never does
+
+
+# Linux capability numbers (include/uapi/linux/capability.h) of the namespace root's set.
+CAPABILITY_NUMBERS = {
+    "chown": 0,
+    "dac_override": 1,
+    "fowner": 3,
+    "fsetid": 4,
+    "kill": 5,
+    "setgid": 6,
+    "setuid": 7,
+    "setpcap": 8,
+    "net_bind_service": 10,
+    "sys_chroot": 18,
+    "audit_write": 29,
+    "setfcap": 31,
+}
+
+
+def test_root_acts_as_root_over_the_trial_users_only(make_env):
+    """A verifier can drop to another trial uid, chown to it and kill it; never beyond the trial."""
+
+    async def scenario(env):
+        await env.exec("id", user="agent")  # the agent's account exists (id 1)
+        switched = await env.exec(
+            "mkdir /tmp/drop && chown 15:15 /tmp/drop && "
+            "setpriv --reuid 15 --regid 15 --clear-groups sh -c 'id -u; touch /tmp/drop/x' && "
+            "stat -c %u /tmp/drop/x"
+        )
+        unmapped = await env.exec("setpriv --reuid 4242 --regid 4242 --clear-groups id -u")
+        killed = await env.exec(
+            "setpriv --reuid 1 --regid 1 --clear-groups sleep 30 & sleep 0.3; "
+            "kill -9 $! && wait $!; echo status=$?"
+        )
+        return switched, unmapped, killed, env.root.uids
+
+    switched, unmapped, killed, uids = run(make_env, scenario)
+    assert switched.return_code == 0 and switched.stdout.split() == ["15", "15"]
+    assert unmapped.return_code != 0  # ids outside the trial's block do not exist in the box
+    assert killed.stdout.strip().endswith("status=137")
+
+
+def test_workdir_is_created_as_the_user_in_effect(make_env, tmp_path):
+    """As BuildKit does: a missing WORKDIR belongs to the USER of that point of the Dockerfile."""
+    environment = tmp_path / "environment"
+    environment.mkdir()
+    (environment / "Dockerfile").write_text(
+        "FROM atoll/base:bookworm\nWORKDIR /srv/built-by-root\nUSER agent\nWORKDIR /workspace\n"
+    )
+
+    async def scenario(env):
+        owners = await env.exec("stat -c '%n %U' /srv/built-by-root /workspace; pwd")
+        wrote = await env.exec("echo ok > /workspace/solution.py && cat solution.py")
+        return owners, wrote
+
+    owners, wrote = run(make_env, scenario, environment_dir=environment)
+    assert owners.stdout.splitlines() == [
+        "/srv/built-by-root root",
+        "/workspace agent",
+        "/workspace",
+    ]
+    assert wrote.stdout == "ok\n"

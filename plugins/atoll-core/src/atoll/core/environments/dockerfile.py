@@ -46,6 +46,10 @@ class Copy:
 @dataclass
 class Plan:
     workdir: str | None = None
+    # Every WORKDIR in order, with the USER in effect there: BuildKit creates a missing
+    # WORKDIR owned by that user (the classic builder by root; a task that needs either
+    # behaviour everywhere creates the directory itself in a RUN step).
+    workdirs: list[tuple[str, str | None]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     user: str | None = None
     copies: list[Copy] = field(default_factory=list)
@@ -108,6 +112,7 @@ def parse(path: Path) -> Plan:
         if instruction == "WORKDIR":
             workdir = posixpath.normpath(posixpath.join(workdir, _expand(arguments, plan.env)))
             plan.workdir = workdir
+            plan.workdirs.append((workdir, plan.user))
         elif instruction == "ENV":
             plan.env.update({k: _expand(v, plan.env) for k, v in _env_pairs(arguments).items()})
         elif instruction == "USER":

@@ -7,6 +7,13 @@ host's read-only system directories, and every `exec` is one sandbox run (see
 task's network mode, memory and CPU limits. Use it where Docker is missing or
 too slow; tasks whose Dockerfile installs software need `--env docker`.
 
+Users: the trial's users (root included) are unprivileged host uids of a block
+drawn per trial, and each exec runs in a user namespace that maps that block
+onto ids 0..15 (see `trial_root`). Root in the box is id 0 there and can do
+what root in a container can (switch to the task's other users, chown their
+files, signal their processes), over the trial's own ids only: a verifier that
+drops to another uid to run untrusted code works as it does under Docker.
+
 Network modes: `public` shares the host's network, `no-network` gives each
 exec an empty network namespace, and `allowlist` (addresses, CIDRs and exact
 hostnames, where this process is root and nftables works) shares the host's
@@ -34,10 +41,11 @@ from harbor.environments.capabilities import (
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from atoll.core.environments import compose_volumes, dockerfile, egress_rules, transfer
-from atoll.core.environments.trial_root import TrialRoot, TrialRootError, User, top_level
+from atoll.core.environments.trial_root import BLOCK, TrialRoot, TrialRootError, User, top_level
 from atoll.core.sandbox import Limits, Mount, Network, SandboxSpec, Status, get_backend
 from atoll.core.sandbox.bwrap_backend import BwrapBackend
 from atoll.core.sandbox.supervise import CancelToken
+from atoll.core.sandbox.userns import UserNamespace
 
 MiB = 1024 * 1024
 DEFAULT_WORKDIR = "/app"
@@ -55,6 +63,7 @@ class LocalEnvironment(BaseEnvironment):
 
     def __init__(self, *args, **kwargs) -> None:
         self._root: TrialRoot | None = None
+        self._userns: UserNamespace | None = None
         self._plan = dockerfile.Plan()
         self._volumes = compose_volumes.Volumes()
         self._volume_mounts: list[Mount] = []
@@ -140,6 +149,12 @@ class LocalEnvironment(BaseEnvironment):
         return self._root
 
     @property
+    def _namespace(self) -> UserNamespace:
+        if self._userns is None:
+            raise RuntimeError("the atoll-local environment is not started")
+        return self._userns
+
+    @property
     def workdir(self) -> str:
         return self.task_env_config.workdir or self._plan.workdir or DEFAULT_WORKDIR
 
@@ -148,19 +163,40 @@ class LocalEnvironment(BaseEnvironment):
         self._volume_mounts = self._resolve_volumes()
         parent = os.environ.get("ATOLL_LOCAL_ROOT")
         self._root = TrialRoot(Path(parent) if parent else None)
+        self._userns = UserNamespace(self.root.uids.start, BLOCK)
         if egress_rules.supported():
             # A table left by a crashed trial that had the same uids.
             egress_rules.remove(self.root.uids)
         if self._network_is_allowlist:
             await self._enforce(self._network_policy)
-        self.root.ensure_top(top_level(self.workdir))
         for mount in self._mounts:
             if mount.get("type", "bind") == "bind" and not mount.get("read_only"):
-                Path(mount["source"]).mkdir(parents=True, exist_ok=True)
-                Path(mount["source"]).chmod(0o777)
-        await self.exec(f"mkdir -p {shlex.quote(self.workdir)}", user="root")
+                # Owned by the box's root, writable by its users: as in a container.
+                source = Path(mount["source"])
+                source.mkdir(parents=True, exist_ok=True)
+                os.chown(source, self.root.root_user.host_uid, self.root.root_user.host_uid)
+                source.chmod(0o777)
+        await self._make_workdirs()
         await self._apply_dockerfile()
         await self._upload_environment_dir_after_start()
+
+    async def _make_workdirs(self) -> None:
+        """Each WORKDIR that does not exist yet, owned by the USER in effect (as BuildKit does)."""
+        wanted = [*self._plan.workdirs, (self.workdir, None)]
+        for path, owner in wanted:
+            host_path = self._host_path(path)
+            if os.path.lexists(host_path):
+                continue
+            self.root.ensure_top(top_level(path))
+            if not os.path.lexists(host_path):
+                made = await self.exec(f"mkdir -p {shlex.quote(path)}", cwd="/", user="root")
+                if made.return_code != 0:
+                    raise RuntimeError(
+                        f"atoll-local could not create WORKDIR {path}: {made.stderr}"
+                    )
+            if owner is not None:
+                user = self.root.user(owner)
+                os.lchown(host_path, user.host_uid, user.host_uid)
 
     def _resolve_volumes(self) -> list[Mount]:
         if self._volumes.skipped:
@@ -205,7 +241,8 @@ class LocalEnvironment(BaseEnvironment):
                     target = copy.dest
                     await self.upload_file(source, target)
                 if copy.chown:
-                    self.root.chown_tree(self._host_path(target), self.root.user(copy.chown).uid)
+                    owner = self.root.user(copy.chown).host_uid
+                    self.root.chown_tree(self._host_path(target), owner)
 
     def _host_path(self, box_path: str) -> Path:
         """Where a path of the box lives on the host (only used before any exec)."""
@@ -223,6 +260,8 @@ class LocalEnvironment(BaseEnvironment):
                 egress_rules.remove(self._root.uids)
         finally:
             await self.prepare_logs_for_host()
+            if self._userns is not None:
+                self._userns.close()
             if delete:
                 self._root.remove()
             else:
@@ -286,6 +325,7 @@ class LocalEnvironment(BaseEnvironment):
             gid=user.uid,
             network=network,
             limits=limits,
+            user_namespace=self._namespace.path,
         )
 
     def _limits(self, timeout_sec: float | None, output_bytes: int) -> Limits:

@@ -6,6 +6,9 @@ directory under `<root>/fs` bound at that path; the host's system directories
 stay read-only and nothing else of the host is visible. Users named by the
 task (root included) are mapped to a block of unprivileged host uids drawn at
 random per trial, so two trials never share a uid and none is a real account.
+Inside the box the trial runs in a user namespace that maps that block onto
+ids 0..15: root is id 0 there (with a container root's powers over the
+trial's ids only), the task's other users 1, 2, ... in the order they appear.
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ class TrialRootError(Exception):
 
 @dataclass(frozen=True)
 class User:
+    """A user of the box: `uid` inside the trial's user namespace, `host_uid` on the host."""
+
     name: str
     uid: int
+    host_uid: int
     home: str
 
 
@@ -87,12 +93,13 @@ class TrialRoot:
             raise TrialRootError(f"a trial may use at most {BLOCK} distinct users")
         name = key if not key.isdigit() else f"user{key}"
         home = "/root" if key == "root" else f"/home/{name}"
-        found = User(name, self._base_uid + len(self._users), home)
+        inside = len(self._users)
+        found = User(name, inside, self._base_uid + inside, home)
         self._users[key] = found
         if key != "root":
             home_dir = self.fs / "home" / name
             home_dir.mkdir(exist_ok=True)
-            os.chown(home_dir, found.uid, found.uid)
+            os.chown(home_dir, found.host_uid, found.host_uid)
         self._write_accounts()
         return found
 
@@ -113,7 +120,7 @@ class TrialRoot:
         directory = self.fs / name
         if not directory.is_dir():
             directory.mkdir()
-            os.chown(directory, self.root_user.uid, self.root_user.uid)
+            os.chown(directory, self.root_user.host_uid, self.root_user.host_uid)
             directory.chmod(0o755)
         return directory
 
@@ -121,7 +128,7 @@ class TrialRoot:
         return sorted(p.name for p in self.fs.iterdir() if p.is_dir() and not p.is_symlink())
 
     def chown_tree(self, host_path: Path, uid: int) -> None:
-        """Give a freshly copied tree to `uid`, never following a symlink."""
+        """Give a freshly copied tree to host uid `uid`, never following a symlink."""
         if host_path.is_symlink() or not host_path.exists():
             return
         os.lchown(host_path, uid, uid)

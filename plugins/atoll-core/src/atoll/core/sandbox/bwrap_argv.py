@@ -39,6 +39,26 @@ ETC_FILES = (
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
+# What root inside a user namespace keeps: Docker's default set, minus NET_RAW and MKNOD.
+# Each applies only to the namespace's own ids, never to the host's.
+NAMESPACE_ROOT_CAPS = (
+    "chown",
+    "dac_override",
+    "fowner",
+    "fsetid",
+    "kill",
+    "setgid",
+    "setuid",
+    "setpcap",
+    "net_bind_service",
+    "sys_chroot",
+    "audit_write",
+    "setfcap",
+)
+# What bubblewrap itself keeps to hand on: setpriv needs SETUID, SETGID and SETPCAP to
+# switch uid and empty the bounding set.
+_SWITCH_CAPS = ("setuid", "setgid", "setpcap")
+
 
 def check_target(target: str) -> str:
     """An absolute, normalised in-box path, or SandboxError."""
@@ -94,11 +114,20 @@ def bwrap_argv(
     *,
     status_fd: int | None = None,
     tmpfs_bytes: int | None = None,
+    userns_fd: int | None = None,
 ) -> list[str]:
-    """`bwrap ... setpriv ... -- argv` running `argv` as the spec's uid in the spec's box."""
+    """`bwrap ... setpriv ... -- argv` running `argv` as the spec's uid in the spec's box.
+
+    With `spec.user_namespace`, `userns_fd` (a single digit) must hold that
+    namespace open: bubblewrap sets the box up as root of the host (so any
+    path root can reach can be bound) and only then enters the namespace
+    (`--userns2`); the descriptor is closed before `argv` starts.
+    """
     if not argv:
         raise SandboxError("nothing to run: the command is empty")
     targets = {check_target(m.target) for m in spec.mounts}
+    namespace_root = spec.user_namespace is not None and spec.uid == 0
+    kept = NAMESPACE_ROOT_CAPS if namespace_root else _SWITCH_CAPS
     args = [
         "bwrap",
         "--unshare-ipc",
@@ -109,17 +138,15 @@ def bwrap_argv(
         "sandbox",
         "--die-with-parent",
         "--new-session",
-        # setpriv needs these three to switch uid and empty the bounding set;
-        # it drops them (and every other capability) before exec.
         "--cap-drop",
         "ALL",
-        "--cap-add",
-        "CAP_SETUID",
-        "--cap-add",
-        "CAP_SETGID",
-        "--cap-add",
-        "CAP_SETPCAP",
     ]
+    for cap in kept:
+        args += ["--cap-add", f"CAP_{cap.upper()}"]
+    if spec.user_namespace is not None:
+        if userns_fd is None or not 0 <= userns_fd <= 9:
+            raise SandboxError("a user namespace needs its descriptor as a single digit")
+        args += ["--userns2", str(userns_fd)]
     if spec.network is not Network.HOST:
         # A fresh network namespace: loopback only, nothing reaches the host.
         args.append("--unshare-net")
@@ -138,6 +165,9 @@ def bwrap_argv(
         if not key or "=" in key:
             raise SandboxError(f"invalid environment variable name: {key!r}")
         args += ["--setenv", key, value]
+    # setpriv drops every capability before exec, except that a namespace's root keeps
+    # its container set (as root, exec grants it whatever the bounding set holds).
+    bounding = "-all" + "".join(f",+{cap}" for cap in kept) if namespace_root else "-all"
     args += [
         "setpriv",
         "--reuid",
@@ -147,10 +177,12 @@ def bwrap_argv(
         "--clear-groups",
         "--no-new-privs",
         "--bounding-set",
-        "-all",
+        bounding,
         "--inh-caps",
         "-all",
         "--",
-        *argv,
     ]
-    return args
+    if spec.user_namespace is not None:
+        # The namespace's descriptor must not reach the program (dash takes single digits).
+        args += ["/bin/sh", "-c", f'exec {userns_fd}<&-; exec "$@"', "sandbox"]
+    return [*args, *argv]

@@ -47,9 +47,12 @@ _SHELL = next((s for s in ("/bin/dash", "/usr/bin/dash") if os.path.exists(s)), 
 _SANDBOX_OWN_PROCESSES = 2
 
 
-def _prelude(limits: Limits, group: RunCgroup | None) -> str:
-    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits."""
+def _prelude(limits: Limits, group: RunCgroup | None, userns: tuple[int, str] | None = None) -> str:
+    """Shell lines run just before `exec bwrap`: join the cgroups, set rlimits, open the userns."""
     lines = ["set -e"]
+    if userns is not None:
+        digit, path = userns
+        lines.append(f"exec {digit}<{shlex.quote(path)}")
     if group is not None:
         lines += [f"echo $$ > {shlex.quote(str(p))}" for p in group.procs_files()]
     if limits.cpu_seconds is not None:
@@ -134,8 +137,11 @@ class BwrapBackend(SandboxBackend):
         stdin: bytes | None,
         cancel: CancelToken | None = None,
     ) -> SandboxResult:
-        if spec.uid == 0 or spec.gid == 0:
-            raise SandboxError("sandboxed programs never run as root: give the spec a non-zero uid")
+        if (spec.uid == 0 or spec.gid == 0) and spec.user_namespace is None:
+            raise SandboxError(
+                "sandboxed programs never run as root: give the spec a non-zero uid, or a user "
+                "namespace whose root is an unprivileged host uid"
+            )
         limits = spec.limits
         processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
         try:
@@ -151,11 +157,21 @@ class BwrapBackend(SandboxBackend):
             raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
         status_r, status_w = os.pipe()
         try:
-            command = bwrap_argv(argv, spec, status_fd=status_w, tmpfs_bytes=limits.memory_bytes)
+            userns = None
+            if spec.user_namespace is not None:
+                # A descriptor number the prelude can open the namespace on: any digit but status_w.
+                userns = (9 if status_w != 9 else 8, spec.user_namespace)
+            command = bwrap_argv(
+                argv,
+                spec,
+                status_fd=status_w,
+                tmpfs_bytes=limits.memory_bytes,
+                userns_fd=userns[0] if userns else None,
+            )
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    [_SHELL, "-c", _prelude(limits, group), "sandbox", *command],
+                    [_SHELL, "-c", _prelude(limits, group, userns), "sandbox", *command],
                     stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

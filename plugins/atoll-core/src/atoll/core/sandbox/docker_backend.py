@@ -261,6 +261,10 @@ def _validate(argv: Sequence[str], spec: SandboxSpec) -> None:
         raise SandboxError("nothing to run: the command is empty")
     if spec.uid == 0 or spec.gid == 0:
         raise SandboxError("sandboxed programs never run as root: give the spec a non-zero uid")
+    if spec.user_namespace is not None:
+        raise SandboxError(
+            "the docker backend runs in the engine's own namespaces, not a given one"
+        )
     for key in spec.env:
         if not key or "=" in key or "\0" in key:
             raise SandboxError(f"invalid environment variable name: {key!r}")

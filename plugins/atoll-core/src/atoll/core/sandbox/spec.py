@@ -66,6 +66,10 @@ class SandboxSpec:
     network: Network = Network.NONE
     limits: Limits = field(default_factory=Limits)
     image: str | None = None  # Docker backend: image reference, pinned by digest
+    # bwrap backend: a user namespace to run in (`UserNamespace.path`). `uid` and `gid` are
+    # then ids inside it, and uid 0 is allowed: that namespace's root, which holds a
+    # container's default capabilities over the namespace's own (unprivileged) ids only.
+    user_namespace: str | None = None
 
 
 class Status(StrEnum):
