@@ -179,8 +179,11 @@ class ScriptedOpenAIServer:
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in extra.items():
                     self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client hung up (a killed test process)
 
             def do_GET(self) -> None:  # noqa: N802
                 server._record(self.path, {k.lower(): v for k, v in self.headers.items()}, {})

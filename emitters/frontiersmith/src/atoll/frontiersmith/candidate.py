@@ -67,11 +67,22 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
     started = time.monotonic()
     name = task_name(seed)
 
+    clock = [time.monotonic()]
+
     def stage(label: str) -> None:
+        lap()
         reached.append(label)
         ctx.progress(seed.id, label)
 
+    def lap() -> None:
+        now = time.monotonic()
+        if reached:
+            spent = tally.stage_seconds.get(reached[-1], 0.0) + now - clock[0]
+            tally.stage_seconds[reached[-1]] = round(spent, 4)
+        clock[0] = now
+
     def done(status: Status, reason: Reason, where: str, detail: str, **extra: Any) -> Outcome:
+        lap()
         return Outcome(
             seed_id=seed.id,
             family=seed.family,
@@ -89,6 +100,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
     try:
         stage("mutate")
         formulation = await stages.formulate(model, seed, ctx.config)
+        lap()  # the mutate -> filter loop is timed as "mutate"
         reached.append("filter")
         evidence["formulation"] = {
             "attempts": formulation.attempts,

@@ -94,6 +94,7 @@ class Tally:
     model_seconds: float = 0.0
     worker_seconds: float = 0.0
     trials: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # wall time spent in each stage
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
