@@ -323,7 +323,7 @@ class TaskCode:
 
 def load_task_code(tests_dir: Path) -> TaskCode:
     """Import generator.py, scorer.py and feasibility.py as fresh, private modules."""
-    tests_dir = Path(tests_dir)
+    tests_dir = Path(tests_dir).absolute()
     functions = {}
     sources = {}
     for filename, name in (
@@ -540,7 +540,7 @@ def self_check(
     regenerates the three seeds in two fresh interpreters with different hash
     seeds, which catches a generator that iterates over a set of strings.
     """
-    tests_dir = Path(tests_dir)
+    tests_dir = Path(tests_dir).absolute()
     checks: list[Check] = []
     report = SelfCheckReport(checks)
     try:
@@ -943,14 +943,17 @@ class Sandbox:
         """Whether a fresh network namespace per run is possible (root on a host: yes)."""
         if self._libc.unshare is None:
             return False
-        probe = subprocess.run(
-            [sys.executable, "-S", "-c", "import sys; sys.exit(0)"],
-            preexec_fn=self._enter_network_namespace,
-            env=CHILD_ENV,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        try:
+            probe = subprocess.run(
+                ["/bin/sh", "-c", "exit 0"],
+                preexec_fn=self._enter_network_namespace,
+                env=CHILD_ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False  # no CAP_SYS_ADMIN here: the verifier phase itself has no network
         return probe.returncode == 0
 
     def _enter_network_namespace(self) -> None:
@@ -1267,8 +1270,8 @@ class GradeReport:
         }
 
     def rewards(self) -> dict[str, float]:
-        """reward.json: every value numeric, as Harbor reads it."""
-        return {"reward": self.reward, "feasible_fraction": self.feasible_fraction}
+        """reward.json, as Harbor reads it: the one reward (scores.json has the rest)."""
+        return {"reward": self.reward}
 
     @classmethod
     def from_json(cls, data: Any) -> GradeReport:
@@ -1329,7 +1332,7 @@ def grade(
     when given. A rejected submission (missing, a symlink, too large, not a
     regular file) scores 0 on every case. CheckerError: nothing was graded.
     """
-    tests_dir = Path(tests_dir)
+    tests_dir = Path(tests_dir).absolute()
     if out_dir is not None:
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -1471,6 +1474,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         graded = grade(args.tests, args.submission, out_dir=args.out, lock=args.lock)
     except CheckerError as exc:
         print(f"checker error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a grader bug: still an error, never a score
+        import traceback
+
+        print(f"checker error: internal {_describe(exc)}", file=sys.stderr)
+        traceback.print_exc()
         return 2
     print(json.dumps(graded.to_json(), indent=2) if args.json else format_table(graded))
     return 0

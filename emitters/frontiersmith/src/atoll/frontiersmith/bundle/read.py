@@ -44,11 +44,15 @@ def read_bundle(path: Path) -> Bundle:
     files = {name: f.data.decode("utf-8", errors="strict") for name, f in _text(verified).items()}
     check_harbor_schema(files[layout.TASK_TOML])
     toml = verified.task_toml
+    return Bundle(path, verified.bundle_hash, spec_from_files(path, toml, files), toml)
+
+
+def spec_from_files(path: Path, toml: dict[str, Any], files: dict[str, str]) -> BundleSpec:
+    """The spec a bundle's files were rendered from (the hash is the caller's to check)."""
     try:
-        spec = _spec(toml, files)
+        return _spec(toml, files)
     except (KeyError, TypeError, ValueError, CheckerError) as exc:
         raise BundleError(f"{path}: not a FrontierSmith bundle: {exc}") from None
-    return Bundle(path, verified.bundle_hash, spec, toml)
 
 
 def _text(verified: layout.Verified) -> dict[str, layout.BundleFile]:

@@ -31,12 +31,12 @@ GENERATED_MARK = (
     "<!-- atoll.frontiersmith.bundle: the sections below are written from the task's contract -->"
 )
 
+# The keys of reward.json and what each means (per-case detail is in scores.json).
 REWARD_KINDS = {
     "reward": (
         "graded: the mean of the per-case scores in [0, 1]; a case whose output is infeasible "
         "or malformed, or whose run crashes or exceeds a limit, scores 0"
     ),
-    "feasible_fraction": "the share of cases whose output is feasible",
 }
 
 SOLVE_SH = """#!/bin/sh

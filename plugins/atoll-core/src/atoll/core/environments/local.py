@@ -259,7 +259,7 @@ class LocalEnvironment(BaseEnvironment):
             if egress_rules.supported():
                 egress_rules.remove(self._root.uids)
         finally:
-            await self.prepare_logs_for_host()
+            self._give_logs_to_host()
             if self._userns is not None:
                 self._userns.close()
             if delete:
@@ -280,6 +280,15 @@ class LocalEnvironment(BaseEnvironment):
                     os.kill(int(entry.name), signal.SIGKILL)
 
     async def prepare_logs_for_host(self) -> None:
+        """Nothing to do while the trial runs: the host side is root and reads any file.
+
+        Handing the log mounts to the host user mid-trial (as Harbor's docker
+        environment does between phases) would take them from the box's root,
+        whose later phases (a verifier locking /logs/verifier) need them; they
+        are handed over when the trial stops.
+        """
+
+    def _give_logs_to_host(self) -> None:
         """Give the host user back what the trial's uids wrote in the log mounts."""
         if self._root is None:
             return
