@@ -196,3 +196,22 @@ def test_endpoint_refusing_the_key() -> None:
         server.models_status = 401
         with pytest.raises(EndpointError, match="refused the key"):
             _run(check_endpoint(endpoint, "k"))
+
+
+def test_identical_requests_at_once_are_paid_once(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(lambda body: Reply('{"x": 3}', delay_s=0.3)) as server:
+        chat = _chat(server, tmp_path)
+        body = _body(chat.endpoint)
+
+        async def both():
+            try:
+                return await asyncio.gather(
+                    chat.complete(body, label="a"), chat.complete(body, label="b")
+                )
+            finally:
+                await chat.aclose()
+
+        first, second = _run(both())
+        assert len(server.chat_requests()) == 1
+    assert {first.replayed, second.replayed} == {False, True}
+    assert first.receipt_id == second.receipt_id

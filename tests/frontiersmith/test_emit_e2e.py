@@ -59,7 +59,9 @@ def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     model = KnapsackModel(BEHAVIOURS)
     out = home / "out"
     with ScriptedOpenAIServer(model.script) as server:
-        done = emit(venv_bin, home, *flags(server, seeds, out, "--workers", "2"))
+        done = emit(
+            venv_bin, home, *flags(server, seeds, out, "--workers", "2", "--rollout-tasks", "1")
+        )
         requests = server.chat_requests()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     summary = json.loads((out / "run.json").read_text())
@@ -91,6 +93,23 @@ def test_three_tasks_from_five_seeds(collection: Any) -> None:
             == trials[f"sample-{accepted['evidence']['execution']['reference_sample']}"]["scores"]
         )
         assert accepted["task"]["reference_reward"] > accepted["task"]["baseline_reward"]
+
+
+def test_one_blind_rollout_is_scored_apart(collection: Any) -> None:
+    rolled = [a for a in collection["summary"]["accepted"] if a["rollout"]]
+    assert len(rolled) == 1
+    (task,) = rolled
+    # the scripted model answers a blind attempt with its first strategy: sample 0's program
+    assert task["rollout"]["status"] == "scored"
+    assert (
+        task["rollout"]["reward"] == task["evidence"]["execution"]["trials"]["sample-0"]["reward"]
+    )
+    blind = [
+        r
+        for r in collection["requests"]
+        if "The statement below is all you get" in json.dumps(r.body)
+    ]
+    assert len(blind) == 1 and "Runtime limits" in json.dumps(blind[0].body)
 
 
 def test_repairs_and_invalid_answers_are_counted(collection: Any) -> None:
@@ -136,33 +155,37 @@ def test_report_plots_and_no_key_anywhere(collection: Any) -> None:
             assert KEY.encode() not in path.read_bytes(), path
 
 
-def _harbor_run(
-    venv_bin: Path, home: Path, path: Path, agent: str, jobs: Path
-) -> list[dict[str, Any]]:
-    jobs.mkdir()
-    done = subprocess.run(
-        [str(venv_bin / "atoll"), "run", "-p", str(path), "--agent", agent, "--env", "atoll-local",
-         "-o", str(jobs), "--n-concurrent", "2"],
-        capture_output=True, text=True, timeout=600, cwd=jobs,
-        env={**emit_env(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return [json.loads(p.read_text()) for p in jobs.glob("*/*/result.json")]
-
-
 def test_emitted_tasks_score_as_recorded_and_a_noop_scores_zero(
     collection: Any, venv_bin: Path
 ) -> None:
+    """One `atoll run` job (one start-up): the oracle and the no-op agent on every emitted task."""
     out, home = collection["out"], collection["home"]
     recorded = {
         a["task"]["name"]: a["task"]["reference_reward"] for a in collection["summary"]["accepted"]
     }
-    trials = _harbor_run(venv_bin, home, out / "tasks", "oracle", home / "oracle-jobs")
-    assert len(trials) == 3
+    jobs = home / "jobs"
+    jobs.mkdir()
+    job = {
+        "jobs_dir": str(jobs),
+        "n_concurrent_trials": 2,
+        "agents": [{"name": "oracle"}, {"name": "nop"}],
+        "tasks": [{"path": str(path)} for path in sorted((out / "tasks").iterdir())],
+        "environment": {"import_path": "atoll.core.environments.local:LocalEnvironment"},
+    }
+    (home / "job.json").write_text(json.dumps(job))
+    done = subprocess.run(
+        [str(venv_bin / "atoll"), "run", "-c", str(home / "job.json")],
+        capture_output=True, text=True, timeout=600, cwd=home,
+        env={**emit_env(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    trials = [json.loads(p.read_text()) for p in jobs.glob("*/*/result.json")]
+    seen = set()
     for trial in trials:
         assert trial["exception_info"] is None, trial["exception_info"]
         name = Path(trial["task_id"]["path"]).name
-        assert trial["verifier_result"]["rewards"]["reward"] == recorded[name]
-    (noop,) = _harbor_run(venv_bin, home, out / "tasks" / "s1", "nop", home / "nop-jobs")
-    assert noop["exception_info"] is None
-    assert noop["verifier_result"]["rewards"]["reward"] == 0.0
+        agent = trial["agent_info"]["name"]
+        reward = trial["verifier_result"]["rewards"]["reward"]
+        assert reward == (recorded[name] if agent == "oracle" else 0.0), (name, agent)
+        seen.add((name, agent))
+    assert seen == {(n, a) for n in recorded for a in ("oracle", "nop")}

@@ -242,6 +242,7 @@ class PaidChat:
         self.prices = prices
         self.ledger = ledger
         self._stop_requested = stop_requested or (lambda: False)
+        self._in_flight: dict[str, asyncio.Lock] = {}
         self._client = httpx.AsyncClient(
             base_url=endpoint.base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {api_key}"},
@@ -260,8 +261,17 @@ class PaidChat:
         return worst_case_micro(body, self.prices)
 
     async def complete(self, body: Mapping[str, Any], *, label: str) -> Completion:
-        """The answer to `body`: replayed if already paid for, else reserved, sent and settled."""
+        """The answer to `body`: replayed if already paid for, else reserved, sent and settled.
+
+        Two identical requests at once are one request: the second waits for the
+        first's answer and replays it.
+        """
         key = request_key(body)
+        lock = self._in_flight.setdefault(key, asyncio.Lock())
+        async with lock:
+            return await self._complete(key, body, label)
+
+    async def _complete(self, key: str, body: Mapping[str, Any], label: str) -> Completion:
         done = self.ledger.answered(key)
         if done is not None:
             return _from_receipt(done, replayed=True)
