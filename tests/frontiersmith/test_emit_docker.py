@@ -11,29 +11,23 @@ from conftest import emit
 from support.frontiersmith_model import KnapsackModel, seed_lines
 from support.openai_server import ScriptedOpenAIServer
 
+from atoll.core.sandbox import SandboxError
+from atoll.core.sandbox.docker_backend import DockerBackend, engine_url
 from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, read_bundle
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(900)]
 
 
 def _engine() -> str:
-    import docker
-
-    from atoll.core.docker_engine.paths import default_docker_host
-
-    host = os.environ.get("DOCKER_HOST") or default_docker_host()
+    """DOCKER_HOST of a usable engine (the sandbox's own check); fails in CI, skips elsewhere."""
+    url = engine_url()
     try:
-        client = docker.DockerClient(base_url=host, timeout=10)
-        try:
-            client.images.get(OFFLINE_BASE_IMAGE)
-        finally:
-            client.close()
-    except Exception as exc:  # any failure means: no usable engine here
-        why = f"no Docker engine with {OFFLINE_BASE_IMAGE} at {host} ({exc}); run `atoll docker up`"
+        DockerBackend(url).check()
+    except SandboxError as exc:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return host
+            pytest.fail(f"no usable Docker engine: {exc}")
+        pytest.skip(f"no usable Docker engine: {exc}")
+    return url
 
 
 def test_one_task_through_docker_trials(venv_bin: Path, tmp_path: Path, monkeypatch) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from atoll.core.durable import atomic_write_json
 from atoll.frontiersmith.config import RunConfig
 
 RUN_FILE = "run-config.json"
+RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
 
 
 class RunError(Exception):
@@ -147,6 +149,8 @@ def existing_runs(out: Path) -> list[str]:
 
 def open_run(run_id: str, out: Path | None) -> RunDir:
     """An existing run by id, in `out` or wherever the index says it is."""
+    if not RUN_ID.fullmatch(run_id):
+        raise RunError(f"{run_id!r} is not a run id (they look like 20250101-120000-0123abcd)")
     candidates = [out] if out is not None else []
     indexed = _index_lookup(run_id)
     if out is None and indexed is not None:
