@@ -64,6 +64,7 @@ def collect(workers: int, seeds: int, root: Path) -> dict[str, Any]:
             "--workers", str(workers), "--out", str(out),
         ]  # fmt: skip
         env = {**os.environ, "OPENAI_API_KEY": "benchmark", "XDG_STATE_HOME": str(home / "state")}
+        started_at = time.time()
         started = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=home)
         wall = time.perf_counter() - started
@@ -81,6 +82,10 @@ def collect(workers: int, seeds: int, root: Path) -> dict[str, Any]:
         scores = Path(work.detail["trial_dir"]) / "verifier" / "scores.json"
         if scores.is_file():
             program_s += sum(c["wall_time"] for c in json.loads(scores.read_text())["cases"])
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    first = next(e["t"] for e in events if e["event"] == "start")
+    last_seed = max(e["t"] for e in events if e["event"] == "seed")
+    stop = next(e["t"] for e in events if e["event"] == "stop")
     stages: dict[str, list[float]] = {}
     for task in summary["accepted"]:
         for stage, seconds in task["tally"]["stage_seconds"].items():
@@ -95,6 +100,8 @@ def collect(workers: int, seeds: int, root: Path) -> dict[str, Any]:
         "trials": trial_s,
         "n_trials": len(trials),
         "overhead": (wall - model_s - program_s) / accepted if accepted else float("nan"),
+        "startup": first - started_at,
+        "report": stop - last_seed,
         "stages": {k: statistics.median(v) for k, v in stages.items()},
     }
 
@@ -113,6 +120,7 @@ def main(
     for column in (
         "workers", "accepted", "wall s", "tasks/hour", "speed-up", "trials",
         "model s/task", "program s/task", "trial s/task", "overhead s/task",
+        "start-up s", "report s",
     ):  # fmt: skip
         table.add_column(column, justify="right")
     base = rows[0]["per_hour"]
@@ -129,6 +137,8 @@ def main(
             f"{row['program'] / n:.3f}",
             f"{row['trials'] / n:.2f}",
             f"{row['overhead']:.2f}",
+            f"{row['startup']:.2f}",
+            f"{row['report']:.2f}",
         )
     console.print(table)
     stages = Table(title="median wall time per accepted task and stage (s)")
@@ -140,8 +150,9 @@ def main(
         stages.add_row(str(row["workers"]), *(f"{row['stages'].get(n, 0.0):.2f}" for n in names))
     console.print(stages)
     console.print(
-        "overhead = (wall - model latency - program run time) / accepted task; at workers=1 seeds "
-        "do not overlap, so it is the pipeline's own cost per task (start-up included)."
+        "overhead = (wall - model latency - program run time) / accepted task: the pipeline's own "
+        "cost, Harbor and the grader's self-checks included; trial s = summed trial wall time "
+        "(trials overlap); start-up = process start to the first seed; report = last seed to exit."
     )
 
 

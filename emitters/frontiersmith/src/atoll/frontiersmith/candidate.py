@@ -166,7 +166,8 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             raise InfrastructureError(
                 "export", Reason.EXPORT_ERROR, "the exported bundle differs from the tested one"
             )
-        shutil.rmtree(work / "staging", ignore_errors=True)
+        shutil.rmtree(work / "staging", ignore_errors=True)  # the trials' logs stay
+        shutil.rmtree(work / "final", ignore_errors=True)  # identical to the exported bundle
         task = {
             "name": name,
             "path": str(Path("tasks") / name),

@@ -73,7 +73,7 @@ async def run_seeds(
         state.request_stop(StopReason.TARGET)
         return state
     slots = asyncio.Semaphore(config.workers)
-    running: set[asyncio.Task[None]] = set()
+    running: list[asyncio.Task[None]] = []
 
     async def one(seed: Seed) -> None:
         try:
@@ -86,6 +86,9 @@ async def run_seeds(
         except (RequestUncertain, BlockedByUncertain) as exc:
             state.request_stop(StopReason.UNCERTAIN, str(exc))
             return
+        except Exception:
+            state.request_stop(StopReason.INTERRUPTED, f"internal error in seed {seed.id}")
+            raise
         finally:
             state.active.pop(seed.id, None)
             slots.release()
@@ -103,11 +106,13 @@ async def run_seeds(
             break
         state.started += 1
         state.active[seed.id] = "queued"
-        task = asyncio.create_task(one(seed), name=f"seed {seed.id}")
-        running.add(task)
-        task.add_done_callback(running.discard)
+        running.append(asyncio.create_task(one(seed), name=f"seed {seed.id}"))
     if running:
-        await asyncio.gather(*running, return_exceptions=True)
+        results = await asyncio.gather(*running, return_exceptions=True)
+        for result in results:  # a bug in a worker is raised, never swallowed
+            if isinstance(result, Exception):
+                state.request_stop(StopReason.INTERRUPTED, f"internal error: {result!r}")
+                raise result
     if state.stop is None:
         state.request_stop(StopReason.COMPLETE)
     return state
