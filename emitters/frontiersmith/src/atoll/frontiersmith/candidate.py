@@ -36,6 +36,8 @@ from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChec
 from atoll.frontiersmith.trials import HarborTrials
 
 Progress = Callable[[str, str], None]  # (seed id, what it is doing)
+# Refusals that concern the whole run (key, permission, model or endpoint), not one request.
+FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 @dataclass
@@ -186,6 +188,8 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
     except InfrastructureError as error:
         return done(Status.ERROR, error.reason, error.stage, error.detail)
     except ProviderRejected as exc:
+        if exc.status in FATAL_STATUSES:
+            raise  # the key, the model or the endpoint is wrong: no seed can succeed
         return done(
             Status.ERROR, Reason.PROVIDER_REJECTED, reached[-1] if reached else "", str(exc)
         )

@@ -43,6 +43,7 @@ EXIT_OK = 0
 EXIT_BUDGET = 1
 EXIT_USAGE = 2
 EXIT_UNCERTAIN = 3
+EXIT_PROVIDER = 4
 EXIT_INTERRUPTED = 130
 
 # Flags whose value is part of the run's identity: on --resume they must match.
@@ -500,6 +501,9 @@ def _exit_code(console: Console, stop: str, detail: str, run: RunDir) -> int:
             console, f"{detail}; run `atoll emit frontiersmith reconcile {run.run_id}`, then resume"
         )
         return EXIT_UNCERTAIN
+    if stop == StopReason.PROVIDER:
+        _error(console, f"{detail}; fix the key, the model or --base-url, then resume")
+        return EXIT_PROVIDER
     if stop == StopReason.INTERRUPTED:
         _error(console, f"interrupted; resume with --resume {run.run_id}")
         return EXIT_INTERRUPTED

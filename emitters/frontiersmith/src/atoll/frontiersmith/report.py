@@ -100,6 +100,7 @@ def build_summary(
                 "stage": o["stage"],
                 "detail": o["detail"],
                 "cost_usd": o["tally"]["cost_micro"] / 1e6,
+                "evidence": o["evidence"],
             }
             for o in rejected + errors
         ],
