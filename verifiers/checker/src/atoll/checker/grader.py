@@ -406,19 +406,19 @@ def parse_output(data: bytes) -> tuple[dict[str, Any] | None, str]:
 
 
 def _depth(value: Any) -> int:
+    """How many containers deep `value` nests (a scalar is 0), counted up to JSON_DEPTH + 1."""
     depth, level = 0, [value]
-    while level:
-        depth += 1
-        nxt: list[Any] = []
-        for item in level:
-            if isinstance(item, dict):
-                nxt.extend(item.values())
-            elif isinstance(item, list):
-                nxt.extend(item)
-        level = nxt
-        if depth > JSON_DEPTH:
+    while depth <= JSON_DEPTH:
+        containers = [item for item in level if isinstance(item, (dict, list))]
+        if not containers:
             break
-    return depth - 1
+        depth += 1
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return depth
 
 
 def _fresh(value: Any) -> Any:
@@ -1117,6 +1117,8 @@ class Sandbox:
         if code != 0:
             if "MemoryError" in tail or "Cannot allocate memory" in tail:
                 return MEMORY, f"ran out of its {limits.memory_bytes} bytes of memory"
+            if "File too large" in tail:  # Python ignores SIGXFSZ: the write fails with EFBIG
+                return OUTPUT_LIMIT, f"wrote a file larger than {limits.file_size_bytes} bytes"
             return CRASH, f"exit status {code}" + (f": {tail}" if tail else "")
         if cpu >= limits.cpu_seconds:
             return TIMEOUT, f"used more than {limits.cpu_seconds:g} s of CPU time"
@@ -1216,8 +1218,11 @@ class CaseResult:
     status: str
     score: float
     feasible: bool
-    wall_time: float
+    wall_time: float  # seconds, to the microsecond
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "wall_time", round(self.wall_time, 6))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -1225,7 +1230,7 @@ class CaseResult:
             "status": self.status,
             "score": self.score,
             "feasible": self.feasible,
-            "wall_time": round(self.wall_time, 6),
+            "wall_time": self.wall_time,
             "detail": self.detail,
         }
 

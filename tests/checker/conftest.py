@@ -1,0 +1,90 @@
+"""Fixtures for the grader: a fresh copy of a tiny task, submissions, and a leftover audit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from atoll.checker import GradeReport, grade_task
+from atoll.checker.grader import SHARED_WRITABLE
+
+TASKS = Path(__file__).parent / "tasks"
+
+
+@pytest.fixture
+def toy() -> Iterator[Path]:
+    """A copy of the toy task (three instances; the score is the number printed).
+
+    It sits where any user could reach it (pytest's own temporary directory is
+    private to root), so that only the grader's locks keep a submission out.
+    """
+    base = Path(tempfile.mkdtemp(prefix="atoll-checker-test-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        destination = base / "toy"
+        shutil.copytree(TASKS / "toy", destination)
+        yield destination
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Callable[[str], Path]:
+    """Write a submission's source to a file and return its path."""
+    counter = iter(range(1_000_000))
+
+    def write(source: str) -> Path:
+        path = tmp_path / f"submission-{next(counter)}.py"
+        path.write_text(source)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def graded(toy: Path, program: Callable[[str], Path]) -> Callable[[str], GradeReport]:
+    """Grade a submission's source on the toy task; check nothing of it is left afterwards."""
+
+    def run(source: str) -> GradeReport:
+        report = grade_task(toy, program(source), out_dir=toy / "out")
+        uid = report.isolation.get("uid")
+        if uid is not None:
+            assert processes_of(uid) == [], "the submission left processes running"
+            assert files_of(uid) == [], "the submission left files in the shared temp dirs"
+        return report
+
+    return run
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live (not zombie) processes whose real or effective uid is `uid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "").strip().startswith("Z"):
+            continue
+        if uid in {int(x) for x in fields.get("Uid", "").split()[:2]}:
+            found.append(int(entry.name))
+    return found
+
+
+def files_of(uid: int) -> list[str]:
+    found = []
+    for directory in SHARED_WRITABLE:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        found += [e.path for e in entries if e.stat(follow_symlinks=False).st_uid == uid]
+    return found

@@ -1,0 +1,207 @@
+"""Writing and reading bundles: the layout, the modes, task.toml, the hash, atomicity, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import stat
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from harbor.models.task.config import TaskConfig
+
+from atoll.checker import grader_source, layout
+from atoll.frontiersmith.bundle import (
+    DEFAULT_BASE_IMAGE,
+    OFFLINE_BASE_IMAGE,
+    BundleError,
+    BundleSpec,
+    read_bundle,
+    render_bundle,
+    write_bundle,
+)
+from atoll.frontiersmith.bundle import write as write_module
+
+EXPECTED_FILES = {
+    "task.toml": 0o644,
+    "instruction.md": 0o644,
+    "environment/Dockerfile": 0o644,
+    "solution/solution.py": 0o644,
+    "solution/solve.sh": 0o755,
+    "tests/test.sh": 0o755,
+    "tests/grader.py": 0o644,
+    "tests/generator.py": 0o644,
+    "tests/scorer.py": 0o644,
+    "tests/feasibility.py": 0o644,
+    "tests/contract.json": 0o644,
+}
+
+
+def _tree(root: Path) -> dict[str, int]:
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            path = Path(dirpath, name)
+            found[str(path.relative_to(root)) + "/"] = stat.S_IMODE(path.lstat().st_mode)
+        for name in filenames:
+            path = Path(dirpath, name)
+            found[str(path.relative_to(root))] = stat.S_IMODE(path.lstat().st_mode)
+    return found
+
+
+def test_exactly_the_layout_with_exact_modes(tmp_path, spec):
+    old = os.umask(0o077)  # modes must not depend on the writer's umask
+    try:
+        info = write_bundle(tmp_path / "toy", spec)
+    finally:
+        os.umask(old)
+    assert _tree(tmp_path / "toy") == EXPECTED_FILES | {
+        "environment/": 0o755,
+        "solution/": 0o755,
+        "tests/": 0o755,
+    }
+    assert set(info.files) == set(EXPECTED_FILES) and not info.resumed
+    assert (tmp_path / "toy" / "tests" / "grader.py").read_bytes() == grader_source()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy"]  # no temporary left
+
+
+def test_task_toml_is_harbor_schema_with_the_metadata(tmp_path, spec):
+    info = write_bundle(tmp_path / "toy", spec)
+    text = (tmp_path / "toy" / "task.toml").read_text()
+    config = TaskConfig.model_validate_toml(text)
+    assert config.task is not None and config.task.name == "frontiersmith/toy"
+    assert (config.environment.cpus, config.environment.memory_mb) == (1, 2048)
+    assert (config.agent.user, config.agent.network_mode.value) == ("solver", "no-network")
+    assert (config.verifier.user, config.verifier.network_mode.value) == ("root", "no-network")
+    assert config.environment.network_mode.value == "no-network"
+    meta = tomllib.loads(text)["metadata"]
+    assert meta["recipe"] == "frontiersmith" and meta["recipe_version"] == "1"
+    assert meta["mutation"] == "objective"
+    assert meta["seed_lineage"] == {"seed": "toy-1", "family": "toy", "license": "MIT"}
+    assert meta["reference"] == "best sampled feasible solution, not proven optimum"
+    assert set(meta["reward_kinds"]) == {"reward"}
+    assert (meta["verification"], meta["verification_stage"]) == ("unverified", "construction")
+    assert meta["bundle_hash"] == info.bundle_hash and info.bundle_hash.startswith("sha256:")
+    assert meta["reference_reward"] == 0.75
+
+
+def test_instruction_states_the_runtime_limits(tmp_path, spec):
+    write_bundle(tmp_path / "toy", spec)
+    text = (tmp_path / "toy" / "instruction.md").read_text()
+    assert text.startswith('# Pick a number\n\nPrint `{"x": v}`')
+    for row in (
+        "| CPU time | 1 s |",
+        "| Wall clock | 1.5 s |",
+        "| Memory (address space) | 256 MiB |",
+        "| Processes (including threads) | 8 |",
+        "| Program size | 64 KiB |",
+    ):
+        assert row in text
+    assert "/workspace/solution.py" in text and "python3 -I solution.py" in text
+
+
+@pytest.mark.parametrize(
+    "image",
+    [DEFAULT_BASE_IMAGE, OFFLINE_BASE_IMAGE, "registry.example/python:3.11@sha256:" + "a" * 64],
+)
+def test_base_image_is_a_parameter(tmp_path, spec, image):
+    files, _ = render_bundle(dataclasses.replace(spec, base_image=image))
+    dockerfile = files["environment/Dockerfile"].data.decode()
+    assert f"\nFROM {image}\n" in dockerfile
+    assert "useradd --create-home --shell /bin/bash solver" in dockerfile
+    assert "USER solver\nWORKDIR /workspace\n" in dockerfile
+
+
+def test_default_base_image_is_the_public_python_image(spec):
+    assert spec.base_image == DEFAULT_BASE_IMAGE == "python:3.12-slim"
+
+
+def test_same_spec_same_bytes_same_hash(tmp_path, spec):
+    first = write_bundle(tmp_path / "a", spec)
+    second = write_bundle(tmp_path / "b", spec)
+    assert first.bundle_hash == second.bundle_hash == render_bundle(spec)[1]
+    for name in EXPECTED_FILES:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    changed = write_bundle(tmp_path / "c", dataclasses.replace(spec, mutation="input_constraints"))
+    assert changed.bundle_hash != first.bundle_hash
+
+
+def test_read_back_equals_the_spec(tmp_path, spec):
+    info = write_bundle(tmp_path / "toy", spec)
+    bundle = read_bundle(tmp_path / "toy")
+    assert bundle.spec == spec and bundle.bundle_hash == info.bundle_hash
+
+
+def test_resume_keeps_an_identical_bundle_and_refuses_a_different_one(tmp_path, spec):
+    target = tmp_path / "toy"
+    first = write_bundle(target, spec)
+    before = {p: p.stat().st_mtime_ns for p in target.rglob("*")}
+    again = write_bundle(target, spec)
+    assert again.resumed and again.bundle_hash == first.bundle_hash
+    assert {p: p.stat().st_mtime_ns for p in target.rglob("*")} == before
+    with pytest.raises(BundleError, match="already holds a different bundle"):
+        write_bundle(target, dataclasses.replace(spec, title="Another title"))
+    (target / "tests" / "scorer.py").write_text("def score(i, o):\n    return 1.0\n")
+    with pytest.raises(BundleError, match="not a sound bundle"):
+        write_bundle(target, spec)
+
+
+def test_a_failed_write_leaves_nothing(tmp_path, spec, monkeypatch):
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(write_module.os, "rename", crash)
+    with pytest.raises(OSError, match="disk full"):
+        write_bundle(tmp_path / "toy", spec)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_partials_of_dead_writers_are_removed_live_ones_kept(tmp_path, spec):
+    host = os.uname().nodename
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".toy.partial-{host}-{dead.pid}-abcd"
+    live = tmp_path / f".toy.partial-{host}-{os.getppid()}-abcd"
+    other = tmp_path / f".toy.partial-elsewhere-{dead.pid}-abcd"
+    for path in (stale, live, other):
+        path.mkdir()
+    write_bundle(tmp_path / "toy", spec)
+    assert not stale.exists() and live.exists() and other.exists()
+
+
+def _write_in_child(args: tuple[Path, BundleSpec]) -> str:
+    target, spec = args
+    return write_bundle(target, spec).bundle_hash
+
+
+def test_concurrent_writers_agree(tmp_path, spec):
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        hashes = pool.map(_write_in_child, [(tmp_path / "toy", spec)] * 8)
+    assert len(set(hashes)) == 1
+    assert read_bundle(tmp_path / "toy").bundle_hash == hashes[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(name="Not A Slug"), "bundle name"),
+        (dict(mutation="rewrite"), "mutation"),
+        (dict(title="two\nlines"), "one non-empty line"),
+        (dict(scorer="def score(:\n"), "does not parse"),
+        (dict(seed_lineage={"bad key": "x"}), "seed_lineage key"),
+        (dict(reference_reward=1.5), "reference_reward"),
+        (dict(base_image="not an image!"), "base image"),
+    ],
+)
+def test_bad_specs_fail_before_anything_is_written(spec, change, message):
+    with pytest.raises(BundleError, match=message):
+        dataclasses.replace(spec, **change)
+
+
+def test_layout_constants_match_what_the_writer_makes():
+    assert layout.FILES == EXPECTED_FILES
