@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from conftest import emit
 from support.frontiersmith_model import KnapsackModel, seed_lines
 from support.openai_server import ScriptedOpenAIServer
+from support.trials import docker_engine
 
-from atoll.core.sandbox import SandboxError
-from atoll.core.sandbox.docker_backend import DockerBackend, engine_url
 from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, read_bundle
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def _engine() -> str:
-    """DOCKER_HOST of a usable engine (the sandbox's own check); fails in CI, skips elsewhere."""
-    url = engine_url()
-    try:
-        DockerBackend(url).check()
-    except SandboxError as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"no usable Docker engine: {exc}")
-        pytest.skip(f"no usable Docker engine: {exc}")
-    return url
-
-
 def test_one_task_through_docker_trials(venv_bin: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("DOCKER_HOST", _engine())
+    monkeypatch.setenv("DOCKER_HOST", docker_engine())
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text(seed_lines(["d1"]))
     out = tmp_path / "out"
