@@ -17,7 +17,7 @@ time, divided by the accepted tasks (at --workers 1 nothing overlaps across
 seeds, so this is the pipeline's own cost per task); the stage breakdown
 says where it goes.
 
-    uv run python benchmarks/emit_pipeline.py [--seeds 6] [--workers 1,2,4]
+    uv run python benchmarks/emit_pipeline.py [--seeds 6] [--workers 1,2,4] [--latency 0]
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ app = typer.Typer(add_completion=False)
 console = Console(width=140)
 
 
-def collect(workers: int, seeds: int, root: Path) -> dict[str, Any]:
+def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, Any]:
     """One collection of `seeds` seeds (all acceptable) at `workers`; its measurements."""
-    home = root / f"workers-{workers}"
+    home = root / f"workers-{workers}-latency-{latency:g}"
     home.mkdir()
     seed_file = home / "seeds.jsonl"
     seed_file.write_text(seed_lines([f"b{i}" for i in range(seeds)]))
     out = home / "out"
-    with ScriptedOpenAIServer(KnapsackModel().script) as server:
+    with ScriptedOpenAIServer(KnapsackModel(latency_s=latency).script) as server:
         argv = [
             str(Path(sys.executable).parent / "atoll"), "emit", "frontiersmith",
             "--seeds", str(seed_file), "--target", str(seeds), "--budget", "100",
