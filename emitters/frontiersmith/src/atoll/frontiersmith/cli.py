@@ -55,6 +55,11 @@ def emit(
     rollout_tasks: int = typer.Option(
         None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks."
     ),
+    max_completion_tokens: int = typer.Option(
+        None,
+        "--max-completion-tokens",
+        help="Output tokens allowed per request (bounds each reservation).",
+    ),
     base_image: str = typer.Option(
         None, "--base-image", help="The tasks' base image (default: chosen for --environment)."
     ),
@@ -86,6 +91,7 @@ def emit(
         min_divergence=min_divergence,
         min_score_spread=min_score_spread,
         rollout_tasks=rollout_tasks,
+        max_completion_tokens=max_completion_tokens,
         base_image=base_image,
         out=out,
         resume=resume,

@@ -61,6 +61,7 @@ IDENTITY_FLAGS = {
     "min_divergence": "--min-divergence",
     "min_score_spread": "--min-score-spread",
     "rollout_tasks": "--rollout-tasks",
+    "max_completion_tokens": "--max-completion-tokens",
     "base_image": "--base-image",
 }
 
@@ -87,6 +88,7 @@ class Flags:
     min_divergence: float | None = None
     min_score_spread: float | None = None
     rollout_tasks: int | None = None
+    max_completion_tokens: int | None = None
     base_image: str | None = None
     out: Path | None = None
     resume: str | None = None
@@ -217,6 +219,7 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "min_divergence",
         "min_score_spread",
         "rollout_tasks",
+        "max_completion_tokens",
         "base_image",
     ):
         value = getattr(flags, name)

@@ -74,6 +74,7 @@ class RunConfig:
             (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
             (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
+            (self.max_completion_tokens >= 256, "--max-completion-tokens must be at least 256"),
             (
                 self.base_url.startswith(("http://", "https://")),
                 "--base-url must be an http(s) URL",

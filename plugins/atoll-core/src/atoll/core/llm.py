@@ -132,7 +132,7 @@ class Endpoint:
     base_url: str
     model: str
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = 600.0
+    timeout_s: float = 1800.0  # long generations are normal; a timeout makes a request uncertain
     max_completion_tokens: int = 16384
     connect_retries: int = 4
     backoff_s: float = 1.0
