@@ -116,7 +116,7 @@ def reconcile(
     list_only: bool = typer.Option(False, "--list", help="Only list the uncertain requests."),
 ) -> None:
     """Settle uncertain requests (sent, answer lost) so that a resume may continue."""
-    from atoll.frontiersmith.command import reconcile_command
+    from atoll.frontiersmith.upkeep import reconcile_command
 
     raise typer.Exit(reconcile_command(run_id, out, request or [], cost, note, list_only))
 
@@ -132,6 +132,6 @@ def cleanup(
     ),
 ) -> None:
     """Remove what a killed run's trials left behind (containers, trial roots), by their receipts."""
-    from atoll.frontiersmith.command import cleanup_command
+    from atoll.frontiersmith.upkeep import cleanup_command
 
     raise typer.Exit(cleanup_command(run_id, out, remove_work))
