@@ -54,7 +54,7 @@ def run_command(flags: Flags) -> int:
         return EXIT_USAGE
     try:
         for note in prepared.notes:
-            console.print(note)
+            console.print(escape(note))
         return asyncio.run(execute(prepared, console))
     finally:
         prepared.ledger.close()

@@ -47,8 +47,10 @@ def build_summary(
     worker_seconds = sum(w.seconds or 0.0 for w in ledger.work())
     tried = len(accepted) + len(rejected)
     funnel = {stage: sum(1 for o in ordered if stage in o["reached"]) for stage in FUNNEL}
-    funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
     config = dict(stored.get("config", {}))
+    if not config.get("rollout_tasks"):
+        funnel.pop("rollout")  # an optional stage this run did not ask for
+    funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
     return {
         "run_id": run_id,
         "fingerprint": stored.get("fingerprint"),
@@ -222,6 +224,7 @@ def _rollout(rollout: Mapping[str, Any]) -> str:
 def plot_all(directory: Path, summary: Mapping[str, Any]) -> list[Path]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     def save(figure: Figure, name: str) -> Path:
         FigureCanvasAgg(figure)
@@ -238,6 +241,7 @@ def plot_all(directory: Path, summary: Mapping[str, Any]) -> list[Path]:
     axes = figure.add_subplot(1, 1, 1)
     axes.bar(list(funnel), list(funnel.values()), color="#4C72B0")
     axes.set_ylabel("seeds")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_title("Yield funnel: seeds reaching each stage")
     axes.tick_params(axis="x", labelrotation=30)
     paths.append(save(figure, "funnel.png"))
@@ -251,6 +255,7 @@ def plot_all(directory: Path, summary: Mapping[str, Any]) -> list[Path]:
     else:
         axes.text(0.5, 0.5, "no rejections", ha="center", va="center")
     axes.set_xlabel("candidates")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_title("Rejections by reason")
     paths.append(save(figure, "rejections.png"))
 
