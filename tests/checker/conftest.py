@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.processes import processes_of_uid
 
 from atoll.checker import GradeReport, grade_task
 from atoll.checker.grader import SHARED_WRITABLE
@@ -54,29 +55,11 @@ def graded(toy: Path, program: Callable[[str], Path]) -> Callable[[str], GradeRe
         report = grade_task(toy, program(source), out_dir=toy / "out")
         uid = report.isolation.get("uid")
         if uid is not None:
-            assert processes_of(uid) == [], "the submission left processes running"
+            assert processes_of_uid(uid) == [], "the submission left processes running"
             assert files_of(uid) == [], "the submission left files in the shared temp dirs"
         return report
 
     return run
-
-
-def processes_of(uid: int) -> list[int]:
-    """Live (not zombie) processes whose real or effective uid is `uid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("State", "").strip().startswith("Z"):
-            continue
-        if uid in {int(x) for x in fields.get("Uid", "").split()[:2]}:
-            found.append(int(entry.name))
-    return found
 
 
 def files_of(uid: int) -> list[str]:

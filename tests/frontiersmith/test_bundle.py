@@ -94,7 +94,7 @@ def test_instruction_states_the_runtime_limits(tmp_path, spec):
     assert text.startswith('# Pick a number\n\nPrint `{"x": v}`')
     for row in (
         "| CPU time | 1 s |",
-        "| Wall clock | 1.5 s |",
+        "| Wall clock | 2 s |",
         "| Memory (address space) | 256 MiB |",
         "| Processes (including threads) | 8 |",
         "| Program size | 64 KiB |",

@@ -999,7 +999,10 @@ class Sandbox:
         try:
             return self._run(stdin, workdir)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            try:
+                os.rmdir(workdir)  # the usual case: the program wrote nothing there
+            except OSError:
+                shutil.rmtree(workdir, ignore_errors=True)
 
     def _run(self, stdin: bytes, workdir: Path) -> RunResult:
         limits = self.limits

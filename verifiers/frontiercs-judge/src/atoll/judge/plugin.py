@@ -6,12 +6,11 @@ need a C++ compiler and bubblewrap on the machine that judges.
 
 from __future__ import annotations
 
-import json
-from importlib import metadata, resources
 from pathlib import Path
 
 from atoll.core.hookspecs import hookimpl
 from atoll.core.records import Kind, Registration
+from atoll.core.task_dirs import packaged_task_dir
 
 REQUIRES = ("g++", "bwrap")
 
@@ -75,24 +74,7 @@ def atoll_task_sources() -> list[Registration]:
 
 
 def task_dir(name: str) -> Path:
-    """The task's copy packaged in the wheel, or the repository's in an editable install.
-
-    An editable install also gets a packaged copy, but it is a snapshot taken at
-    install time, so there the repository's live directory is the one to use.
-    """
-    if not _editable_install():
-        packaged = resources.files("atoll.judge").joinpath("tasks", name)
-        if packaged.is_dir():
-            return Path(str(packaged))
-    return Path(__file__).resolve().parents[5] / "tasks" / name
-
-
-def _editable_install() -> bool:
-    try:
-        direct_url = metadata.distribution("atoll-frontiercs-judge").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return False
-    try:
-        return bool(json.loads(direct_url or "{}").get("dir_info", {}).get("editable", False))
-    except (ValueError, AttributeError):
-        return False
+    """The task's copy packaged in the wheel, or the repository's in an editable install."""
+    return packaged_task_dir(
+        "atoll-frontiercs-judge", "atoll.judge", name, Path(__file__).resolve().parents[5]
+    )
