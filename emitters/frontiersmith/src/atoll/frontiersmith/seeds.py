@@ -1,7 +1,7 @@
 """Seed problems: the closed-ended problems FrontierSmith turns into open-ended tasks.
 
 A seed is one JSON object with exactly the fields `id`, `title`, `problem`,
-`source`, `license` and `family` (the JSON Schema is `seeds/seed.schema.json`).
+`source`, `license` and `family` (the JSON Schema is `seed_sets/seed.schema.json`).
 Two sets ship with the package, both written for atoll and under its
 licence: `textbook` (20 classic problems in our own words) and `domains`
 (200 problems over 20 domains, ten each). A user's own set is a file in the
@@ -41,14 +41,16 @@ class Seed:
 
 @cache
 def seed_schema() -> dict[str, Any]:
-    text = resources.files("atoll.frontiersmith").joinpath("seeds", "seed.schema.json").read_text()
+    text = (
+        resources.files("atoll.frontiersmith").joinpath("seed_sets", "seed.schema.json").read_text()
+    )
     return json.loads(text)
 
 
 def load_seeds(name_or_path: str) -> list[Seed]:
     """A shipped set by name, or a user's JSON list / JSONL file; every seed validated."""
     if name_or_path in SHIPPED_SETS:
-        text = resources.files("atoll.frontiersmith").joinpath("seeds", f"{name_or_path}.json")
+        text = resources.files("atoll.frontiersmith").joinpath("seed_sets", f"{name_or_path}.json")
         return parse_seeds(text.read_text(encoding="utf-8"), f"the {name_or_path} seed set")
     path = Path(name_or_path)
     if not path.is_file():
