@@ -110,13 +110,18 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
 def main(
     seeds: int = typer.Option(6, help="Seeds per collection (all are accepted)."),
     workers: str = typer.Option("1,2,4", help="Worker counts to compare, in one run."),
+    latency: float = typer.Option(
+        0.0, help="Seconds the scripted model takes per answer (0: instant, the target's setting)."
+    ),
 ) -> None:
     counts = [int(w) for w in workers.split(",")]
     with tempfile.TemporaryDirectory(prefix="atoll-emit-bench-") as tmp:
-        rows = [collect(w, seeds, Path(tmp)) for w in counts]
-    table = Table(
-        title=f"atoll emit frontiersmith, instant scripted model, {seeds} seeds, atoll-local"
+        rows = [collect(w, seeds, Path(tmp), latency) for w in counts]
+    model = (
+        "instant scripted model" if not latency else f"scripted model answering in {latency:g} s"
     )
+    console.print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} after the runs")
+    table = Table(title=f"atoll emit frontiersmith, {model}, {seeds} seeds, atoll-local")
     for column in (
         "workers", "accepted", "wall s", "tasks/hour", "speed-up", "trials",
         "model s/task", "program s/task", "trial s/task", "overhead s/task",
