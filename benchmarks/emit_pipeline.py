@@ -8,7 +8,8 @@ on atoll-local (no-op, baseline, three samples, the repeated reference),
 the journal and the report. One collection runs per `--workers` value, in
 one process of this script, each in its own directory.
 
-Columns: wall time, accepted tasks per hour, and per accepted task: the
+Columns: wall time, how busy the CPUs were (CPU time of the whole process
+tree over wall time x CPUs), accepted tasks per hour, and per accepted task: the
 model's latency (sum over receipts), the submitted programs' own run time
 (sum of the graded cases' wall times in scores.json), the Harbor trials'
 wall time (sum over worker receipts, programs included), and the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,9 +67,12 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
         ]  # fmt: skip
         env = {**os.environ, "OPENAI_API_KEY": "benchmark", "XDG_STATE_HOME": str(home / "state")}
         started_at = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=home)
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise RuntimeError(f"workers={workers}: exit {done.returncode}: {done.stderr[-2000:]}")
     summary = json.loads((out / "run.json").read_text())
@@ -94,6 +99,7 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
         "workers": workers,
         "accepted": accepted,
         "wall": wall,
+        "cpu_busy": cpu / (wall * (os.cpu_count() or 1)),
         "per_hour": accepted / wall * 3600 if wall else 0.0,
         "model": model_s,
         "program": program_s,
@@ -123,7 +129,7 @@ def main(
     console.print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} after the runs")
     table = Table(title=f"atoll emit frontiersmith, {model}, {seeds} seeds, atoll-local")
     for column in (
-        "workers", "accepted", "wall s", "tasks/hour", "speed-up", "trials",
+        "workers", "accepted", "wall s", "CPU busy", "tasks/hour", "speed-up", "trials",
         "model s/task", "program s/task", "trial s/task", "overhead s/task",
         "start-up s", "report s",
     ):  # fmt: skip
@@ -135,6 +141,7 @@ def main(
             str(row["workers"]),
             str(row["accepted"]),
             f"{row['wall']:.1f}",
+            f"{row['cpu_busy']:.0%}",
             f"{row['per_hour']:.0f}",
             f"{row['per_hour'] / base:.2f}x",
             str(row["n_trials"]),
