@@ -8,15 +8,12 @@ on atoll-local (no-op, baseline, three samples, the repeated reference),
 the journal and the report. One collection runs per `--workers` value, in
 one process of this script, each in its own directory.
 
-Columns: wall time, how busy the CPUs were (CPU time of the whole process
-tree over wall time x CPUs), accepted tasks per hour, and per accepted task: the
-model's latency (sum over receipts), the submitted programs' own run time
-(sum of the graded cases' wall times in scores.json), the Harbor trials'
-wall time (sum over worker receipts, programs included), and the
-pipeline's own overhead: wall time minus model latency minus program run
-time, divided by the accepted tasks (at --workers 1 nothing overlaps across
-seeds, so this is the pipeline's own cost per task); the stage breakdown
-says where it goes.
+Columns: wall time, how busy the CPUs were (CPU time of the run's process
+tree over wall time x CPUs), accepted tasks per hour, and per accepted task
+in seconds of work: the model's latency, the submitted programs' own run
+time, the trials' remaining time (Harbor's box and agent phase, the grader's
+self-checks), the pipeline's own time (every other stage, start-up and the
+report), and the overhead: everything but model latency and program run time.
 
     uv run python benchmarks/emit_pipeline.py [--seeds 6] [--workers 1,2,4] [--latency 0]
 """
@@ -92,22 +89,27 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
     last_seed = max(e["t"] for e in events if e["event"] == "seed")
     stop = next(e["t"] for e in events if e["event"] == "stop")
     stages: dict[str, list[float]] = {}
-    for task in summary["accepted"]:
-        for stage, seconds in task["tally"]["stage_seconds"].items():
+    in_stages = 0.0
+    for outcome in summary["accepted"]:
+        for stage, seconds in outcome["tally"]["stage_seconds"].items():
             stages.setdefault(stage, []).append(seconds)
+            if stage not in ("execution", "rollout"):
+                in_stages += seconds
+    startup, report = first - started_at, stop - last_seed
+    n = accepted or 1
     return {
         "workers": workers,
         "accepted": accepted,
         "wall": wall,
         "cpu_busy": cpu / (wall * (os.cpu_count() or 1)),
         "per_hour": accepted / wall * 3600 if wall else 0.0,
-        "model": model_s,
-        "program": program_s,
-        "trials": trial_s,
-        "n_trials": len(trials),
-        "overhead": (wall - model_s - program_s) / accepted if accepted else float("nan"),
-        "startup": first - started_at,
-        "report": stop - last_seed,
+        "model": model_s / n,
+        "program": program_s / n,
+        "harbor": (trial_s - program_s) / n,
+        # stages outside the trials, less the model's latency, plus the run's fixed costs
+        "pipeline": (in_stages - model_s + startup + report) / n,
+        "startup": startup,
+        "report": report,
         "stages": {k: statistics.median(v) for k, v in stages.items()},
     }
 
@@ -129,14 +131,13 @@ def main(
     console.print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} after the runs")
     table = Table(title=f"atoll emit frontiersmith, {model}, {seeds} seeds, atoll-local")
     for column in (
-        "workers", "accepted", "wall s", "CPU busy", "tasks/hour", "speed-up", "trials",
-        "model s/task", "program s/task", "trial s/task", "overhead s/task",
-        "start-up s", "report s",
+        "workers", "accepted", "wall s", "CPU busy", "tasks/hour", "speed-up",
+        "model s/task", "program s/task", "Harbor+grader s/task", "pipeline s/task",
+        "overhead s/task", "start-up s", "report s",
     ):  # fmt: skip
         table.add_column(column, justify="right")
     base = rows[0]["per_hour"]
     for row in rows:
-        n = row["accepted"] or 1
         table.add_row(
             str(row["workers"]),
             str(row["accepted"]),
@@ -144,11 +145,11 @@ def main(
             f"{row['cpu_busy']:.0%}",
             f"{row['per_hour']:.0f}",
             f"{row['per_hour'] / base:.2f}x",
-            str(row["n_trials"]),
-            f"{row['model'] / n:.3f}",
-            f"{row['program'] / n:.3f}",
-            f"{row['trials'] / n:.2f}",
-            f"{row['overhead']:.2f}",
+            f"{row['model']:.3f}",
+            f"{row['program']:.2f}",
+            f"{row['harbor']:.2f}",
+            f"{row['pipeline']:.2f}",
+            f"{row['harbor'] + row['pipeline']:.2f}",
             f"{row['startup']:.2f}",
             f"{row['report']:.2f}",
         )
@@ -162,9 +163,13 @@ def main(
         stages.add_row(str(row["workers"]), *(f"{row['stages'].get(n, 0.0):.2f}" for n in names))
     console.print(stages)
     console.print(
-        "overhead = (wall - model latency - program run time) / accepted task: the pipeline's own "
-        "cost, Harbor and the grader's self-checks included; trial s = summed trial wall time "
-        "(trials overlap); start-up = process start to the first seed; report = last seed to exit."
+        "Per accepted task, in seconds of work (summed, so overlapping work is counted in full): "
+        "model = the model's latency; program = the submitted programs' own run time (graded "
+        "cases); Harbor+grader = trial time less program time (the box, the agent phase, the "
+        "grader's self-checks); pipeline = every other stage's time less the model's latency, "
+        "plus start-up and report; overhead = Harbor+grader + pipeline, i.e. everything but "
+        "model latency and program run time. CPU busy = CPU time of the run's process tree over "
+        "wall time x CPUs."
     )
 
 
