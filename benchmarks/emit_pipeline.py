@@ -8,8 +8,8 @@ on atoll-local (no-op, baseline, three samples, the repeated reference),
 the journal and the report. One collection runs per `--workers` value, in
 one process of this script, each in its own directory.
 
-Columns: wall time, how busy the CPUs were (CPU time of the run's process
-tree over wall time x CPUs), accepted tasks per hour, and per accepted task
+Columns: wall time, how busy the machine's CPUs were during the run
+(/proc/stat), accepted tasks per hour, and per accepted task
 in seconds of work: the model's latency, the submitted programs' own run
 time, the trials' remaining time (Harbor's box and agent phase, the grader's
 self-checks), the pipeline's own time (every other stage, start-up and the
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,17 @@ app = typer.Typer(add_completion=False)
 console = Console(width=140)
 
 
+def cpu_times() -> tuple[int, int]:
+    """(all, idle) jiffies of the machine's CPUs, from /proc/stat.
+
+    Machine-wide on purpose: sandboxed programs are not this process's
+    waited-for children, so its rusage would miss them; the figure includes
+    whatever else the machine runs, which the load average printed says.
+    """
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return sum(fields), fields[3] + fields[4]  # idle + iowait
+
+
 def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, Any]:
     """One collection of `seeds` seeds (all acceptable) at `workers`; its measurements."""
     home = root / f"workers-{workers}-latency-{latency:g}"
@@ -64,12 +74,12 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
         ]  # fmt: skip
         env = {**os.environ, "OPENAI_API_KEY": "benchmark", "XDG_STATE_HOME": str(home / "state")}
         started_at = time.time()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before = cpu_times()
         started = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=home)
         wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        after = cpu_times()
+    busy = 1 - (after[1] - before[1]) / max(1, after[0] - before[0])
     if done.returncode != 0:
         raise RuntimeError(f"workers={workers}: exit {done.returncode}: {done.stderr[-2000:]}")
     summary = json.loads((out / "run.json").read_text())
@@ -101,7 +111,7 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
         "workers": workers,
         "accepted": accepted,
         "wall": wall,
-        "cpu_busy": cpu / (wall * (os.cpu_count() or 1)),
+        "cpu_busy": busy,
         "per_hour": accepted / wall * 3600 if wall else 0.0,
         "model": model_s / n,
         "program": program_s / n,
@@ -168,8 +178,8 @@ def main(
         "cases); Harbor+grader = trial time less program time (the box, the agent phase, the "
         "grader's self-checks); pipeline = every other stage's time less the model's latency, "
         "plus start-up and report; overhead = Harbor+grader + pipeline, i.e. everything but "
-        "model latency and program run time. CPU busy = CPU time of the run's process tree over "
-        "wall time x CPUs."
+        "model latency and program run time. CPU busy = the machine's CPUs, busy share "
+        "during the run (everything the machine ran)."
     )
 
 
