@@ -207,3 +207,49 @@ def test_stderr_noise_is_cut_not_fatal(graded):
 def test_an_output_that_ignores_stdin(graded):
     report = graded("import json\nprint(json.dumps({'x': 0.25}))\n")
     assert report.scores == [0.25] * 3
+
+
+def _grade_copy(args: tuple[str, str]) -> tuple[list[str], int]:
+    """Grade `source` on a fresh copy of the toy task (in a separate process)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from atoll.checker import grade_task
+
+    toy, source = args
+    base = Path(tempfile.mkdtemp(prefix="atoll-checker-test-", dir="/tmp"))
+    try:
+        shutil.copytree(toy, base / "toy")
+        (base / "solution.py").write_text(source)
+        report = grade_task(base / "toy", base / "solution.py")
+        return report.statuses, report.isolation["uid"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_gradings_side_by_side_do_not_meet(toy):
+    """A fork bomb graded next to a slow honest program neither kills it nor starves it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    bomb = HEADER + "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    honest = HEADER + "time.sleep(0.6)\nfrom multiprocessing import Process\n" + answer("0.5")
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        bombed, calm = pool.map(_grade_copy, [(str(toy), bomb), (str(toy), honest)])
+    assert bombed[0] == ["timeout"] * 3
+    assert calm[0] == ["ok"] * 3
+    assert bombed[1] != calm[1]
+
+
+def test_each_grading_draws_its_own_uid():
+    """Two gradings started together (no process of either yet) still get different uids."""
+    import pwd
+
+    from atoll.checker.grader import SANDBOX_IDS, choose_sandbox_id
+
+    drawn = [choose_sandbox_id() for _ in range(20)]
+    assert len(set(drawn)) == 20
+    assert all(uid in SANDBOX_IDS for uid in drawn)
+    assert not {entry.pw_uid for entry in pwd.getpwall()} & set(drawn)

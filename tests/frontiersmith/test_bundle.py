@@ -177,6 +177,7 @@ def _write_in_child(args: tuple[Path, BundleSpec]) -> str:
     return write_bundle(target, spec).bundle_hash
 
 
+@pytest.mark.slow
 def test_concurrent_writers_agree(tmp_path, spec):
     context = multiprocessing.get_context("spawn")
     with context.Pool(4) as pool:

@@ -98,5 +98,5 @@ def test_oracle_and_nop_on_docker(example_dir, tmp_path):
     )
     assert verifier_json(nop, "reward.json") == {"reward": 0.0}
     assert (
-        json.loads((oracle / "verifier" / "scores.json").read_text())["isolation"]["uid"] == 65533
+        json.loads((oracle / "verifier" / "scores.json").read_text())["isolation"]["uid"] >= 10**9
     )

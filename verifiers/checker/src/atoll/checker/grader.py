@@ -87,8 +87,9 @@ CHILD_ENV = {"PATH": CHILD_PATH, "LANG": "C.UTF-8"}
 # Directories every user may write to; what the submission leaves there is removed.
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 
-# The highest uid/gid the grader will run a submission as (65534 is `nobody`).
-HIGHEST_SANDBOX_ID = 65533
+# Where the grader draws the uid/gid of a grading from, where the namespace maps them: far
+# above any account and below 2**31 - 1 (ids some tools read as signed).
+SANDBOX_IDS = range(1_000_000_000, 2_000_000_000)
 
 # Outputs every scorer must score 0 and every validator must call infeasible.
 MALFORMED_OUTPUTS: tuple[Any, ...] = (
@@ -871,11 +872,14 @@ def _zombie_parent(pid: int) -> int | None:
 
 
 def choose_sandbox_id() -> int:
-    """An id no account, no group and no process uses, mapped in this user namespace.
+    """A random id that no account, no group and no process uses, mapped in this namespace.
 
-    The highest free id at or below 65533: in a container or on a host that
-    is usually 65533; in a user namespace that maps only a few ids (as
-    `atoll-local` does) it is the highest of those.
+    Random, not fixed: graders that share a kernel's ids (containers without
+    a user namespace, several gradings on one host) must not share a uid, or
+    one's sweep would kill the other's runs and their process limits would
+    add up. Where the namespace maps the wide range (a host, a container), the
+    id is drawn from SANDBOX_IDS; where it maps only a few ids (atoll-local
+    maps 16), from the free ones among those.
     """
     uids, gids = _id_map("uid"), _id_map("gid")
     taken = {entry.pw_uid for entry in pwd.getpwall()}
@@ -884,9 +888,23 @@ def choose_sandbox_id() -> int:
 
         taken |= {entry.gr_gid for entry in grp.getgrall()}
     taken |= set(_owners().values())
-    for ident in range(HIGHEST_SANDBOX_ID, 0, -1):
-        if ident not in taken and _mapped(ident, uids) and _mapped(ident, gids):
+
+    def usable(ident: int) -> bool:
+        return ident not in taken and _mapped(ident, uids) and _mapped(ident, gids)
+
+    draw = random.SystemRandom()
+    for _ in range(64):
+        ident = draw.randrange(SANDBOX_IDS.start, SANDBOX_IDS.stop)
+        if usable(ident):
             return ident
+    few = [
+        ident
+        for start, _, count in uids
+        for ident in range(max(1, start), min(start + count, 1 << 16))
+        if usable(ident)
+    ]
+    if few:
+        return draw.choice(few)
     raise CheckerError("no unused uid/gid is available to run the submission as")
 
 
@@ -962,8 +980,10 @@ class Sandbox:
             raise OSError(errno.EPERM, "unshare(CLONE_NEWNET) failed")
 
     def close(self) -> None:
-        self.sweep()
-        shutil.rmtree(self.base, ignore_errors=True)
+        try:
+            self.sweep()
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -1115,7 +1135,8 @@ class Sandbox:
                 name = f"signal {sig}"
             if "MemoryError" in tail:
                 return MEMORY, f"ran out of its {limits.memory_bytes} bytes of memory"
-            return CRASH, f"killed by {name}" + (f": {tail}" if tail else "")
+            detail = f"killed by {name} after {cpu:.2f} s of CPU"
+            return CRASH, f"{detail}: {tail}" if tail else detail
         code = os.WEXITSTATUS(wait_status)
         if code != 0:
             if "MemoryError" in tail or "Cannot allocate memory" in tail:
