@@ -57,6 +57,23 @@ def cpu_times() -> tuple[int, int]:
     return sum(fields), fields[3] + fields[4]  # idle + iowait
 
 
+def waited_on_model(receipts: list[Any]) -> float:
+    """Wall time the seeds spent waiting on the model: per seed, the union of its requests' spans."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for r in receipts:
+        if r.settled_at is not None and r.latency_s:
+            seed = r.label.split(":", 1)[-1]
+            spans.setdefault(seed, []).append((r.settled_at - r.latency_s, r.settled_at))
+    total = 0.0
+    for intervals in spans.values():
+        end = float("-inf")
+        for start, stop in sorted(intervals):
+            if stop > end:
+                total += stop - max(start, end)
+                end = stop
+    return total
+
+
 def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, Any]:
     """One collection of `seeds` seeds (all acceptable) at `workers`; its measurements."""
     home = root / f"workers-{workers}-latency-{latency:g}"
@@ -86,8 +103,10 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
     accepted = summary["totals"]["accepted"]
     (run_dir,) = (out / "runs").iterdir()
     with Ledger.open(run_dir / "ledger.sqlite") as ledger:
-        model_s = sum(r.latency_s or 0.0 for r in ledger.receipts())
+        receipts = ledger.receipts()
         trials = ledger.work()
+    model_s = sum(r.latency_s or 0.0 for r in receipts)
+    model_waited = waited_on_model(receipts)
     trial_s = sum(w.seconds or 0.0 for w in trials)
     program_s = 0.0
     for work in trials:
@@ -116,8 +135,8 @@ def collect(workers: int, seeds: int, root: Path, latency: float) -> dict[str, A
         "model": model_s / n,
         "program": program_s / n,
         "harbor": (trial_s - program_s) / n,
-        # stages outside the trials, less the model's latency, plus the run's fixed costs
-        "pipeline": (in_stages - model_s + startup + report) / n,
+        # stages outside the trials, less the time they waited on the model, plus fixed costs
+        "pipeline": (in_stages - model_waited + startup + report) / n,
         "startup": startup,
         "report": report,
         "stages": {k: statistics.median(v) for k, v in stages.items()},
@@ -176,7 +195,8 @@ def main(
         "Per accepted task, in seconds of work (summed, so overlapping work is counted in full): "
         "model = the model's latency; program = the submitted programs' own run time (graded "
         "cases); Harbor+grader = trial time less program time (the box, the agent phase, the "
-        "grader's self-checks); pipeline = every other stage's time less the model's latency, "
+        "grader's self-checks); pipeline = every other stage's time less the time it waited on "
+        "the model, "
         "plus start-up and report; overhead = Harbor+grader + pipeline, i.e. everything but "
         "model latency and program run time. CPU busy = the machine's CPUs, busy share "
         "during the run (everything the machine ran)."
