@@ -90,3 +90,17 @@ def test_doctor_names_the_fix_for_a_missing_engine(venv_bin):
     )
     assert done.returncode == 0
     assert "missing" in done.stdout and "atoll docker up" in done.stdout
+
+
+def test_atoll_emit_lists_the_emitters_and_refuses_an_unknown_one(venv_bin):
+    out = run(venv_bin, "atoll", "emit", "--help", check=True).stdout
+    assert "frontiersmith" in out
+    done = run(venv_bin, "atoll", "emit", "no-such-emitter")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "unknown emitter 'no-such-emitter'; known emitters: frontiersmith" in done.stderr
+    flags = run(venv_bin, "atoll", "emit", "frontiersmith", "--help", check=True).stdout
+    for flag in ("--seeds", "--target", "--budget", "--model", "--base-url", "--api-key-env",
+                 "--price-in", "--price-out", "--workers", "--environment", "--max-candidates",
+                 "--solutions", "--max-repairs", "--min-divergence", "--min-score-spread",
+                 "--rollout-tasks", "--out", "--resume", "reconcile"):  # fmt: skip
+        assert flag in flags, flag

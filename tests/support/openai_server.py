@@ -9,6 +9,7 @@ body; every request is recorded so a test can assert what was sent.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -27,10 +28,12 @@ class Reply:
     reasoning: str | None = None
     finish_reason: str = "stop"
     completion_tokens: int = 8
+    prompt_tokens: int = 16
     headers: dict[str, str] = field(default_factory=dict)
     error_message: str = "scripted error"
     # HTTP 200 whose body is an error object, as some providers (OpenRouter) answer.
     error_in_body: bool = False
+    drop: bool = False  # close the connection without answering (a lost response)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,41 @@ class RecordedRequest:
 
 
 Script = Callable[[dict[str, Any]], "Reply | str"]
+
+
+def stage_of(request: dict[str, Any]) -> str | None:
+    """The stage a request names: its `response_format.json_schema.name`, if any."""
+    response_format = request.get("response_format")
+    if not isinstance(response_format, dict):
+        return None
+    schema = response_format.get("json_schema")
+    return schema.get("name") if isinstance(schema, dict) else None
+
+
+class StageScript:
+    """A script that answers by STAGE (the json_schema name of the request's response_format).
+
+    `answers` maps a stage to a Reply, a string, a dict (sent as its JSON) or a
+    function of the request body returning one of those. Each call is counted
+    per stage (`calls`), under a lock, so scripts may depend on the count.
+    """
+
+    def __init__(self, answers: dict[str, Any], *, default: Reply | None = None) -> None:
+        self.answers = dict(answers)
+        self.default = default or Reply(status=400, error_message="no answer scripted")
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply | str:
+        stage = stage_of(request) or ""
+        with self._lock:
+            self.calls[stage] = self.calls.get(stage, 0) + 1
+        answer = self.answers.get(stage, self.default)
+        if callable(answer) and not isinstance(answer, Reply):
+            answer = answer(request)
+        if isinstance(answer, dict):
+            return Reply(content=json.dumps(answer))
+        return answer
 
 
 def echo_script(request: dict[str, Any]) -> Reply:
@@ -63,6 +101,7 @@ class ScriptedOpenAIServer:
     def __init__(self, script: Script = echo_script, *, model: str = "scripted-model") -> None:
         self.script: Script = script
         self.model = model
+        self.models_status = 200  # what GET /v1/models answers (401 to refuse the key)
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._counter = 0
@@ -120,9 +159,9 @@ class ScriptedOpenAIServer:
             "model": request.get("model") or self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
             "usage": {
-                "prompt_tokens": 16,
+                "prompt_tokens": reply.prompt_tokens,
                 "completion_tokens": reply.completion_tokens,
-                "total_tokens": 16 + reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
             },
         }
 
@@ -142,12 +181,17 @@ class ScriptedOpenAIServer:
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in extra.items():
                     self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client hung up (a killed test process)
 
             def do_GET(self) -> None:  # noqa: N802
                 server._record(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/").endswith("/models") and server.models_status != 200:
+                    self._send(server.models_status, {"error": {"message": "refused"}}, {})
+                elif self.path.rstrip("/").endswith("/models"):
                     body = {"object": "list", "data": [{"id": server.model, "object": "model"}]}
                     self._send(200, body, {})
                 else:
@@ -170,6 +214,10 @@ class ScriptedOpenAIServer:
                 reply = Reply(content=answer) if isinstance(answer, str) else answer
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 if reply.status >= 400 or reply.error_in_body:
                     error = {"error": {"message": reply.error_message, "code": reply.status}}
                     self._send(reply.status, error, reply.headers)

@@ -1,8 +1,8 @@
 """atoll-frontiersmith's registrations with the atoll host.
 
-The worked example task `frontiersmith-example` (a bundle written by
-`atoll.frontiersmith.bundle`, in tasks/ at the repository root); the
-`atoll emit frontiersmith` emitter is registered here once it exists.
+The `atoll emit frontiersmith` emitter, and the worked example task
+`frontiersmith-example` (a bundle written by `atoll.frontiersmith.bundle`,
+in tasks/ at the repository root).
 """
 
 from __future__ import annotations
@@ -14,6 +14,19 @@ from atoll.core.records import Kind, Registration
 from atoll.core.task_dirs import packaged_task_dir
 
 EXAMPLE_TASK = "frontiersmith-example"
+
+
+@hookimpl
+def atoll_emitters() -> list[Registration]:
+    return [
+        Registration(
+            "frontiersmith",
+            Kind.EMITTER,
+            "atoll.frontiersmith.cli:app",
+            "Turn closed problems into graded optimization tasks, checked by execution in Harbor.",
+            requires=("bwrap",),
+        )
+    ]
 
 
 @hookimpl

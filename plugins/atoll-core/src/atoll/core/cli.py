@@ -43,11 +43,11 @@ class _PluginCommandGroup(TyperGroup):
 
 
 def plugin_command(record: Registration) -> Any:
-    """The command behind a command record, whose target is a Typer app."""
+    """The command behind a command or emitter record, whose target is a Typer app."""
     target = import_target(record.target)
     if not isinstance(target, typer.Typer):
         raise RegistryError(
-            f"{record.distribution}: command {record.name!r} targets {record.target}, "
+            f"{record.distribution}: {record.kind.value} {record.name!r} targets {record.target}, "
             "which is not a Typer app"
         )
     command = typer.main.get_command(target)

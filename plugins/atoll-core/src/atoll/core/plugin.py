@@ -27,6 +27,12 @@ def atoll_commands() -> list[Registration]:
             "atoll.core.docker_engine.cli:app",
             "A private Docker engine on its own socket, with Compose and the base image.",
         ),
+        Registration(
+            "emit",
+            Kind.COMMAND,
+            "atoll.core.emit_cmd:app",
+            "Run a task emitter registered by a plugin (atoll emit NAME ...).",
+        ),
     ]
 
 

@@ -1,0 +1,277 @@
+"""One seed, end to end: from the seed problem to an emitted task or a coded rejection.
+
+mutate -> filter -> baseline + samples -> divergence -> construction ->
+execution -> optional blind rollout -> export. Every stage reports its
+name through `progress`, so the console shows where each worker is. The
+result is an `Outcome`, written by the caller to the run's journal; the
+model's money is in the ledger, the trials' time in worker receipts.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atoll.core.llm import PaidChat, ProviderRejected, ProviderUnavailable
+from atoll.frontiersmith import execution, prompts, stages
+from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
+from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
+from atoll.frontiersmith.model import StageModel
+from atoll.frontiersmith.outcome import (
+    InfrastructureError,
+    Outcome,
+    Reason,
+    Rejected,
+    Status,
+    Tally,
+)
+from atoll.frontiersmith.runs import RunDir
+from atoll.frontiersmith.seeds import Seed
+from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChecks
+from atoll.frontiersmith.trials import HarborTrials
+
+Progress = Callable[[str, str], None]  # (seed id, what it is doing)
+# Refusals that concern the whole run (key, permission, model or endpoint), not one request.
+FATAL_STATUSES = frozenset({401, 403, 404})
+
+
+@dataclass
+class Context:
+    """What every candidate of a run shares."""
+
+    config: RunConfig
+    run: RunDir
+    chat: PaidChat
+    trials: HarborTrials
+    checks: SandboxedChecks
+    base_image: str
+    progress: Progress
+    rollouts_left: list[int]  # a one-element counter shared by the workers
+
+
+def task_name(seed: Seed) -> str:
+    """The emitted task's directory and Harbor name: the seed id, made a bundle name."""
+    name = re.sub(r"[^a-z0-9_-]", "-", seed.id.lower()).strip("-_")
+    return (name or "task")[:63]
+
+
+async def process(seed: Seed, ctx: Context) -> Outcome:
+    """Run every stage for `seed`; the Outcome says how far it got and why it stopped."""
+    tally = Tally()
+    model = StageModel(ctx.chat, seed.id, tally)
+    reached: list[str] = []
+    evidence: dict[str, Any] = {}
+    started = time.monotonic()
+    name = task_name(seed)
+
+    clock = [time.monotonic()]
+
+    def stage(label: str) -> None:
+        lap()
+        reached.append(label)
+        ctx.progress(seed.id, label)
+
+    def lap() -> None:
+        now = time.monotonic()
+        if reached:
+            spent = tally.stage_seconds.get(reached[-1], 0.0) + now - clock[0]
+            tally.stage_seconds[reached[-1]] = round(spent, 4)
+        clock[0] = now
+
+    def done(status: Status, reason: Reason, where: str, detail: str, **extra: Any) -> Outcome:
+        lap()
+        return Outcome(
+            seed_id=seed.id,
+            family=seed.family,
+            status=status,
+            reason=reason,
+            stage=where,
+            detail=detail,
+            reached=reached,
+            tally=tally,
+            wall_seconds=time.monotonic() - started,
+            evidence=evidence,
+            **extra,
+        )
+
+    try:
+        stage("mutate")
+        formulation = await stages.formulate(model, seed, ctx.config)
+        lap()  # the mutate -> filter loop is timed as "mutate"
+        reached.append("filter")
+        evidence["formulation"] = {
+            "attempts": formulation.attempts,
+            "mutation": formulation.value["mutation"],
+            "title": formulation.value["title"],
+            "rejected_findings": formulation.findings,
+        }
+        stage("programs")
+        programs = await stages.write_programs(model, formulation, ctx.config)
+        stage("divergence")
+        evidence["divergence"] = await stages.judge_divergence(model, programs, ctx.config)
+        stage("construction")
+        built = await stages.construct(
+            model,
+            formulation,
+            ctx.config,
+            ctx.checks,
+            name,
+            lambda what: ctx.progress(seed.id, f"construction: {what}"),
+        )
+        evidence["construction"] = {"rounds": built.rounds, "failed_rounds": built.findings}
+        stage("execution")
+        work = ctx.run.seed_work(seed.id)
+        spec = _spec(seed, name, formulation.value, programs.baseline["code"], built, ctx, None)
+        staging, _ = _write(spec, work / "staging" / name)
+        program_code = {"baseline": programs.baseline["code"]}
+        program_code |= {f"sample-{i}": s["code"] for i, s in enumerate(programs.samples)}
+        outcomes = await execution.run_programs(
+            ctx.trials,
+            staging,
+            work,
+            seed.id,
+            program_code,
+            lambda what: ctx.progress(seed.id, what),
+        )
+        evidence["execution"] = {"trials": {k: v.to_json() for k, v in outcomes.items()}}
+        tally.trials += len(outcomes)
+        tally.worker_seconds += sum(o.seconds for o in outcomes.values())
+        best, spread = execution.choose_reference(outcomes, len(programs.samples), ctx.config)
+        reference = outcomes[f"sample-{best}"]
+        final_spec = _spec(
+            seed,
+            name,
+            formulation.value,
+            programs.samples[best]["code"],
+            built,
+            ctx,
+            reference.reward,
+        )
+        final, tested = _write(final_spec, work / "final" / name)
+        ctx.progress(seed.id, "execution: reference repeated")
+        repeated = await execution.repeat_reference(ctx.trials, final, work, seed.id, reference)
+        tally.trials += 1
+        tally.worker_seconds += repeated.seconds
+        result = execution.Execution(
+            {**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread
+        )
+        evidence["execution"] = result.to_json()
+        rollout = await _rollout(model, final, work, seed, ctx, stage)
+        stage("export")
+        exported = write_bundle(ctx.run.tasks_dir / name, final_spec)
+        if exported.bundle_hash != tested:
+            raise InfrastructureError(
+                "export", Reason.EXPORT_ERROR, "the exported bundle differs from the tested one"
+            )
+        shutil.rmtree(work / "staging", ignore_errors=True)  # the trials' logs stay
+        shutil.rmtree(work / "final", ignore_errors=True)  # identical to the exported bundle
+        task = {
+            "name": name,
+            "path": str(Path("tasks") / name),
+            "bundle_hash": exported.bundle_hash,
+            "reference_reward": reference.reward,
+            "baseline_reward": outcomes["baseline"].reward,
+            "mutation": formulation.value["mutation"],
+            "title": formulation.value["title"],
+        }
+        return done(
+            Status.ACCEPTED, Reason.ACCEPTED, "export", "accepted", task=task, rollout=rollout
+        )
+    except Rejected as rejected:
+        evidence.setdefault("rejection", rejected.evidence)
+        return done(Status.REJECTED, rejected.reason, rejected.stage, rejected.detail)
+    except InfrastructureError as error:
+        return done(Status.ERROR, error.reason, error.stage, error.detail)
+    except ProviderRejected as exc:
+        if exc.status in FATAL_STATUSES:
+            raise  # the key, the model or the endpoint is wrong: no seed can succeed
+        return done(
+            Status.ERROR, Reason.PROVIDER_REJECTED, reached[-1] if reached else "", str(exc)
+        )
+    except ProviderUnavailable as exc:
+        return done(
+            Status.ERROR, Reason.PROVIDER_UNAVAILABLE, reached[-1] if reached else "", str(exc)
+        )
+    except CheckInfrastructureError as exc:
+        return done(Status.ERROR, Reason.EXECUTION_ERROR, "construction", str(exc))
+    except BundleError as exc:
+        return done(Status.ERROR, Reason.EXPORT_ERROR, reached[-1] if reached else "", str(exc))
+
+
+def _spec(
+    seed: Seed,
+    name: str,
+    formulation: dict[str, Any],
+    solution: str,
+    built: stages.Construction,
+    ctx: Context,
+    reference_reward: float | None,
+) -> BundleSpec:
+    from atoll.checker import Contract
+
+    return BundleSpec(
+        name=name,
+        title=" ".join(formulation["title"].split()),
+        summary=" ".join(formulation["objective"].split())[:300] or formulation["title"],
+        statement=formulation["instruction"],
+        solution=solution,
+        generator=built.code.generator,
+        scorer=built.code.scorer,
+        feasibility=built.code.feasibility,
+        contract=Contract.from_json(built.contract),
+        mutation=formulation["mutation"],
+        seed_lineage={
+            "seed_id": seed.id,
+            "seed_title": seed.title,
+            "seed_source": seed.source,
+            "seed_license": seed.license,
+            "family": seed.family,
+        },
+        recipe_version=RECIPE_VERSION,
+        reference_reward=reference_reward,
+        keywords=(re.sub(r"[^A-Za-z0-9_-]", "-", seed.family)[:64],),
+        base_image=ctx.base_image,
+    )
+
+
+def _write(spec: BundleSpec, directory: Path) -> tuple[Path, str]:
+    """A fresh bundle in the seed's working directory (a previous attempt's is replaced)."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    info = write_bundle(directory, spec)
+    return directory, info.bundle_hash
+
+
+async def _rollout(
+    model: StageModel,
+    final: Path,
+    work: Path,
+    seed: Seed,
+    ctx: Context,
+    stage: Callable[[str], None],
+) -> dict[str, Any] | None:
+    """A blind attempt at the finished task, scored apart; it never changes or discards the task."""
+    if ctx.rollouts_left[0] <= 0:
+        return None
+    ctx.rollouts_left[0] -= 1
+    stage("rollout")
+    try:
+        instruction = (final / "instruction.md").read_text(encoding="utf-8")
+        answer = await model.ask_valid(
+            "solve", prompts.rollout(instruction), repairs=ctx.config.max_repairs
+        )
+        solve_sh = (final / "solution" / "solve.sh").read_bytes()
+        program = execution.solution_dir(work / "programs", "rollout", answer["code"], solve_sh)
+        outcome = await ctx.trials.run(
+            final, work / "trials", "rollout", solution_dir=program, owner=seed.id
+        )
+    except (Rejected, InfrastructureError) as failed:
+        return {"status": "failed", "detail": str(failed)}
+    if not outcome.ok:
+        return {"status": "error", "detail": outcome.error}
+    return {"status": "scored", "reward": outcome.reward, "scores": outcome.scores}

@@ -1,0 +1,137 @@
+"""`atoll emit frontiersmith`: the command line of the pipeline, `reconcile` and `cleanup`.
+
+Everything that can be wrong with the command line is found before a cent
+is paid: flags, prices, the seed set, the environment, the key, the
+endpoint, the budget against one request's reservation, and on `--resume`
+the run's fingerprint and its uncertain requests. Each is one error line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(
+    help="Synthesize open-ended optimization tasks from closed problems, check them by "
+    "execution in Harbor, and emit them as Harbor tasks.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    add_completion=False,
+)
+
+
+@app.callback(invoke_without_command=True)
+def emit(
+    ctx: typer.Context,
+    seeds: str = typer.Option(
+        None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file."
+    ),
+    target: int = typer.Option(None, "--target", help="Stop once this many tasks are accepted."),
+    budget: str = typer.Option(None, "--budget", help="The most to spend on model calls, in USD."),
+    model: str = typer.Option(None, "--model", help="The model name sent with every request."),
+    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (…/v1)."),
+    api_key_env: str = typer.Option(
+        None, "--api-key-env", help="Environment variable holding the key."
+    ),
+    price_in: str = typer.Option(None, "--price-in", help="USD per million input tokens."),
+    price_out: str = typer.Option(None, "--price-out", help="USD per million output tokens."),
+    workers: int = typer.Option(None, "--workers", help="Seeds processed at a time."),
+    environment: str = typer.Option(
+        None, "--environment", help="atoll-local, docker, or a Harbor environment."
+    ),
+    max_candidates: int = typer.Option(
+        None, "--max-candidates", help="Try at most this many seeds."
+    ),
+    solutions: int = typer.Option(
+        None, "--solutions", help="Independent solution samples per candidate."
+    ),
+    max_repairs: int = typer.Option(None, "--max-repairs", help="Repairs per stage and candidate."),
+    min_divergence: float = typer.Option(
+        None, "--min-divergence", help="Share of sample pairs that must be distinct."
+    ),
+    min_score_spread: float = typer.Option(
+        None, "--min-score-spread", help="Least per-case score difference between samples."
+    ),
+    rollout_tasks: int = typer.Option(
+        None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks."
+    ),
+    max_completion_tokens: int = typer.Option(
+        None,
+        "--max-completion-tokens",
+        help="Output tokens allowed per request (bounds each reservation).",
+    ),
+    base_image: str = typer.Option(
+        None, "--base-image", help="The tasks' base image (default: chosen for --environment)."
+    ),
+    out: Path = typer.Option(None, "--out", help="Output directory: tasks, report, run state."),
+    resume: str = typer.Option(None, "--resume", help="Resume this run (its id is in DIR/runs/)."),
+    raise_budget: bool = typer.Option(
+        False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."
+    ),
+) -> None:
+    """Run the FrontierSmith pipeline (see the plugin README for the model protocol)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from atoll.frontiersmith.command import Flags, run_command
+
+    flags = Flags(
+        seeds=seeds,
+        target=target,
+        budget=budget,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        price_in=price_in,
+        price_out=price_out,
+        workers=workers,
+        environment=environment,
+        max_candidates=max_candidates,
+        solutions=solutions,
+        max_repairs=max_repairs,
+        min_divergence=min_divergence,
+        min_score_spread=min_score_spread,
+        rollout_tasks=rollout_tasks,
+        max_completion_tokens=max_completion_tokens,
+        base_image=base_image,
+        out=out,
+        resume=resume,
+        raise_budget=raise_budget,
+    )
+    raise typer.Exit(run_command(flags))
+
+
+@app.command("reconcile")
+def reconcile(
+    run_id: str = typer.Argument(..., help="The run whose uncertain requests to settle."),
+    out: Path = typer.Option(
+        None, "--out", help="The run's output directory (default: from the run index)."
+    ),
+    request: list[int] = typer.Option(None, "--request", help="Only this receipt id (repeatable)."),
+    cost: str = typer.Option(
+        None, "--cost", help="Settle at this many USD (one --request); default: the reservation."
+    ),
+    note: str = typer.Option(
+        "", "--note", help="Why, for the record (e.g. what the provider's dashboard shows)."
+    ),
+    list_only: bool = typer.Option(False, "--list", help="Only list the uncertain requests."),
+) -> None:
+    """Settle uncertain requests (sent, answer lost) so that a resume may continue."""
+    from atoll.frontiersmith.upkeep import reconcile_command
+
+    raise typer.Exit(reconcile_command(run_id, out, request or [], cost, note, list_only))
+
+
+@app.command("cleanup")
+def cleanup(
+    run_id: str = typer.Argument(..., help="The run whose leftovers to remove."),
+    out: Path = typer.Option(
+        None, "--out", help="The run's output directory (default: from the run index)."
+    ),
+    remove_work: bool = typer.Option(
+        False, "--remove-work", help="Also delete the candidates' working files and trial logs."
+    ),
+) -> None:
+    """Remove what a killed run's trials left behind (containers, trial roots), by their receipts."""
+    from atoll.frontiersmith.upkeep import cleanup_command
+
+    raise typer.Exit(cleanup_command(run_id, out, remove_work))

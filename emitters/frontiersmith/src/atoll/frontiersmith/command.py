@@ -1,0 +1,196 @@
+"""What `atoll emit frontiersmith` does once its flags are known: run, report, exit.
+
+`preparation.prepare` turns flags into a ready run or one error line;
+`execute` runs the pipeline under a rich display, journals each seed, and
+writes the collection report whatever way the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from atoll.core.ledger import LedgerError
+from atoll.core.llm import EndpointError, PaidChat
+from atoll.frontiersmith.config import ConfigError
+from atoll.frontiersmith.display import Display
+from atoll.frontiersmith.outcome import Outcome
+from atoll.frontiersmith.preparation import Flags, Prepared, Problem, prepare
+from atoll.frontiersmith.runs import RunDir, RunError
+from atoll.frontiersmith.seeds import SeedError
+
+EXIT_OK = 0
+EXIT_BUDGET = 1
+EXIT_USAGE = 2
+EXIT_UNCERTAIN = 3
+EXIT_PROVIDER = 4
+EXIT_INTERRUPTED = 130
+
+__all__ = ["EXIT_OK", "EXIT_USAGE", "Flags", "error_line", "make_console", "run_command"]
+
+
+def make_console() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def error_line(console: Console, message: str) -> None:
+    console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True)
+
+
+def run_command(flags: Flags) -> int:
+    console = make_console()
+    try:
+        prepared = prepare(flags)
+    except (Problem, ConfigError, SeedError, EndpointError, RunError, LedgerError) as exc:
+        error_line(console, str(exc))
+        return EXIT_USAGE
+    try:
+        for note in prepared.notes:
+            console.print(escape(note))
+        return asyncio.run(execute(prepared, console))
+    finally:
+        prepared.ledger.close()
+        prepared.lock.release()
+
+
+async def execute(prepared: Prepared, console: Console) -> int:
+    from atoll.frontiersmith.candidate import Context
+    from atoll.frontiersmith.pipeline import RunState, StopReason, run_seeds
+    from atoll.frontiersmith.report import build_summary, write_report
+    from atoll.frontiersmith.taskcode import SandboxedChecks
+    from atoll.frontiersmith.trials import HarborTrials, resolve_environment
+
+    config, run, ledger = prepared.config, prepared.run, prepared.ledger
+    environment = resolve_environment(config.environment)
+    if environment.name == "atoll-local":
+        # Trial roots of this run live in its own directory: `cleanup` removes exactly those.
+        local_roots = run.work_dir / "local-roots"
+        local_roots.mkdir(parents=True, exist_ok=True)
+        os.environ["ATOLL_LOCAL_ROOT"] = str(local_roots)
+    journal = run.outcomes()
+    state = RunState(target=config.target)
+    chat = PaidChat(
+        config.endpoint(),
+        config.prices(),
+        ledger,
+        api_key=prepared.api_key,
+        stop_requested=lambda: state.stop is not None,
+    )
+    display = Display(console, config.target, run.run_id)
+    ctx = Context(
+        config=config,
+        run=run,
+        chat=chat,
+        trials=HarborTrials(environment, ledger, slots=max(2, os.cpu_count() or 2)),
+        checks=SandboxedChecks(),
+        base_image=config.base_image,
+        progress=display.stage,
+        rollouts_left=[max(0, config.rollout_tasks - _rollouts_done(journal))],
+    )
+
+    def on_outcome(outcome: Outcome) -> None:
+        data = outcome.to_json()
+        run.write_outcome(outcome.seed_id, data)
+        journal[outcome.seed_id] = data
+        run.log_event(
+            {"event": "seed", **{k: data[k] for k in ("seed_id", "status", "reason", "stage")}}
+        )
+        display.finished(outcome)
+
+    run.log_event({"event": "start", "pending": len(prepared.seeds) - len(journal)})
+    started = time.monotonic()
+    loop = asyncio.get_running_loop()
+    interrupts = [0]
+
+    def interrupt() -> None:
+        interrupts[0] += 1
+        state.request_stop(StopReason.INTERRUPTED, "interrupted by a signal")
+        display.note("stopping: waiting for requests in flight to settle (again to abort them)")
+        if interrupts[0] > 1:
+            for task in asyncio.all_tasks(loop):
+                if task is not asyncio.current_task(loop):
+                    task.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, interrupt)
+    try:
+        with display.live(journal):
+            await run_seeds(prepared.seeds, ctx, state, journal, on_outcome)
+    finally:
+        await chat.aclose()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signum)
+        stop = state.stop or StopReason.INTERRUPTED
+        summary = build_summary(
+            run_id=run.run_id,
+            stored=run.stored(),
+            outcomes=journal,
+            seed_ids=[s.id for s in prepared.seeds],
+            ledger=ledger,
+            stop=str(stop),
+            stop_detail=state.stop_detail,
+            wall_seconds=time.monotonic() - started,
+        )
+        write_report(run.out, summary)
+        run.log_event({"event": "stop", "reason": str(stop)})
+    print_summary(console, summary, run)
+    return _exit_code(console, stop, state.stop_detail, run)
+
+
+def _rollouts_done(journal: dict[str, dict[str, Any]]) -> int:
+    return sum(1 for o in journal.values() if o.get("rollout"))
+
+
+def _exit_code(console: Console, stop: str, detail: str, run: RunDir) -> int:
+    from atoll.frontiersmith.pipeline import StopReason
+
+    if stop == StopReason.BUDGET:
+        error_line(
+            console,
+            f"{detail}; the run stopped cleanly (resume with --resume {run.run_id} "
+            "--raise-budget --budget USD)",
+        )
+        return EXIT_BUDGET
+    if stop == StopReason.UNCERTAIN:
+        error_line(
+            console, f"{detail}; run `atoll emit frontiersmith reconcile {run.run_id}`, then resume"
+        )
+        return EXIT_UNCERTAIN
+    if stop == StopReason.PROVIDER:
+        error_line(console, f"{detail}; fix the key, the model or --base-url, then resume")
+        return EXIT_PROVIDER
+    if stop == StopReason.INTERRUPTED:
+        error_line(console, f"interrupted; resume with --resume {run.run_id}")
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def print_summary(console: Console, summary: dict[str, Any], run: RunDir) -> None:
+    t = summary["totals"]
+    table = Table(title=f"FrontierSmith run {run.run_id}", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("accepted", f"{t['accepted']} / target {summary['config'].get('target')}")
+    table.add_row("candidates tried", str(t["candidates"]))
+    table.add_row("yield", f"{t['yield']:.1%}")
+    for reason, count in summary["rejections"].items():
+        table.add_row(f"rejected: {reason}", str(count))
+    for reason, count in summary["errors"].items():
+        table.add_row(f"error: {reason}", str(count))
+    table.add_row("token cost", f"${t['token_cost_usd']:.6f} of ${t['budget_usd']:.2f}")
+    if t["token_cost_per_accepted_usd"] is not None:
+        table.add_row("token cost per task", f"${t['token_cost_per_accepted_usd']:.6f}")
+    table.add_row("worker time", f"{t['worker_seconds']:.1f} s")
+    table.add_row("stopped", summary["stop"]["reason"])
+    console.print(table)
+    console.print(f"report: {run.out / 'report.md'}  tasks: {run.tasks_dir}")

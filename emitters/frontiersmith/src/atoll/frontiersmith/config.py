@@ -1,0 +1,171 @@
+"""A run's configuration and its fingerprint.
+
+The fingerprint binds everything that decides what a run produces: the
+settings below, the seeds' exact content, and the hash of the installed code
+that turns them into tasks (this package and the grader it ships). Changed
+code or a changed seed file means a new run identity, so a resume can never
+mix two pipelines' outputs. What does not change the result (how many
+workers, where the key lives) stays out of it; the money limit lives in the
+ledger, where it can only be changed explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from dataclasses import asdict, dataclass, fields
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from atoll.core.durable import canonical_json
+from atoll.core.llm import Endpoint, Prices
+from atoll.frontiersmith.seeds import Seed
+
+RECIPE = "frontiersmith"
+RECIPE_VERSION = "1"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MAX_COMPLETION_TOKENS = 16384
+# Settings that do not change what a run produces.
+NOT_FINGERPRINTED = frozenset({"workers", "api_key_env", "budget_micro"})
+# Packages whose code decides the emitted tasks.
+CODE_PACKAGES = ("atoll.frontiersmith", "atoll.checker")
+
+
+class ConfigError(ValueError):
+    """Settings that cannot make a run; the message names the flag to fix."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seeds: str
+    target: int
+    budget_micro: int
+    model: str
+    base_url: str = DEFAULT_BASE_URL
+    api_key_env: str = "OPENAI_API_KEY"
+    price_in: str = ""
+    price_out: str = ""
+    workers: int = 1
+    environment: str = "atoll-local"
+    max_candidates: int = 0  # 0: every seed
+    solutions: int = 3
+    max_repairs: int = 2
+    min_divergence: float = 0.3
+    min_score_spread: float = 0.001
+    rollout_tasks: int = 0
+    base_image: str = ""  # "" until chosen for the environment (see command.choose_base_image)
+    max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
+
+    def validate(self) -> None:
+        checks = [
+            (self.target >= 1, "--target must be at least 1"),
+            (self.budget_micro > 0, "--budget must be above zero"),
+            (bool(self.model.strip()), "--model must name a model"),
+            (self.workers >= 1, "--workers must be at least 1"),
+            (self.max_candidates >= 0, "--max-candidates must not be negative"),
+            (
+                self.solutions >= 2,
+                "--solutions must be at least 2 (two feasible samples are needed)",
+            ),
+            (self.max_repairs >= 0, "--max-repairs must not be negative"),
+            (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
+            (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
+            (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
+            (self.max_completion_tokens >= 256, "--max-completion-tokens must be at least 256"),
+            (
+                self.base_url.startswith(("http://", "https://")),
+                "--base-url must be an http(s) URL",
+            ),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+        self.prices()
+
+    def prices(self) -> Prices:
+        try:
+            return Prices.of(self.price_in, self.price_out)
+        except (ValueError, ArithmeticError):
+            raise ConfigError(
+                "--price-in and --price-out must be non-negative dollars per million tokens"
+            ) from None
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            base_url=self.base_url.rstrip("/"),
+            model=self.model,
+            api_key_env=self.api_key_env,
+            max_completion_tokens=self.max_completion_tokens,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def fingerprinted(self) -> dict[str, Any]:
+        return {k: v for k, v in self.to_json().items() if k not in NOT_FINGERPRINTED}
+
+
+def fingerprint(config: RunConfig, seeds: list[Seed], code_hash: str) -> str:
+    """sha256 over the settings that matter, the seeds' content and the code's hash."""
+    payload = {
+        "recipe": RECIPE,
+        "recipe_version": RECIPE_VERSION,
+        "config": config.fingerprinted(),
+        "seeds": [s.to_json() for s in seeds],
+        "code": code_hash,
+    }
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
+
+
+@cache
+def code_hash() -> str:
+    """sha256 over the installed source of the packages that make the tasks (path + content)."""
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for root in _package_dirs(package):
+            for path in sorted(p for p in root.rglob("*") if _is_source(p)):
+                digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _package_dirs(package: str) -> list[Path]:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def _is_source(path: Path) -> bool:
+    return path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+
+
+def listed_prices(model: str) -> tuple[Decimal, Decimal] | None:
+    """A model's prices in $/Mtok from the table bundled with litellm (no network, no import)."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    table = Path(next(iter(spec.submodule_search_locations)))
+    table /= "model_prices_and_context_window_backup.json"
+    try:
+        entries = json.loads(table.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for name in (model, model.split("/", 1)[-1]):
+        entry = entries.get(name)
+        if isinstance(entry, dict) and "input_cost_per_token" in entry:
+            try:
+                per_in = Decimal(str(entry["input_cost_per_token"])) * 1_000_000
+                per_out = Decimal(str(entry["output_cost_per_token"])) * 1_000_000
+            except (KeyError, ArithmeticError, ValueError):
+                return None
+            return per_in.normalize(), per_out.normalize()
+    return None

@@ -1,0 +1,196 @@
+"""Execution: fresh Harbor trials decide whether a constructed candidate becomes a task.
+
+For each candidate: a staging bundle (the real bundle writer, the real
+grader in tests/) is run as fresh Harbor trials for a no-op (Harbor's `nop`
+agent: no submission at all), the baseline and every sample; the best
+feasible sample becomes the reference, the final bundle is written with it,
+and Harbor's own oracle runs that exact bundle once more. Acceptance is the
+design's rule, checked on the per-case scores each trial's verifier wrote:
+
+- the no-op scores exactly 0;
+- the baseline, and at least two samples, are feasible on every case (a
+  valid output that scores 0 counts);
+- per-case scores differ between the feasible samples by at least
+  `--min-score-spread` on some case;
+- the reference beats the baseline and scores above 0;
+- the oracle's run of the final bundle repeats the reference's per-case
+  scores exactly.
+
+A trial that errs (no reward, a failed self-check, a broken environment) is
+retried once; an error is never read as a low score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atoll.core.durable import atomic_write_text
+from atoll.frontiersmith.config import RunConfig
+from atoll.frontiersmith.outcome import InfrastructureError, Reason, Rejected
+from atoll.frontiersmith.trials import NOOP, ORACLE, HarborTrials, TrialOutcome
+
+Progress = Callable[[str], None]
+TRIAL_RETRIES = 1
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The trials' evidence, and which sample is the reference."""
+
+    trials: dict[str, TrialOutcome]
+    reference_index: int
+    reference_reward: float
+    spread: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trials": {label: t.to_json() for label, t in self.trials.items()},
+            "reference_sample": self.reference_index,
+            "reference_reward": self.reference_reward,
+            "baseline_reward": self.trials["baseline"].reward,
+            "score_spread": self.spread,
+        }
+
+
+def solution_dir(root: Path, label: str, program: str, solve_sh: bytes) -> Path:
+    """A directory the program agent submits: solution.py and the bundle's own solve.sh."""
+    directory = root / label
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(directory / "solution.py", program)
+    (directory / "solution.py").chmod(0o644)
+    (directory / "solve.sh").write_bytes(solve_sh)
+    (directory / "solve.sh").chmod(0o755)
+    return directory
+
+
+async def trial(
+    runner: HarborTrials,
+    task_dir: Path,
+    trials_dir: Path,
+    label: str,
+    owner: str,
+    *,
+    solution: Path | None = None,
+    agent: str | None = None,
+) -> TrialOutcome:
+    """A trial, retried once on an infrastructure error; still failing is an error, not a score."""
+    for attempt in range(TRIAL_RETRIES + 1):
+        outcome = await runner.run(
+            task_dir, trials_dir, label, solution_dir=solution, agent=agent, owner=owner
+        )
+        if outcome.ok:
+            return outcome
+        if attempt == TRIAL_RETRIES:
+            raise InfrastructureError(
+                "execution",
+                Reason.EXECUTION_ERROR,
+                f"the {label} trial failed twice ({outcome.error})",
+            )
+    raise AssertionError("unreachable")
+
+
+async def run_programs(
+    runner: HarborTrials,
+    staging: Path,
+    work: Path,
+    owner: str,
+    programs: dict[str, str],
+    progress: Progress,
+) -> dict[str, TrialOutcome]:
+    """The no-op and every program, each a fresh trial of the staging bundle."""
+    solve_sh = (staging / "solution" / "solve.sh").read_bytes()
+    trials_dir = work / "trials"
+    progress(f"execution: {len(programs) + 1} trials")
+    labels = [NOOP, *programs]
+    outcomes = await asyncio.gather(
+        trial(runner, staging, trials_dir, NOOP, owner, agent=NOOP),
+        *(
+            trial(
+                runner,
+                staging,
+                trials_dir,
+                label,
+                owner,
+                solution=solution_dir(work / "programs", label, code, solve_sh),
+            )
+            for label, code in programs.items()
+        ),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return dict(zip(labels, outcomes, strict=True))  # type: ignore[arg-type]
+
+
+def choose_reference(
+    outcomes: dict[str, TrialOutcome], samples: int, config: RunConfig
+) -> tuple[int, float]:
+    """Apply the acceptance rules to the program trials; (reference sample, spread) or Rejected."""
+    noop = outcomes[NOOP]
+    if noop.reward != 0.0:
+        raise Rejected(
+            "execution", Reason.NOOP_NOT_ZERO, f"the no-op scored {noop.reward!r}, not exactly 0"
+        )
+    baseline = outcomes["baseline"]
+    if not baseline.feasible_everywhere:
+        bad = [i for i, c in enumerate(baseline.cases) if not c.feasible]
+        raise Rejected(
+            "execution",
+            Reason.INSUFFICIENT_SUCCESSFUL_PROGRAMS,
+            f"the baseline is infeasible on cases {bad[:8]}",
+        )
+    feasible = [i for i in range(samples) if outcomes[f"sample-{i}"].feasible_everywhere]
+    if len(feasible) < 2:
+        raise Rejected(
+            "execution",
+            Reason.INSUFFICIENT_SUCCESSFUL_PROGRAMS,
+            f"{len(feasible)} of {samples} samples are feasible on every case; 2 needed",
+        )
+    spread = score_spread([outcomes[f"sample-{i}"].scores for i in feasible])
+    if spread < config.min_score_spread:
+        raise Rejected(
+            "execution",
+            Reason.LOW_EXECUTION_DIVERSITY_OR_IMPROVEMENT,
+            f"feasible samples differ by at most {spread:.6g} on any case; "
+            f"{config.min_score_spread:g} needed",
+        )
+    best = max(feasible, key=lambda i: (outcomes[f"sample-{i}"].reward or 0.0, -i))
+    reward = outcomes[f"sample-{best}"].reward or 0.0
+    if reward <= (baseline.reward or 0.0) or reward <= 0.0:
+        raise Rejected(
+            "execution",
+            Reason.LOW_EXECUTION_DIVERSITY_OR_IMPROVEMENT,
+            f"the best sample ({reward:.6g}) does not beat the baseline "
+            f"({baseline.reward:.6g}) with a score above 0",
+        )
+    return best, spread
+
+
+def score_spread(per_sample: list[list[float]]) -> float:
+    """The largest per-case difference between any two samples."""
+    if len(per_sample) < 2:
+        return 0.0
+    return max((max(column) - min(column) for column in zip(*per_sample, strict=True)), default=0.0)
+
+
+async def repeat_reference(
+    runner: HarborTrials,
+    final: Path,
+    work: Path,
+    owner: str,
+    reference: TrialOutcome,
+) -> TrialOutcome:
+    """Harbor's oracle on the final bundle must repeat the reference's per-case scores."""
+    repeated = await trial(runner, final, work / "trials", "reference", owner, agent=ORACLE)
+    if repeated.scores != reference.scores or repeated.reward != reference.reward:
+        raise Rejected(
+            "execution",
+            Reason.REFERENCE_NOT_REPEATABLE,
+            f"the reference scored {reference.scores} and then {repeated.scores}",
+        )
+    return repeated

@@ -1,0 +1,347 @@
+"""From flags to a run ready to go, or one error line: every check before anything is paid.
+
+The order matters: flags, prices, the seed set, the environment, the key,
+the endpoint, the sandbox, the budget against one request's worst-case
+reservation, and on `--resume` the run's fingerprint, its ledger limit and
+its uncertain requests; only then is anything written (the run directory,
+the ledger).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from atoll.core.ledger import Ledger, LedgerError, format_usd, usd_to_micro
+from atoll.core.llm import chat_body, check_endpoint, read_api_key
+from atoll.frontiersmith import prompts
+from atoll.frontiersmith.config import (
+    DEFAULT_BASE_URL,
+    RunConfig,
+    code_hash,
+    fingerprint,
+    listed_prices,
+)
+from atoll.frontiersmith.protocol import schema
+from atoll.frontiersmith.report import ledger_line
+from atoll.frontiersmith.runs import RunDir, create_run, existing_runs, open_run
+from atoll.frontiersmith.seeds import Seed, load_seeds
+
+# Flags whose value is part of the run's identity: on --resume they must match.
+IDENTITY_FLAGS = {
+    "seeds": "--seeds",
+    "target": "--target",
+    "model": "--model",
+    "base_url": "--base-url",
+    "price_in": "--price-in",
+    "price_out": "--price-out",
+    "environment": "--environment",
+    "max_candidates": "--max-candidates",
+    "solutions": "--solutions",
+    "max_repairs": "--max-repairs",
+    "min_divergence": "--min-divergence",
+    "min_score_spread": "--min-score-spread",
+    "rollout_tasks": "--rollout-tasks",
+    "max_completion_tokens": "--max-completion-tokens",
+    "base_image": "--base-image",
+}
+
+
+class Problem(Exception):
+    """Bad input: one line for the user, nothing paid, nothing written."""
+
+
+@dataclass(frozen=True)
+class Flags:
+    seeds: str | None = None
+    target: int | None = None
+    budget: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    price_in: str | None = None
+    price_out: str | None = None
+    workers: int | None = None
+    environment: str | None = None
+    max_candidates: int | None = None
+    solutions: int | None = None
+    max_repairs: int | None = None
+    min_divergence: float | None = None
+    min_score_spread: float | None = None
+    rollout_tasks: int | None = None
+    max_completion_tokens: int | None = None
+    base_image: str | None = None
+    out: Path | None = None
+    resume: str | None = None
+    raise_budget: bool = False
+
+
+@dataclass
+class Prepared:
+    config: RunConfig
+    seeds: list[Seed]
+    run: RunDir
+    ledger: Ledger
+    api_key: str
+    lock: Any
+    notes: list[str]
+
+
+def prepare(flags: Flags) -> Prepared:
+    """A run ready to go, or Problem: every check before anything is paid or written."""
+    from atoll.frontiersmith.trials import EnvironmentChoiceError, resolve_environment
+
+    if flags.out is None:
+        raise Problem("--out DIR is required (the tasks, the report and the run's state go there)")
+    notes: list[str] = []
+    stored_run: RunDir | None = None
+    if flags.resume:
+        stored_run = open_run(flags.resume, flags.out)
+        config = _resumed_config(flags, stored_run)
+    else:
+        config = _new_config(flags, notes)
+    config.validate()
+    seeds = load_seeds(config.seeds)
+    try:
+        environment = resolve_environment(config.environment)
+    except EnvironmentChoiceError as exc:
+        raise Problem(str(exc)) from None
+    if not flags.resume and not config.base_image:
+        config = replace(config, base_image=choose_base_image(environment.name))
+    api_key = read_api_key(config.api_key_env)
+    asyncio.run(check_endpoint(config.endpoint(), api_key))
+    _check_sandbox()
+    digest = fingerprint(config, seeds, code_hash())
+    reservation = first_reservation(config, seeds)
+    if stored_run is not None:
+        return _open_resumed(flags, stored_run, config, seeds, digest, reservation, api_key, notes)
+    if config.budget_micro < reservation:
+        raise Problem(
+            f"--budget {format_usd(config.budget_micro)} is below one request's worst-case "
+            f"reservation ({format_usd(reservation)}); raise --budget"
+        )
+    if existing_runs(flags.out):
+        run_id = existing_runs(flags.out)[0]
+        raise Problem(
+            f"{flags.out} already holds run {run_id}; resume it with --resume {run_id}, "
+            "or choose another --out"
+        )
+    run = create_run(flags.out, config, digest, code_hash())
+    lock = run.lock()
+    ledger = Ledger.create(run.ledger_path, config.budget_micro)
+    notes.append(f"run {run.run_id}: {len(seeds)} seeds, budget {format_usd(config.budget_micro)}")
+    return Prepared(config, seeds, run, ledger, api_key, lock, notes)
+
+
+def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
+    missing = [
+        flag
+        for flag, value in (
+            ("--seeds", flags.seeds),
+            ("--target", flags.target),
+            ("--budget", flags.budget),
+            ("--model", flags.model),
+        )
+        if value is None
+    ]
+    if missing:
+        raise Problem(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    try:
+        budget_micro = usd_to_micro(flags.budget or "")
+    except LedgerError:
+        raise Problem(f"--budget {flags.budget!r} is not an amount of dollars") from None
+    price_in, price_out = _prices(flags, notes)
+    seeds = flags.seeds or ""
+    if Path(seeds).is_file():
+        seeds = str(Path(seeds).resolve())
+    values: dict[str, Any] = {
+        "seeds": seeds,
+        "target": flags.target,
+        "budget_micro": budget_micro,
+        "model": flags.model,
+        "base_url": (flags.base_url or DEFAULT_BASE_URL).rstrip("/"),
+        "price_in": price_in,
+        "price_out": price_out,
+    }
+    for name in (
+        "api_key_env",
+        "workers",
+        "environment",
+        "max_candidates",
+        "solutions",
+        "max_repairs",
+        "min_divergence",
+        "min_score_spread",
+        "rollout_tasks",
+        "max_completion_tokens",
+        "base_image",
+    ):
+        value = getattr(flags, name)
+        if value is not None:
+            values[name] = value
+    return RunConfig(**values)
+
+
+def _prices(flags: Flags, notes: list[str]) -> tuple[str, str]:
+    if (flags.price_in is None) != (flags.price_out is None):
+        raise Problem("--price-in and --price-out go together: give both or neither")
+    if flags.price_in is not None and flags.price_out is not None:
+        for flag, value in (("--price-in", flags.price_in), ("--price-out", flags.price_out)):
+            try:
+                number = Decimal(value)
+            except ArithmeticError:
+                number = Decimal(-1)
+            if not number.is_finite() or number < 0:
+                raise Problem(f"{flag} {value!r} is not a price in USD per million tokens")
+        return flags.price_in, flags.price_out
+    listed = listed_prices(flags.model or "")
+    if listed is None:
+        raise Problem(
+            f"no price is known for model {flags.model!r}: pass --price-in and --price-out "
+            "(USD per million tokens)"
+        )
+    notes.append(
+        f"prices for {flags.model} from litellm's bundled table: ${listed[0]} in, ${listed[1]} out "
+        "per million tokens (pass --price-in/--price-out to set your provider's)"
+    )
+    return str(listed[0]), str(listed[1])
+
+
+def _resumed_config(flags: Flags, run: RunDir) -> RunConfig:
+    stored = run.stored_config()
+    changed = []
+    for name, flag in IDENTITY_FLAGS.items():
+        given = getattr(flags, name)
+        if given is None:
+            continue
+        if name == "seeds" and Path(given).is_file():
+            given = str(Path(given).resolve())
+        if name == "base_url":
+            given = given.rstrip("/")
+        if str(given) != str(getattr(stored, name)):
+            changed.append(f"{flag} {given} (the run has {getattr(stored, name)})")
+    if changed:
+        raise Problem(
+            f"--resume {run.run_id}: the run's fingerprint differs: " + "; ".join(changed)
+        )
+    updates: dict[str, Any] = {}
+    if flags.workers is not None:
+        updates["workers"] = flags.workers
+    if flags.api_key_env is not None:
+        updates["api_key_env"] = flags.api_key_env
+    if flags.budget is not None:
+        try:
+            updates["budget_micro"] = usd_to_micro(flags.budget)
+        except LedgerError:
+            raise Problem(f"--budget {flags.budget!r} is not an amount of dollars") from None
+    return replace(stored, **updates)
+
+
+def _open_resumed(
+    flags: Flags,
+    run: RunDir,
+    config: RunConfig,
+    seeds: list[Seed],
+    digest: str,
+    reservation: int,
+    api_key: str,
+    notes: list[str],
+) -> Prepared:
+    stored = run.stored()
+    if stored.get("fingerprint") != digest:
+        what = (
+            "the installed code changed"
+            if stored.get("code_hash") != code_hash()
+            else "the seeds or settings changed"
+        )
+        raise Problem(
+            f"--resume {run.run_id}: the run's fingerprint differs ({what} since it started); "
+            "start a new run with another --out"
+        )
+    lock = run.lock()
+    try:
+        ledger = Ledger.open(run.ledger_path)
+        try:
+            if config.budget_micro != ledger.limit_micro:
+                if not flags.raise_budget:
+                    raise Problem(
+                        f"the run's budget is {format_usd(ledger.limit_micro)}; a resume keeps it "
+                        f"(pass --raise-budget with --budget to change it to "
+                        f"{format_usd(config.budget_micro)})"
+                    )
+                try:
+                    ledger.raise_limit(config.budget_micro, "--raise-budget on resume")
+                except LedgerError as exc:
+                    raise Problem(str(exc)) from None
+                notes.append(f"budget raised to {format_usd(config.budget_micro)}")
+            uncertain = ledger.recover()
+            if uncertain:
+                ids = ", ".join(str(r.id) for r in uncertain)
+                raise Problem(
+                    f"run {run.run_id} has {len(uncertain)} uncertain request(s) ({ids}): they may "
+                    f"have been charged; settle them with `atoll emit frontiersmith reconcile "
+                    f"{run.run_id}` before resuming"
+                )
+            available = ledger.totals().available_micro
+            if available < reservation:
+                raise Problem(
+                    f"the run has {format_usd(available)} left, below one request's worst-case "
+                    f"reservation ({format_usd(reservation)}); pass --raise-budget with a larger --budget"
+                )
+        except BaseException:
+            ledger.close()
+            raise
+    except BaseException:
+        lock.release()
+        raise
+    notes.append(f"resuming run {run.run_id}: {ledger_line(ledger)}")
+    return Prepared(config, seeds, run, ledger, api_key, lock, notes)
+
+
+def first_reservation(config: RunConfig, seeds: list[Seed]) -> int:
+    """The worst-case reservation of the run's first request (a mutate of the first seed)."""
+    from atoll.core.llm import worst_case_micro
+
+    body = chat_body(
+        config.endpoint(),
+        prompts.mutate(seeds[0], "objective", [], 1),
+        schema_name="mutate",
+        schema=schema("mutate"),
+    )
+    return worst_case_micro(body, config.prices())
+
+
+def choose_base_image(environment: str) -> str:
+    """The bundle module's default image, or the offline one where only that is available."""
+    from atoll.frontiersmith.bundle import DEFAULT_BASE_IMAGE, OFFLINE_BASE_IMAGE
+
+    if environment != "docker":
+        return DEFAULT_BASE_IMAGE
+    try:
+        import docker
+        from docker.errors import DockerException, ImageNotFound
+
+        client = docker.from_env(timeout=5)
+        try:
+            try:
+                client.images.get(DEFAULT_BASE_IMAGE)
+                return DEFAULT_BASE_IMAGE
+            except ImageNotFound:
+                client.images.get(OFFLINE_BASE_IMAGE)
+                return OFFLINE_BASE_IMAGE
+        finally:
+            client.close()
+    except (DockerException, OSError, ImportError):
+        return DEFAULT_BASE_IMAGE
+
+
+def _check_sandbox() -> None:
+    from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChecks
+
+    try:
+        SandboxedChecks().check_backend()
+    except CheckInfrastructureError as exc:
+        raise Problem(f"construction checks need the bubblewrap sandbox: {exc}") from None

@@ -1,0 +1,286 @@
+"""The collection report: what a run produced, what it rejected and why, and what it cost.
+
+`DIR/run.json` is the machine-readable record (accepted tasks with their
+evidence, skipped seeds with their reasons, money from the ledger, worker
+time from the receipts); `DIR/report.md` says the same for people, with
+three plots under `DIR/plots/`: the yield funnel by stage, the rejection
+reasons, and token cost and worker time per accepted task. Token cost is
+what the ledger settled (plus what is still reserved for uncertain
+requests, shown apart); worker cost is the wall time of the Harbor trials.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
+from atoll.core.ledger import Ledger, format_usd
+from atoll.frontiersmith.outcome import FUNNEL, Status
+
+PLOTS = ("funnel.png", "rejections.png", "cost_per_task.png")
+
+
+def build_summary(
+    *,
+    run_id: str,
+    stored: Mapping[str, Any],
+    outcomes: Mapping[str, Mapping[str, Any]],
+    seed_ids: Sequence[str],
+    ledger: Ledger,
+    stop: str,
+    stop_detail: str,
+    wall_seconds: float,
+) -> dict[str, Any]:
+    """run.json's content, from the journal and the ledger."""
+    ordered = [outcomes[s] for s in seed_ids if s in outcomes]
+    accepted = [o for o in ordered if o["status"] == Status.ACCEPTED]
+    rejected = [o for o in ordered if o["status"] == Status.REJECTED]
+    errors = [o for o in ordered if o["status"] == Status.ERROR]
+    totals = ledger.totals()
+    receipts = ledger.receipts()
+    invalid = sum(1 for r in receipts if (r.verdict or "").startswith("invalid"))
+    worker_seconds = sum(w.seconds or 0.0 for w in ledger.work())
+    tried = len(accepted) + len(rejected)
+    funnel = {stage: sum(1 for o in ordered if stage in o["reached"]) for stage in FUNNEL}
+    config = dict(stored.get("config", {}))
+    if not config.get("rollout_tasks"):
+        funnel.pop("rollout")  # an optional stage this run did not ask for
+    funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
+    return {
+        "run_id": run_id,
+        "fingerprint": stored.get("fingerprint"),
+        "code_hash": stored.get("code_hash"),
+        "config": config,
+        "written_at": time.time(),
+        "stop": {"reason": stop, "detail": stop_detail},
+        "wall_seconds": round(wall_seconds, 3),
+        "totals": {
+            "seeds_available": len(seed_ids),
+            "candidates": tried,
+            "accepted": len(accepted),
+            "rejected": len(rejected),
+            "errors": len(errors),
+            "yield": len(accepted) / tried if tried else 0.0,
+            "requests": sum(1 for r in receipts if r.state in ("answered", "rejected")),
+            "invalid_outputs": invalid,
+            "token_cost_usd": totals.spent_micro / 1e6,
+            "reserved_uncertain_usd": totals.open_micro / 1e6,
+            "budget_usd": totals.limit_micro / 1e6,
+            "worker_seconds": round(worker_seconds, 3),
+            "token_cost_per_accepted_usd": (
+                totals.spent_micro / 1e6 / len(accepted) if accepted else None
+            ),
+            "worker_seconds_per_accepted": (worker_seconds / len(accepted) if accepted else None),
+        },
+        "funnel": funnel,
+        "rejections": dict(Counter(o["reason"] for o in rejected).most_common()),
+        "errors": dict(Counter(o["reason"] for o in errors).most_common()),
+        "accepted": [
+            {
+                "seed_id": o["seed_id"],
+                "family": o["family"],
+                "task": o["task"],
+                "cost_usd": o["tally"]["cost_micro"] / 1e6,
+                "worker_seconds": o["tally"]["worker_seconds"],
+                "tally": o["tally"],
+                "evidence": o["evidence"],
+                "rollout": o.get("rollout"),
+            }
+            for o in accepted
+        ],
+        "skipped": [
+            {
+                "seed_id": o["seed_id"],
+                "family": o["family"],
+                "status": o["status"],
+                "reason": o["reason"],
+                "stage": o["stage"],
+                "detail": o["detail"],
+                "cost_usd": o["tally"]["cost_micro"] / 1e6,
+                "evidence": o["evidence"],
+            }
+            for o in rejected + errors
+        ],
+    }
+
+
+def write_report(out: Path, summary: dict[str, Any]) -> list[Path]:
+    """run.json, the plots and report.md, each written atomically; the paths written."""
+    written = [out / "run.json"]
+    atomic_write_json(out / "run.json", summary, make_parents=True)
+    written += plot_all(out / "plots", summary)
+    atomic_write_text(out / "report.md", render_markdown(summary))
+    written.append(out / "report.md")
+    return written
+
+
+def render_markdown(summary: Mapping[str, Any]) -> str:
+    t = summary["totals"]
+    config = summary["config"]
+    per_task = t["token_cost_per_accepted_usd"]
+    lines = [
+        f"# FrontierSmith collection {summary['run_id']}",
+        "",
+        f"Model `{config.get('model')}` at `{config.get('base_url')}`, seeds `{config.get('seeds')}`, "
+        f"environment `{config.get('environment')}`, target {config.get('target')}. "
+        f"Stopped: {summary['stop']['reason']}"
+        + (f" ({summary['stop']['detail']})" if summary["stop"]["detail"] else "")
+        + ".",
+        "",
+        "## Yield and cost",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| accepted tasks | {t['accepted']} |",
+        f"| candidates tried | {t['candidates']} (of {t['seeds_available']} seeds) |",
+        f"| yield | {t['yield']:.1%} |",
+        f"| rejected | {t['rejected']} |",
+        f"| infrastructure errors (not rejections) | {t['errors']} |",
+        f"| model requests | {t['requests']} ({t['invalid_outputs']} invalid answers) |",
+        f"| token cost | ${t['token_cost_usd']:.6f} of ${t['budget_usd']:.2f} |",
+        f"| reserved for uncertain requests | ${t['reserved_uncertain_usd']:.6f} |",
+        f"| token cost per accepted task | {_usd(per_task)} |",
+        f"| worker time (Harbor trials) | {t['worker_seconds']:.1f} s |",
+        f"| worker time per accepted task | {_secs(t['worker_seconds_per_accepted'])} |",
+        f"| wall time | {summary['wall_seconds']:.1f} s |",
+        "",
+        "![yield funnel](plots/funnel.png)",
+        "",
+        "## Funnel",
+        "",
+        "| stage | seeds that reached it |",
+        "|---|---|",
+        *(f"| {stage} | {count} |" for stage, count in summary["funnel"].items()),
+        "",
+        "## Rejections by reason",
+        "",
+    ]
+    if summary["rejections"]:
+        lines += ["| reason | count |", "|---|---|"]
+        lines += [f"| `{r}` | {n} |" for r, n in summary["rejections"].items()]
+        lines += ["", "![rejection reasons](plots/rejections.png)"]
+    else:
+        lines.append("None.")
+    if summary["errors"]:
+        lines += ["", "Infrastructure errors (retried on resume, never counted as rejections):", ""]
+        lines += [f"- `{r}`: {n}" for r, n in summary["errors"].items()]
+    lines += ["", "## Accepted tasks", ""]
+    if summary["accepted"]:
+        lines += [
+            "| task | mutation | reference | baseline | token cost | worker time | rollout |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for a in summary["accepted"]:
+            task = a["task"]
+            rollout = a.get("rollout") or {}
+            lines.append(
+                f"| [{task['name']}]({task['path']}) | {task['mutation']} | "
+                f"{task['reference_reward']:.4f} | {task['baseline_reward']:.4f} | "
+                f"${a['cost_usd']:.6f} | {a['worker_seconds']:.1f} s | "
+                f"{_rollout(rollout)} |"
+            )
+        lines += ["", "![cost per accepted task](plots/cost_per_task.png)"]
+        lines += [
+            "",
+            "Every task is labelled unverified (stage: construction); its reference is the best "
+            "sampled feasible solution, not a proven optimum. Per-case evidence is in run.json.",
+        ]
+    else:
+        lines.append("None.")
+    lines += ["", "## Skipped seeds", ""]
+    if summary["skipped"]:
+        lines += ["| seed | status | reason | stage | detail |", "|---|---|---|---|---|"]
+        for s in summary["skipped"]:
+            detail = " ".join(str(s["detail"]).split()).replace("|", "\\|")[:160]
+            lines.append(
+                f"| {s['seed_id']} | {s['status']} | `{s['reason']}` | {s['stage']} | {detail} |"
+            )
+    else:
+        lines.append("None.")
+    return "\n".join(lines) + "\n"
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.6f}"
+
+
+def _secs(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} s"
+
+
+def _rollout(rollout: Mapping[str, Any]) -> str:
+    if not rollout:
+        return "-"
+    if rollout.get("status") == "scored":
+        return f"{rollout['reward']:.4f}"
+    return str(rollout.get("status"))
+
+
+def plot_all(directory: Path, summary: Mapping[str, Any]) -> list[Path]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    def save(figure: Figure, name: str) -> Path:
+        FigureCanvasAgg(figure)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        path = directory / name
+        atomic_write_bytes(path, buffer.getvalue(), make_parents=True)
+        return path
+
+    paths = []
+    funnel = summary["funnel"]
+    figure = Figure(figsize=(8, 4), dpi=100)
+    axes = figure.add_subplot(1, 1, 1)
+    axes.bar(list(funnel), list(funnel.values()), color="#4C72B0")
+    axes.set_ylabel("seeds")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title("Yield funnel: seeds reaching each stage")
+    axes.tick_params(axis="x", labelrotation=30)
+    paths.append(save(figure, "funnel.png"))
+
+    reasons = summary["rejections"]
+    figure = Figure(figsize=(8, 4), dpi=100)
+    axes = figure.add_subplot(1, 1, 1)
+    if reasons:
+        axes.barh(list(reasons), list(reasons.values()), color="#C44E52")
+        axes.invert_yaxis()
+    else:
+        axes.text(0.5, 0.5, "no rejections", ha="center", va="center")
+    axes.set_xlabel("candidates")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title("Rejections by reason")
+    paths.append(save(figure, "rejections.png"))
+
+    accepted = summary["accepted"]
+    figure = Figure(figsize=(8, 4), dpi=100)
+    money = figure.add_subplot(1, 2, 1)
+    time_axes = figure.add_subplot(1, 2, 2)
+    names = [a["task"]["name"] for a in accepted]
+    money.bar(names, [a["cost_usd"] for a in accepted], color="#55A868")
+    money.set_ylabel("token cost ($)")
+    money.set_title("Token cost per accepted task")
+    time_axes.bar(names, [a["worker_seconds"] for a in accepted], color="#8172B2")
+    time_axes.set_ylabel("worker time (s)")
+    time_axes.set_title("Worker time per accepted task")
+    for axes in (money, time_axes):
+        axes.tick_params(axis="x", labelrotation=60, labelsize=7)
+        if not accepted:
+            axes.text(0.5, 0.5, "no accepted task", ha="center", va="center")
+    paths.append(save(figure, "cost_per_task.png"))
+    return paths
+
+
+def ledger_line(ledger: Ledger) -> str:
+    totals = ledger.totals()
+    return (
+        f"spent {format_usd(totals.spent_micro)} of {format_usd(totals.limit_micro)}; "
+        f"{format_usd(totals.open_micro)} reserved; {totals.uncertain} uncertain"
+    )

@@ -1,0 +1,231 @@
+"""The model stages of one candidate: formulation, programs, divergence, construction.
+
+Each function takes the seed's `StageModel` and returns what the next stage
+needs, or raises `Rejected` with the stage's reason code. The acceptance
+rules are the design's: the filter sees no author reasoning and its
+findings feed the next attempt; strategy hints rotate over the samples; low
+divergence rejects the candidate before any test is built; construction
+repairs carry concrete review or execution evidence and the previous code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from atoll.frontiersmith import prompts
+from atoll.frontiersmith.config import RunConfig
+from atoll.frontiersmith.model import StageModel
+from atoll.frontiersmith.outcome import Reason, Rejected
+from atoll.frontiersmith.protocol import MUTATIONS, distinct_fraction
+from atoll.frontiersmith.seeds import Seed
+from atoll.frontiersmith.taskcode import FILES, Finding, SandboxedChecks, TaskCode, contract_json
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Formulation:
+    value: dict[str, Any]
+    attempts: int
+    findings: list[list[str]]  # each rejected attempt's findings
+
+
+@dataclass(frozen=True)
+class Programs:
+    baseline: dict[str, Any]
+    samples: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Construction:
+    code: TaskCode
+    contract: dict[str, Any]
+    rounds: int
+    findings: list[list[str]]  # each failed round's evidence
+
+
+def first_axis(seed: Seed) -> int:
+    """Where a seed's rotation over the mutation axes starts (stable across runs)."""
+    return hashlib.sha256(seed.id.encode()).digest()[0] % len(MUTATIONS)
+
+
+async def formulate(model: StageModel, seed: Seed, config: RunConfig) -> Formulation:
+    """mutate -> filter, up to 1 + max_repairs attempts; the filter's findings feed the next one."""
+    findings: list[str] = []
+    history: list[list[str]] = []
+    rejected_by_filter = False
+    start = first_axis(seed)
+    for attempt in range(config.max_repairs + 1):
+        if attempt:
+            model.tally.repairs += 1
+        axis = MUTATIONS[(start + attempt) % len(MUTATIONS)]
+        value, _, why = await model.ask("mutate", prompts.mutate(seed, axis, findings, attempt + 1))
+        if value is None:
+            findings = [f"the previous answer was not a valid mutate object: {why}"]
+            history.append(findings)
+            continue
+        verdict = await model.ask_valid(
+            "filter", prompts.filter_review(value), repairs=config.max_repairs
+        )
+        if verdict["approved"]:
+            return Formulation(value, attempt + 1, history)
+        rejected_by_filter = True
+        findings = list(verdict["issues"])
+        history.append(findings)
+    if rejected_by_filter:
+        raise Rejected(
+            "filter",
+            Reason.FORMULATION_REJECTED,
+            f"the filter rejected {config.max_repairs + 1} formulations; last: "
+            + "; ".join(findings)[:500],
+            findings=history,
+        )
+    raise Rejected(
+        "mutate",
+        Reason.INVALID_MODEL_OUTPUT,
+        f"no valid mutate answer in {config.max_repairs + 1} tries",
+        findings=history,
+    )
+
+
+async def write_programs(
+    model: StageModel, formulation: Formulation, config: RunConfig
+) -> Programs:
+    """The baseline and `--solutions` samples, requested together; hints rotate over samples."""
+    f = formulation.value
+    asks: list[Awaitable[dict[str, Any]]] = [
+        model.ask_valid("baseline", prompts.baseline(f), repairs=config.max_repairs)
+    ]
+    asks += [
+        model.ask_valid("solve", prompts.solve(f, i, config.solutions), repairs=config.max_repairs)
+        for i in range(config.solutions)
+    ]
+    answers = await _all(asks)
+    return Programs(baseline=answers[0], samples=answers[1:])
+
+
+async def judge_divergence(
+    model: StageModel, programs: Programs, config: RunConfig
+) -> dict[str, Any]:
+    """The pairwise review of the samples' core algorithms; Rejected below the threshold."""
+    count = len(programs.samples)
+    verdict = await model.ask_valid(
+        "divergence",
+        prompts.divergence(programs.samples),
+        repairs=config.max_repairs,
+        samples=count,
+    )
+    fraction = distinct_fraction(verdict["distinct_pairs"], count)
+    evidence = {"distinct_pairs": verdict["distinct_pairs"], "fraction": fraction}
+    if fraction < config.min_divergence:
+        raise Rejected(
+            "divergence",
+            Reason.LOW_SEMANTIC_DIVERGENCE,
+            f"{fraction:.2f} of sample pairs are distinct; at least {config.min_divergence:g} needed",
+            **evidence,
+            rationale=verdict["rationale"],
+        )
+    return evidence
+
+
+async def construct(
+    model: StageModel,
+    formulation: Formulation,
+    config: RunConfig,
+    checks: SandboxedChecks,
+    task_name: str,
+    progress: Progress,
+) -> Construction:
+    """Generator, scorer, validator; cross-file review and the grader's self-check; repairs."""
+    f = formulation.value
+    first_requests = {stage: prompts.construction(stage, f) for stage in FILES}
+    answers = await _all(
+        [
+            model.ask_valid(stage, first_requests[stage], repairs=config.max_repairs)
+            for stage in FILES
+        ]
+    )
+    code = TaskCode(**{stage: a["code"] for stage, a in zip(FILES, answers, strict=True)})
+    history: list[list[str]] = []
+    for round_ in range(config.max_repairs + 1):
+        progress("review" if round_ == 0 else f"review (repair {round_})")
+        review = await model.ask_valid(
+            "review", prompts.cross_review(f, code.files()), repairs=config.max_repairs
+        )
+        found = [_review_finding(issue) for issue in review["issues"]]
+        examples, problem = await checks.examples(code)
+        contract = contract_json(task_name, examples)
+        if problem is not None:
+            found.append(problem)
+        else:
+            found += await checks.self_check(code, contract)
+        if not found:
+            return Construction(code, contract, round_ + 1, history)
+        history.append([f.text() for f in found])
+        if round_ == config.max_repairs:
+            break
+        model.tally.repairs += 1
+        progress(f"repair {round_ + 1}")
+        code = await _repair(model, first_requests, code, found, config)
+    raise Rejected(
+        "construction",
+        Reason.INFRASTRUCTURE_REPAIR_EXHAUSTED,
+        f"construction checks still fail after {config.max_repairs} repairs: "
+        + "; ".join(history[-1])[:500],
+        findings=history,
+    )
+
+
+def _review_finding(issue: str) -> Finding:
+    lowered = issue.lower()
+    files = tuple(stage for stage in FILES if stage in lowered or FILES[stage] in lowered)
+    if "validator" in lowered and "feasibility" not in files:
+        files += ("feasibility",)
+    return Finding("review", issue, files or tuple(FILES))
+
+
+async def _repair(
+    model: StageModel,
+    first_requests: dict[str, list[dict[str, str]]],
+    code: TaskCode,
+    found: list[Finding],
+    config: RunConfig,
+) -> TaskCode:
+    implicated = [stage for stage in FILES if any(stage in f.files for f in found)]
+    evidence = {
+        stage: "\n".join(f"- {f.text()}" for f in found if stage in f.files) for stage in implicated
+    }
+    answers = await _all(
+        [
+            model.ask_valid(
+                stage,
+                prompts.repair(
+                    first_requests[stage],
+                    prompts.previous_code(code.files()[stage]),
+                    evidence[stage],
+                ),
+                repairs=config.max_repairs,
+            )
+            for stage in implicated
+        ]
+    )
+    for stage, answer in zip(implicated, answers, strict=True):
+        code = code.replace(stage, answer["code"])
+    return code
+
+
+async def _all(asks: list[Awaitable[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every answer; the first failure is raised once all requests have settled.
+
+    Settling all first matters for money: a request abandoned mid-flight would
+    leave its answer lost and its receipt uncertain.
+    """
+    results = await asyncio.gather(*asks, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)  # type: ignore[arg-type]

@@ -1,0 +1,209 @@
+"""Fresh Harbor trials of a task directory, in-process, on the run's `--environment`.
+
+Each execution check is a real Harbor trial (`Trial.create(...).run()`), the
+same object `atoll run` drives, so a task that passes here is graded the
+same way when a user runs it: its environment is built, the program goes
+in through `solve.sh` as the agent, and the task's own verifier grades it
+with the grader in `tests/`. Running trials in this process (not through
+the `atoll` command) saves the command's start-up on every trial.
+
+Every trial gets a worker receipt in the run's ledger before it starts
+(environment, trial name, directory, and the Compose project a Docker
+environment creates), closed when it ends; `cleanup` uses the receipts a
+killed run left open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atoll.core.ledger import Ledger
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
+
+NOOP = "nop"
+ORACLE = "oracle"
+PROGRAM_AGENT = "atoll.frontiersmith.program_agent:ProgramAgent"
+
+
+class EnvironmentChoiceError(ValueError):
+    """`--environment` names nothing Harbor or atoll knows."""
+
+
+@dataclass(frozen=True)
+class EnvironmentRef:
+    """A Harbor environment, by type name or import path, as `--environment` named it."""
+
+    name: str
+    type: str | None = None
+    import_path: str | None = None
+
+    def config(self) -> dict[str, Any]:
+        return {"type": self.type} if self.type else {"import_path": self.import_path}
+
+
+def resolve_environment(name: str) -> EnvironmentRef:
+    """`atoll-local` (or another registered environment), a Harbor type, or `module:Class`."""
+    from harbor.models.environment_type import EnvironmentType
+
+    from atoll.core.records import Kind
+    from atoll.core.registry import load
+
+    record = load().find(Kind.ENVIRONMENT, name)
+    if record is not None:
+        return EnvironmentRef(name, import_path=record.target)
+    if ":" in name:
+        return EnvironmentRef(name, import_path=name)
+    types = {member.value for member in EnvironmentType}
+    if name in types:
+        return EnvironmentRef(name, type=name)
+    known = sorted(set(load().names(Kind.ENVIRONMENT)) | types)
+    raise EnvironmentChoiceError(
+        f"unknown environment {name!r}; choose one of {', '.join(known)} or a module:Class path"
+    )
+
+
+@dataclass(frozen=True)
+class CaseScore:
+    score: float
+    status: str
+    feasible: bool
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """What one trial showed: the reward and per-case scores, or the infrastructure error."""
+
+    label: str
+    trial_name: str
+    trial_dir: str
+    seconds: float
+    reward: float | None = None
+    cases: list[CaseScore] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.reward is not None
+
+    @property
+    def scores(self) -> list[float]:
+        return [c.score for c in self.cases]
+
+    @property
+    def feasible_everywhere(self) -> bool:
+        return bool(self.cases) and all(c.feasible for c in self.cases)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "trial_name": self.trial_name,
+            "seconds": round(self.seconds, 3),
+            "reward": self.reward,
+            "scores": self.scores,
+            "statuses": [c.status for c in self.cases],
+            "feasible": [c.feasible for c in self.cases],
+            "error": self.error,
+        }
+
+
+class HarborTrials:
+    """Runs trials on one environment, at most `slots` at a time, with worker receipts."""
+
+    def __init__(self, environment: EnvironmentRef, ledger: Ledger, *, slots: int) -> None:
+        self.environment = environment
+        self.ledger = ledger
+        self._slots = asyncio.Semaphore(max(1, slots))
+
+    async def run(
+        self,
+        task_dir: Path,
+        trials_dir: Path,
+        label: str,
+        *,
+        solution_dir: Path | None = None,
+        agent: str | None = None,
+        owner: str = "",
+    ) -> TrialOutcome:
+        """One fresh trial: `agent` (nop or oracle), or the program in `solution_dir`."""
+        from harbor.models.trial.config import (
+            AgentConfig,
+            EnvironmentConfig,
+            TaskConfig,
+            TrialConfig,
+        )
+        from harbor.trial.trial import Trial
+
+        if solution_dir is not None:
+            agent_config = AgentConfig(
+                import_path=PROGRAM_AGENT,
+                kwargs={"solution_dir": str(solution_dir), "task_dir": str(task_dir)},
+            )
+        else:
+            agent_config = AgentConfig(name=agent or ORACLE)
+        name = f"{task_dir.name[:24]}__{label[:16]}__{secrets.token_hex(3)}"
+        config = TrialConfig(
+            task=TaskConfig(path=task_dir),
+            trial_name=name,
+            trials_dir=trials_dir,
+            agent=agent_config,
+            environment=EnvironmentConfig(**self.environment.config()),
+        )
+        async with self._slots:
+            work = self.ledger.start_work(
+                f"trial:{owner}:{label}",
+                self.environment.name,
+                name,
+                {
+                    "trial_dir": str(trials_dir / name),
+                    "task_dir": str(task_dir),
+                    "compose_project": f"{name}__env".lower(),
+                },
+            )
+            started = time.monotonic()
+            try:
+                trial = await Trial.create(config)
+                result = await trial.run()
+            except Exception as exc:  # Harbor failed before it could record a result
+                seconds = time.monotonic() - started
+                self.ledger.end_work(work, "error", {"error": f"{type(exc).__name__}: {exc}"})
+                return TrialOutcome(label, name, str(trials_dir / name), seconds, error=_short(exc))
+            seconds = time.monotonic() - started
+        outcome = _read_outcome(label, name, trials_dir / name, seconds, result)
+        self.ledger.end_work(
+            work,
+            "done" if outcome.ok else "error",
+            {"reward": outcome.reward, "error": outcome.error, "seconds": round(seconds, 3)},
+        )
+        return outcome
+
+
+def _read_outcome(
+    label: str, name: str, trial_dir: Path, seconds: float, result: Any
+) -> TrialOutcome:
+    from atoll.checker.grader import CheckerError, read_scores
+
+    base = {"label": label, "trial_name": name, "trial_dir": str(trial_dir), "seconds": seconds}
+    if result.exception_info is not None:
+        info = result.exception_info
+        return TrialOutcome(**base, error=f"{info.exception_type}: {info.exception_message}"[:500])
+    rewards = (result.verifier_result.rewards or {}) if result.verifier_result else {}
+    if "reward" not in rewards:
+        return TrialOutcome(**base, error="the verifier wrote no reward")
+    try:
+        report = read_scores(trial_dir / "verifier" / "scores.json")
+    except CheckerError as exc:
+        return TrialOutcome(**base, error=f"no per-case scores: {exc}")
+    cases = [CaseScore(c.score, c.status, c.feasible) for c in report.cases]
+    return TrialOutcome(**base, reward=float(rewards["reward"]), cases=cases)
+
+
+def _short(exc: BaseException, limit: int = 500) -> str:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text[:limit]

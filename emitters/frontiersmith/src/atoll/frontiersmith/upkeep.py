@@ -1,0 +1,142 @@
+"""`reconcile` and `cleanup`: settling a killed run's uncertain requests and removing its leftovers.
+
+Both hold the run's lock, so they never act on a run a live process owns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from atoll.core.ledger import Ledger, LedgerError, format_usd, usd_to_micro
+from atoll.frontiersmith.command import EXIT_OK, EXIT_USAGE, error_line, make_console
+from atoll.frontiersmith.report import ledger_line
+from atoll.frontiersmith.runs import RunDir, RunError, open_run
+
+
+@contextlib.contextmanager
+def _owned_run(
+    console: Console, run_id: str, out: Path | None
+) -> Iterator[tuple[RunDir, Ledger] | None]:
+    """The run and its ledger, held against any other process; None (and an error line) if not."""
+    try:
+        run = open_run(run_id, out)
+        lock = run.lock()
+    except RunError as exc:
+        error_line(console, str(exc))
+        yield None
+        return
+    try:
+        with Ledger.open(run.ledger_path) as ledger:
+            yield run, ledger
+    finally:
+        lock.release()
+
+
+def reconcile_command(
+    run_id: str, out: Path | None, requests: list[int], cost: str | None, note: str, list_only: bool
+) -> int:
+    console = make_console()
+    with _owned_run(console, run_id, out) as owned:
+        if owned is None:
+            return EXIT_USAGE
+        run, ledger = owned
+        uncertain = ledger.recover()
+        table = Table(title=f"uncertain requests of run {run_id}")
+        for column in ("receipt", "stage:seed", "reserved", "error"):
+            table.add_column(column)
+        for r in uncertain:
+            table.add_row(str(r.id), r.label, format_usd(r.reserved_micro), (r.error or "")[:80])
+        console.print(table)
+        if list_only or not uncertain:
+            console.print("nothing to reconcile" if not uncertain else "")
+            return EXIT_OK
+        ids = {r.id for r in uncertain}
+        unknown = sorted(set(requests) - ids)
+        if unknown:
+            error_line(console, f"receipt(s) {unknown} are not uncertain in run {run_id}")
+            return EXIT_USAGE
+        chosen = [r for r in uncertain if not requests or r.id in requests]
+        cost_micro = None
+        if cost is not None:
+            if len(chosen) != 1:
+                error_line(console, "--cost settles one request: name it with --request ID")
+                return EXIT_USAGE
+            try:
+                cost_micro = usd_to_micro(cost)
+            except LedgerError as exc:
+                error_line(console, str(exc))
+                return EXIT_USAGE
+        for r in chosen:
+            settled = ledger.reconcile(r.id, cost_micro, note)
+            console.print(
+                f"receipt {settled.id} ({settled.label}) settled at "
+                f"{format_usd(settled.cost_micro or 0)}"
+            )
+        run.log_event({"event": "reconcile", "receipts": [r.id for r in chosen]})
+        console.print(f"{ledger_line(ledger)}; resume with --resume {run_id}")
+        return EXIT_OK
+
+
+def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
+    import shutil
+
+    console = make_console()
+    with _owned_run(console, run_id, out) as owned:
+        if owned is None:
+            return EXIT_USAGE
+        run, ledger = owned
+        left = ledger.work(states=("running",))
+        removed = 0
+        for work in left:
+            project = str(work.detail.get("compose_project", ""))
+            if work.environment == "docker" and project:
+                removed += _remove_compose_project(project)
+            ledger.end_work(work.id, "cleaned", {"cleaned_at": time.time()})
+        roots = run.work_dir / "local-roots"
+        if roots.is_dir():
+            shutil.rmtree(roots, ignore_errors=True)
+        if remove_work and run.work_dir.is_dir():
+            shutil.rmtree(run.work_dir, ignore_errors=True)
+        console.print(
+            f"closed {len(left)} open worker receipt(s); removed {removed} container(s)"
+            + ("; removed the working files" if remove_work else "")
+        )
+        return EXIT_OK
+
+
+def _remove_compose_project(project: str) -> int:
+    """Remove the containers of one Compose project (a trial of this run, by its receipt)."""
+    import re
+
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        return 0
+    name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
+    try:
+        client = docker.from_env(timeout=30)
+    except DockerException:
+        return 0
+    removed = 0
+    try:
+        for container in client.containers.list(
+            all=True, filters={"label": f"com.docker.compose.project={name}"}
+        ):
+            with contextlib.suppress(DockerException):
+                container.remove(force=True)
+                removed += 1
+        for network in client.networks.list(
+            filters={"label": f"com.docker.compose.project={name}"}
+        ):
+            with contextlib.suppress(DockerException):
+                network.remove()
+    finally:
+        client.close()
+    return removed

@@ -1,0 +1,124 @@
+"""Bad input to `atoll emit frontiersmith`: one clear error line, before anything is paid or written."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import emit
+from support.openai_server import ScriptedOpenAIServer
+
+from atoll.core.ledger import Ledger
+from atoll.frontiersmith.config import RunConfig
+from atoll.frontiersmith.runs import create_run
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _common(server: ScriptedOpenAIServer, seed_file: Path, out: Path) -> list[str]:
+    return [
+        "--seeds", str(seed_file), "--target", "1", "--model", "scripted",
+        "--base-url", server.base_url, "--price-in", "1", "--price-out", "2", "--out", str(out),
+    ]  # fmt: skip
+
+
+def _one_line_error(done, *fragments: str) -> None:
+    assert done.returncode == 2, done.stderr
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error:")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def _nothing_paid_or_written(server: ScriptedOpenAIServer, out: Path) -> None:
+    assert server.chat_requests() == []
+    assert not (out / "runs").exists() and not (out / "tasks").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments"),
+    [
+        ({"--budget": None}, ["--budget is required"]),
+        ({"--budget": "0.01"}, ["below one request's worst-case reservation", "raise --budget"]),
+        ({"--budget": "lots"}, ["is not an amount of dollars"]),
+        ({"--seeds": "contests"}, ["unknown seed set 'contests'"]),
+        ({"--environment": "no-such-env"}, ["unknown environment 'no-such-env'", "atoll-local"]),
+        ({"--price-out": None}, ["--price-in and --price-out go together"]),
+        ({"--min-divergence": "1.5"}, ["--min-divergence must be between 0 and 1"]),
+        ({"--solutions": "1"}, ["--solutions must be at least 2"]),
+    ],
+)
+def test_bad_flags(venv_bin, tmp_path, server, seed_file, change, fragments) -> None:
+    out = tmp_path / "out"
+    args = _common(server, seed_file, out) + ["--budget", "5"]
+    for flag, value in change.items():
+        if flag in args:
+            at = args.index(flag)
+            del args[at : at + 2]
+        if value is not None:
+            args += [flag, value]
+    done = emit(venv_bin, tmp_path, *args)
+    _one_line_error(done, *fragments)
+    _nothing_paid_or_written(server, out)
+
+
+def test_unreachable_endpoint(venv_bin, tmp_path, server, seed_file) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "out"
+    args = _common(server, seed_file, out) + ["--budget", "5"]
+    args[args.index("--base-url") + 1] = f"http://127.0.0.1:{port}/v1"
+    done = emit(venv_bin, tmp_path, *args)
+    _one_line_error(done, "cannot be reached", f"127.0.0.1:{port}")
+    _nothing_paid_or_written(server, out)
+
+
+def test_missing_key_names_the_variable(venv_bin, tmp_path, server, seed_file) -> None:
+    out = tmp_path / "out"
+    args = _common(server, seed_file, out) + ["--budget", "5", "--api-key-env", "NO_SUCH_KEY_VAR"]
+    done = emit(venv_bin, tmp_path, *args)
+    _one_line_error(done, "NO_SUCH_KEY_VAR")
+    _nothing_paid_or_written(server, out)
+
+
+def test_unknown_model_price(venv_bin, tmp_path, server, seed_file) -> None:
+    out = tmp_path / "out"
+    args = _common(server, seed_file, out) + ["--budget", "5"]
+    for flag in ("--price-in", "--price-out"):
+        at = args.index(flag)
+        del args[at : at + 2]
+    done = emit(venv_bin, tmp_path, *args)
+    _one_line_error(done, "no price is known for model 'scripted'")
+
+
+def _stored_run(out: Path, seed_file: Path, server: ScriptedOpenAIServer, fingerprint: str) -> str:
+    config = RunConfig(
+        seeds=str(seed_file.resolve()), target=1, budget_micro=5_000_000, model="scripted",
+        base_url=server.base_url, price_in="1", price_out="2", base_image="python:3.12-slim",
+    )  # fmt: skip
+    run = create_run(out, config, fingerprint, "an older code hash")
+    Ledger.create(run.ledger_path, config.budget_micro).close()
+    return run.run_id
+
+
+def test_resume_with_other_settings_is_refused(venv_bin, tmp_path, server, seed_file) -> None:
+    out = tmp_path / "out"
+    run_id = _stored_run(out, seed_file, server, "f" * 64)
+    done = emit(venv_bin, tmp_path, "--out", str(out), "--resume", run_id, "--model", "another")
+    _one_line_error(done, "fingerprint differs", "--model another (the run has scripted)")
+    done = emit(venv_bin, tmp_path, "--out", str(out), "--resume", run_id)
+    _one_line_error(done, "fingerprint differs", "the installed code changed")
+    assert server.chat_requests() == []
+
+
+def test_a_new_run_in_a_directory_that_holds_one(venv_bin, tmp_path, server, seed_file) -> None:
+    out = tmp_path / "out"
+    run_id = _stored_run(out, seed_file, server, "f" * 64)
+    done = emit(venv_bin, tmp_path, *_common(server, seed_file, out), "--budget", "5")
+    _one_line_error(done, f"already holds run {run_id}", f"--resume {run_id}")
+    assert server.chat_requests() == []

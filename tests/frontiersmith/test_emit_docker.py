@@ -1,0 +1,42 @@
+"""`atoll emit frontiersmith --environment docker`: the same pipeline, trials in the private engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import emit
+from support.frontiersmith_model import KnapsackModel, seed_lines
+from support.openai_server import ScriptedOpenAIServer
+from support.trials import docker_engine
+
+from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, read_bundle
+
+pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(900)]
+
+
+def test_one_task_through_docker_trials(venv_bin: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_engine())
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(seed_lines(["d1"]))
+    out = tmp_path / "out"
+    with ScriptedOpenAIServer(KnapsackModel().script) as server:
+        done = emit(
+            venv_bin, tmp_path,
+            "--seeds", str(seeds), "--target", "1", "--budget", "5", "--model", "scripted",
+            "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
+            "--environment", "docker", "--solutions", "2", "--base-image", OFFLINE_BASE_IMAGE,
+            "--out", str(out),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    summary = json.loads((out / "run.json").read_text())
+    (task,) = summary["accepted"]
+    trials = task["evidence"]["execution"]["trials"]
+    assert set(trials) == {"nop", "baseline", "sample-0", "sample-1", "reference"}
+    assert trials["nop"]["reward"] == 0.0
+    best = task["evidence"]["execution"]["reference_sample"]
+    assert trials["reference"]["scores"] == trials[f"sample-{best}"]["scores"]
+    bundle = read_bundle(out / task["task"]["path"])
+    assert f"FROM {OFFLINE_BASE_IMAGE}" in (bundle.path / "environment" / "Dockerfile").read_text()
+    assert summary["config"]["environment"] == "docker"

@@ -1,0 +1,191 @@
+"""`atoll emit frontiersmith` end to end: the scripted model on loopback, real Harbor trials.
+
+One collection is shared by the module: five seeds, two of which fail at
+different stages for scripted reasons (the filter rejects one, the other's
+samples are all the same program), one whose first scorer fails the
+grader's self-check and is repaired, one whose first baseline answer is not
+JSON. The three emitted tasks are then run with `atoll run --agent oracle`
+and must score what the run recorded; Harbor's no-op agent must score 0.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import emit, emit_env
+from support.frontiersmith_model import (
+    BAD_SCORER_ONCE,
+    FILTER_REJECTS,
+    INVALID_BASELINE_ONCE,
+    SAME_SAMPLES,
+    KnapsackModel,
+    seed_lines,
+)
+from support.openai_server import ScriptedOpenAIServer, stage_of
+
+from atoll.core.durable import canonical_json
+from atoll.core.ledger import Ledger, State
+from atoll.frontiersmith.bundle import read_bundle
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+KEY = "sk-test-key-never-written"
+BEHAVIOURS = {
+    "s2": BAD_SCORER_ONCE,
+    "s3": INVALID_BASELINE_ONCE,
+    "s4": FILTER_REJECTS,
+    "s5": SAME_SAMPLES,
+}
+
+
+def flags(server: ScriptedOpenAIServer, seeds: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "--seeds", str(seeds), "--target", "3", "--budget", "5", "--model", "scripted",
+        "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
+        "--environment", "atoll-local", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    home = tmp_path_factory.mktemp("emit")
+    seeds = home / "seeds.jsonl"
+    seeds.write_text(seed_lines(["s1", "s2", "s3", "s4", "s5"]))
+    model = KnapsackModel(BEHAVIOURS)
+    out = home / "out"
+    with ScriptedOpenAIServer(model.script) as server:
+        done = emit(
+            venv_bin, home, *flags(server, seeds, out, "--workers", "2", "--rollout-tasks", "1")
+        )
+        requests = server.chat_requests()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    summary = json.loads((out / "run.json").read_text())
+    return {"done": done, "out": out, "summary": summary, "requests": requests, "home": home}
+
+
+def test_three_tasks_from_five_seeds(collection: Any) -> None:
+    summary, out = collection["summary"], collection["out"]
+    assert summary["totals"]["accepted"] == 3
+    assert sorted(a["seed_id"] for a in summary["accepted"]) == ["s1", "s2", "s3"]
+    skipped = {s["seed_id"]: (s["reason"], s["stage"]) for s in summary["skipped"]}
+    assert skipped == {
+        "s4": ("formulation_rejected", "filter"),
+        "s5": ("low_execution_diversity_or_improvement", "execution"),
+    }
+    assert summary["funnel"]["divergence"] == 4 and summary["funnel"]["export"] == 3
+    assert sorted(p.name for p in (out / "tasks").iterdir()) == ["s1", "s2", "s3"]
+    for accepted in summary["accepted"]:
+        bundle = read_bundle(out / accepted["task"]["path"])
+        assert bundle.bundle_hash == accepted["task"]["bundle_hash"]
+        metadata = tomllib.loads((bundle.path / "task.toml").read_text())["metadata"]
+        assert metadata["verification"] == "unverified"
+        assert metadata["verification_stage"] == "construction"
+        assert metadata["seed_lineage"]["seed_id"] == accepted["seed_id"]
+        trials = accepted["evidence"]["execution"]["trials"]
+        assert trials["nop"]["reward"] == 0.0
+        assert (
+            trials["reference"]["scores"]
+            == trials[f"sample-{accepted['evidence']['execution']['reference_sample']}"]["scores"]
+        )
+        assert accepted["task"]["reference_reward"] > accepted["task"]["baseline_reward"]
+
+
+def test_one_blind_rollout_is_scored_apart(collection: Any) -> None:
+    rolled = [a for a in collection["summary"]["accepted"] if a["rollout"]]
+    assert len(rolled) == 1
+    (task,) = rolled
+    # the scripted model answers a blind attempt with its first strategy: sample 0's program
+    assert task["rollout"]["status"] == "scored"
+    assert (
+        task["rollout"]["reward"] == task["evidence"]["execution"]["trials"]["sample-0"]["reward"]
+    )
+    blind = [
+        r
+        for r in collection["requests"]
+        if "The statement below is all you get" in json.dumps(r.body)
+    ]
+    assert len(blind) == 1 and "Runtime limits" in json.dumps(blind[0].body)
+
+
+def test_repairs_and_invalid_answers_are_counted(collection: Any) -> None:
+    summary = collection["summary"]
+    by_seed = {a["seed_id"]: a for a in summary["accepted"]}
+    assert by_seed["s2"]["evidence"]["construction"]["rounds"] == 2
+    assert (
+        "scorer gives 0 to infeasible outputs"
+        in by_seed["s2"]["evidence"]["construction"]["failed_rounds"][0][0]
+    )
+    assert by_seed["s3"]["tally"]["invalid_outputs"] == 1
+    assert summary["totals"]["invalid_outputs"] == 1
+
+
+def test_nothing_was_paid_twice_and_money_adds_up(collection: Any) -> None:
+    bodies = [canonical_json(r.body) for r in collection["requests"]]
+    assert len(bodies) == len(set(bodies))
+    run_dir = next((collection["out"] / "runs").iterdir())
+    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+        receipts = ledger.receipts()
+        totals = ledger.totals()
+    assert len(receipts) == len(bodies)
+    assert {r.state for r in receipts} == {State.ANSWERED}
+    assert totals.spent_micro == sum(r.cost_micro or 0 for r in receipts)
+    assert collection["summary"]["totals"]["token_cost_usd"] == totals.spent_micro / 1e6
+    # every request was one strict json_schema request named by its stage
+    assert {stage_of(r.body) for r in collection["requests"]} == {
+        "mutate", "filter", "baseline", "solve", "divergence",
+        "generator", "scorer", "feasibility", "review",
+    }  # fmt: skip
+
+
+def test_report_plots_and_no_key_anywhere(collection: Any) -> None:
+    out = collection["out"]
+    report = (out / "report.md").read_text()
+    assert "formulation_rejected" in report and "[s1](tasks/s1)" in report
+    for plot in ("funnel.png", "rejections.png", "cost_per_task.png"):
+        assert (out / "plots" / plot).read_bytes().startswith(b"\x89PNG")
+    done = collection["done"]
+    assert KEY not in done.stdout + done.stderr
+    for path in [*out.rglob("*"), *(collection["home"] / "state").rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_emitted_tasks_score_as_recorded_and_a_noop_scores_zero(
+    collection: Any, venv_bin: Path
+) -> None:
+    """One `atoll run` job (one start-up): the oracle and the no-op agent on every emitted task."""
+    out, home = collection["out"], collection["home"]
+    recorded = {
+        a["task"]["name"]: a["task"]["reference_reward"] for a in collection["summary"]["accepted"]
+    }
+    jobs = home / "jobs"
+    jobs.mkdir()
+    job = {
+        "jobs_dir": str(jobs),
+        "n_concurrent_trials": 2,
+        "agents": [{"name": "oracle"}, {"name": "nop"}],
+        "tasks": [{"path": str(path)} for path in sorted((out / "tasks").iterdir())],
+        "environment": {"import_path": "atoll.core.environments.local:LocalEnvironment"},
+    }
+    (home / "job.json").write_text(json.dumps(job))
+    done = subprocess.run(
+        [str(venv_bin / "atoll"), "run", "-c", str(home / "job.json")],
+        capture_output=True, text=True, timeout=600, cwd=home,
+        env={**emit_env(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    trials = [json.loads(p.read_text()) for p in jobs.glob("*/*/result.json")]
+    seen = set()
+    for trial in trials:
+        assert trial["exception_info"] is None, trial["exception_info"]
+        name = Path(trial["task_id"]["path"]).name
+        agent = trial["agent_info"]["name"]
+        reward = trial["verifier_result"]["rewards"]["reward"]
+        assert reward == (recorded[name] if agent == "oracle" else 0.0), (name, agent)
+        seen.add((name, agent))
+    assert seen == {(n, a) for n in recorded for a in ("oracle", "nop")}
