@@ -142,6 +142,7 @@ def from_session(
             "terminated": result.terminated,
             "argv": result.argv[2:],
             "stderr_tail": result.stderr_tail[-2000:],
+            "config": result.pi_config,
             "events": log.events,
             "event_bytes": log.bytes,
         },

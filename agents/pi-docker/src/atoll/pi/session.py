@@ -88,6 +88,7 @@ class SessionResult:
     argv: list[str]
     config_sha256: str
     settings: PiSettings
+    pi_config: dict[str, Any] = field(default_factory=dict)  # models.json and settings.json
     timings: dict[str, float] = field(default_factory=dict)
     stderr_tail: str = ""
     terminated: bool = False  # Pi had to be signalled after the abort grace
@@ -106,13 +107,15 @@ class SessionResult:
 class SessionRequest:
     settings: PiSettings
     prompt: str
-    run_dir: Path
+    run_dir: Path  # the records: events, the bridge's log, Pi's stderr
     run_id: str
     workdir: str | None = None  # the tools' working directory; default: the target's
+    # Pi's config dir, HOME and working directory; default `run_dir/pi`. A run whose
+    # run_dir the container can see (a Harbor trial's log dir) keeps them elsewhere.
+    private_dir: Path | None = None
 
 
-def _private_dirs(run_dir: Path) -> dict[str, Path]:
-    private = run_dir / "pi"
+def _private_dirs(private: Path) -> dict[str, Path]:
     dirs = {name: private / name for name in ("config", "home", "tmp", "cwd")}
     for path in (private, *dirs.values()):
         path.mkdir(parents=True, exist_ok=True)
@@ -203,7 +206,7 @@ async def run_session(
     key = settings.api_key(environ)
     run_dir = request.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    dirs = _private_dirs(run_dir)
+    dirs = _private_dirs(request.private_dir or run_dir / "pi")
     config = pi_config.write(dirs["config"], settings)
     system_prompt = None
     if settings.system_prompt is not None:
@@ -232,6 +235,7 @@ async def run_session(
         argv=argv,
         config_sha256=config.sha256(argv[2:]),
         settings=settings,
+        pi_config={"models.json": config.models, "settings.json": config.settings},
         timings=timings,
     )
     try:

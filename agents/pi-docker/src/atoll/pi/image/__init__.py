@@ -32,7 +32,7 @@ LACKS_LABEL = "org.atoll.pi.image.lacks"
 USER_LABEL = "org.atoll.pi.image.user"
 # Languages a rollout may ask for, and the command that runs each.
 LANGUAGES = {"python": "python3", "javascript": "node", "julia": "julia"}
-NAMES = {"python": "Python 3", "javascript": "Node.js", "julia": "Julia"}
+NAMES = {"python": "Python", "javascript": "Node.js", "julia": "Julia"}
 # Not installable from the registries atoll reaches (no Debian package, no usable PyPI/npm one).
 LACKS = ("julia",)
 _PROBE = "python3 -c 'import platform; print(platform.python_version())'; node --version"
