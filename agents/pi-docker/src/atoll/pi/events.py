@@ -29,6 +29,8 @@ class ToolCall:
     is_error: bool | None = None
     started: bool = False
     finished: bool = False
+    started_at: float | None = None  # when the host read Pi's tool_execution_start (epoch s)
+    ended_at: float | None = None  # ... and its tool_execution_end
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +42,12 @@ class ToolCall:
             "is_error": self.is_error,
             "executed": self.started,
             "finished": self.finished,
+            "started_at": self.started_at,
+            "duration_s": (
+                None
+                if self.started_at is None or self.ended_at is None
+                else round(self.ended_at - self.started_at, 4)
+            ),
         }
 
 
@@ -89,8 +97,8 @@ class EventLog:
     unparsed_lines: int = 0
     auto_retries: int = 0
 
-    def feed(self, line: bytes) -> dict[str, Any] | None:
-        """Take one line of Pi's stdout; the parsed event, or None if it was skipped."""
+    def feed(self, line: bytes, at: float | None = None) -> dict[str, Any] | None:
+        """Take one line of Pi's stdout (read at time `at`); the parsed event, or None if skipped."""
         self.bytes += len(line)
         if not line.strip():
             return None
@@ -105,10 +113,10 @@ class EventLog:
         if not isinstance(event, dict):
             self.unparsed_lines += 1
             return None
-        self._observe(event)
+        self._observe(event, at)
         return event
 
-    def _observe(self, event: dict[str, Any]) -> None:
+    def _observe(self, event: dict[str, Any], at: float | None) -> None:
         kind = event.get("type")
         if kind == "session":
             self.session = event
@@ -133,10 +141,10 @@ class EventLog:
                         )
         elif kind == "tool_execution_start":
             call = self._call(event)
-            call.started = True
+            call.started, call.started_at = True, at
         elif kind == "tool_execution_end":
             call = self._call(event)
-            call.finished = True
+            call.finished, call.ended_at = True, at
             call.is_error = bool(event.get("isError"))
             call.result_text = content_text((event.get("result") or {}).get("content"))
         elif kind == "agent_end":

@@ -364,8 +364,9 @@ async def _pump(
         sink.write(chunk)
         pending += chunk
         *lines, pending = pending.split(b"\n")
+        at = time.time()
         for line in lines:
-            event = log.feed(line + b"\n")
+            event = log.feed(line + b"\n", at)
             if event is not None and on_event is not None:
                 on_event(event)
         if log.bytes + len(pending) > settings.max_output_bytes and result.limit is None:
