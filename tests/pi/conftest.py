@@ -7,31 +7,20 @@ engine the tests that need them skip on a developer machine and fail in CI.
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from pi_support import KEY_ENV
+from support import ci
 from support.openai_server import ScriptedOpenAIServer
 
 from atoll.pi import container, image, install
 
-TASKS = Path(__file__).parent / "tasks"
-KEY_ENV = "ATOLL_PI_TEST_KEY"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
 
 def need(ok: bool, why: str) -> None:
     """Skip here, fail in CI: the Pi tests must really run there."""
-    if ok:
-        return
-    if in_ci():
-        pytest.fail(f"{why} (CI installs Pi and builds the rollout image before the tests)")
-    pytest.skip(why)
+    ci.need(ok, why, "CI installs Pi and builds the rollout image before the tests")
 
 
 @pytest.fixture(scope="session")
@@ -75,11 +64,3 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
 def provider() -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer() as server:
         yield server
-
-
-def rollout_containers(client: object, rollout_id: str) -> list[str]:
-    """Ids of the engine's containers (running or not) of one rollout."""
-    found = client.api.containers(  # type: ignore[attr-defined]
-        all=True, filters={"label": f"{container.LABEL}={rollout_id}"}
-    )
-    return [entry["Id"] for entry in found]

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import KEY_ENV
-from pi_scripts import call, say, turns
+from pi_support import KEY_ENV, call, say, turns
 
 from atoll.pi import container, workspace
 

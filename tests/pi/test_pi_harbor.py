@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import KEY_ENV, TASKS
 from harbor.models.trajectories.trajectory import Trajectory
-from pi_scripts import call, say, turns
+from pi_support import KEY_ENV, TASKS, call, say, turns
 from support.openai_server import Reply
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(400)]

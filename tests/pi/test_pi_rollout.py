@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import KEY_ENV, rollout_containers
-from pi_scripts import call, say, turns
+from pi_support import KEY_ENV, call, rollout_containers, say, turns
 from support.openai_server import Reply
 
 from atoll.pi import install, session

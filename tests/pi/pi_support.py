@@ -1,10 +1,22 @@
-"""Scripted models for the Pi tests: one reply per model turn, tool calls included."""
+"""Helpers of the Pi tests: scripted models (one reply per model turn) and what to look for."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from support.openai_server import Reply, Script, ToolCall
+
+from atoll.pi import container
+
+TASKS = Path(__file__).parent / "tasks"
+KEY_ENV = "ATOLL_PI_TEST_KEY"
+
+
+def rollout_containers(client: Any, rollout_id: str) -> list[str]:
+    """Ids of the engine's containers (running or not) of one rollout."""
+    found = client.api.containers(all=True, filters={"label": f"{container.LABEL}={rollout_id}"})
+    return [entry["Id"] for entry in found]
 
 
 def call(name: str, **arguments: Any) -> Reply:
