@@ -239,3 +239,62 @@ def test_only_named_files_go_in_and_bad_names_are_refused(ready, tmp_path):
     for bad in ("../x", "/etc/x", "a//b"):
         with pytest.raises(ValueError, match="must be relative"):
             rollout(provider, tmp_path / "bad", files={bad: "x"})
+
+
+def test_the_container_is_hardened_as_promised(ready, tmp_path):
+    provider = ready
+    probe = "; ".join(
+        [
+            "id -u",
+            "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -s '\\t' ' '",
+            # cgroup v2, else v1
+            "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max",
+            "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)"
+            " $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)",
+            "touch /etc/x 2>&1 | sed 's/.*: //'",
+            "touch /workspace/ok && echo workspace writable",
+            "findmnt -n -o TARGET,OPTIONS /workspace | cut -d, -f1",
+            "ulimit -f",
+        ]
+    )
+    provider.script = turns(call("bash", command=probe), say("checked"))
+    record = rollout(provider, tmp_path / "rollout")
+
+    lines = record.commands[0]["stdout"].splitlines()
+    assert lines == [
+        "10001",
+        "CapEff: 0000000000000000",
+        "NoNewPrivs: 1",
+        str(2048 * 1024 * 1024),
+        "256",
+        "100000 100000",
+        "Read-only file system",
+        "workspace writable",
+        "/workspace rw",
+        str(256 * 1024 * 1024 // 1024),  # ulimit -f counts KiB
+    ]
+    assert record.container["network"] == "none" and record.container["image_id"].startswith(
+        "sha256:"
+    )
+
+
+def test_thinking_and_a_system_prompt_file_reach_the_provider(ready, tmp_path):
+    provider = ready
+    prompt_file = tmp_path / "system.md"
+    prompt_file.write_text("You solve Project Euler problems. Be brief.")
+    provider.script = turns(say("ok"))
+    record = rollout(
+        provider,
+        tmp_path / "rollout",
+        settings={"system_prompt": prompt_file, "thinking": "high"},
+    )
+    assert record.outcome == "completed"
+    body = provider.chat_requests()[0].body
+    system = body["messages"][0]
+    assert system["role"] in ("system", "developer")
+    assert system["content"].startswith("You solve Project Euler problems. Be brief.")
+    assert "Current working directory: /workspace" in system["content"]
+    assert body["reasoning_effort"] == "high"
+    assert record.system_prompt == system["content"]
+    assert record.settings["thinking"] == "high"
