@@ -94,6 +94,9 @@ def test_a_program_written_and_run_lives_in_the_container(
     # The raw event stream, usage, and the receipts.
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert events[0]["type"] == "session" and events[-1]["type"] == "agent_end"
+    updates = [e for e in events if e["type"] == "message_update"]
+    assert len(updates) == record.pi["compacted_updates"] > 0
+    assert not any("message" in e or "partial" in e["assistantMessageEvent"] for e in updates)
     assert record.usage["llm_calls"] == 6 and record.usage["output_tokens"] == 5 * 12 + 6
     assert record.container["image_id"] == rollout_image.image_id
     assert record.container["lacks"] == ["julia"]

@@ -144,7 +144,9 @@ def from_session(
             "stderr_tail": result.stderr_tail[-2000:],
             "config": result.pi_config,
             "events": log.events,
-            "event_bytes": log.bytes,
+            "event_bytes": log.bytes,  # as Pi wrote them
+            "stored_event_bytes": result.stored_bytes,
+            "compacted_updates": result.compacted_updates,
         },
         settings=result.settings.identity(),
         system_prompt=system_prompt,

@@ -34,7 +34,7 @@ from typing import Any
 
 from atoll.pi import pi_config
 from atoll.pi.bridge import Bridge
-from atoll.pi.events import EventLog
+from atoll.pi.events import EventLog, compact_update, is_update
 from atoll.pi.install import PiInstall
 from atoll.pi.settings import PiSettings
 from atoll.pi.target import ExecTarget, ToolTarget
@@ -92,6 +92,8 @@ class SessionResult:
     timings: dict[str, float] = field(default_factory=dict)
     stderr_tail: str = ""
     terminated: bool = False  # Pi had to be signalled after the abort grace
+    stored_bytes: int = 0  # of the events file
+    compacted_updates: int = 0  # message_update events stored without their snapshots
 
     @property
     def outcome(self) -> str:
@@ -354,26 +356,39 @@ async def _pump(
     settings: PiSettings,
     on_event: Callable[[dict[str, Any]], None] | None,
 ) -> None:
-    """Copy Pi's stdout to the raw event file, feeding each line to the event log."""
+    """Copy Pi's event stream to the events file (updates compacted), feeding the event log.
+
+    The output limit counts what is kept: Pi's own per-delta snapshots would
+    make any long answer look like runaway output.
+    """
     pending = b""
     log = result.log
     while True:
         chunk = await stdout.read(READ_CHUNK)
         if not chunk:
             break
-        sink.write(chunk)
         pending += chunk
         *lines, pending = pending.split(b"\n")
         at = time.time()
         for line in lines:
+            _keep(sink, line, result)
             event = log.feed(line + b"\n", at)
             if event is not None and on_event is not None:
                 on_event(event)
-        if log.bytes + len(pending) > settings.max_output_bytes and result.limit is None:
+        if result.stored_bytes + len(pending) > settings.max_output_bytes and result.limit is None:
             result.limit = "output"
             bridge.abort("output")
     if pending:
+        _keep(sink, pending, result)
         log.feed(pending)
+
+
+def _keep(sink: Any, line: bytes, result: SessionResult) -> None:
+    if is_update(line):
+        line = compact_update(line)
+        result.compacted_updates += 1
+    sink.write(line + b"\n")
+    result.stored_bytes += len(line) + 1
 
 
 async def _terminate(process: asyncio.subprocess.Process) -> None:
