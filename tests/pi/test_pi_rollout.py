@@ -187,16 +187,17 @@ def test_a_provider_error_is_an_infrastructure_error(ready, docker_client, tmp_p
 
 def test_the_wall_clock_aborts_pi_and_kills_the_command(ready, docker_client, tmp_path):
     provider = ready
-    provider.script = turns(call("bash", command="sleep 60; echo never"), say("late"))
-    record = rollout(provider, tmp_path / "rollout", settings={"timeout_s": 4})
+    provider.script = turns(call("bash", command="sleep 120; echo never"), say("late"))
+    # Long enough for Pi to start and the command to run on a busy machine.
+    record = rollout(provider, tmp_path / "rollout", settings={"timeout_s": 12})
 
     assert (record.outcome, record.limit, record.stop_reason) == ("limit", "timeout", "aborted")
     assert record.scorable is True
     assert [c["op"] for c in record.commands] == ["cancel", "bash"]  # the cancel, then its command
     command = record.commands[1]
     assert command["cancelled"] is True and command["stdout"] == ""
-    assert command["duration_s"] < 20
-    assert record.timings["total_s"] < 30
+    assert command["duration_s"] < 30
+    assert record.timings["total_s"] < 60
     assert record.container["cleanup"]["verified_gone"] is True
     assert rollout_containers(docker_client, record.rollout_id) == []
 

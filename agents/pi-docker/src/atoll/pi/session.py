@@ -282,21 +282,28 @@ async def _drive(
             env=env,
             start_new_session=True,  # its own process group, signalled as one
         )
+        tasks: list[asyncio.Task[Any]] = []
         try:
             assert process.stdin is not None and process.stdout is not None
-            process.stdin.write(request.prompt.encode("utf-8"))
-            await process.stdin.drain()
-            process.stdin.close()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                # A Pi that died at once is reported below (it never loaded the extension).
+                process.stdin.write(request.prompt.encode("utf-8"))
+                await process.stdin.drain()
+                process.stdin.close()
             pump = asyncio.create_task(
                 _pump(process.stdout, events, result, bridge, settings, on_event)
             )
             hello = asyncio.create_task(bridge.connected.wait())
             exited = asyncio.create_task(process.wait())
+            tasks = [pump, hello, exited]
             await _supervise(process, pump, hello, exited, bridge, result, settings, spawned)
             await pump
             result.exit_code = process.returncode
         finally:
             await _stop(process, result)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             events.flush()
             os.fsync(events.fileno())
     if bridge.first_op_at is not None:
