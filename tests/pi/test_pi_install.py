@@ -23,7 +23,7 @@ def test_install_puts_the_pinned_pi_in_a_fresh_cache_once(pi, tmp_path):
     version = subprocess.run(
         [str(fresh.node.path), str(fresh.cli), "--version"], capture_output=True, text=True
     )
-    assert version.stdout.strip() == "0.73.1"
+    assert version.stderr.strip() == "0.73.1"  # Pi prints its version on stderr
     # Exactly the locked tree: the lockfile's versions are what npm put there.
     lock = json.loads((fresh.root / "package-lock.json").read_text())["packages"]
     for name in ("@mariozechner/pi-coding-agent", "@mariozechner/pi-ai", "openai"):
