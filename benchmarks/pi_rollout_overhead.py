@@ -9,10 +9,12 @@ overlaps Pi's start), Pi's start until the extension is connected, teardown
 (container removal and check, workspace copy), and the fixed overhead: the
 whole rollout less its tool calls. Per tool call: the round trip Pi sees
 (tool_execution_start to _end) through the bridge, next to a plain
-`docker exec` of a command in the same kind of container. Targets on 2
-cores: fixed overhead <= 1.5 s per rollout, <= 100 ms per tool call.
+`docker exec` of a command in the same kind of container, taken between
+the rollouts so that both see the same load. Targets on 2 cores: fixed
+overhead <= 1.5 s per rollout, <= 100 ms per tool call. The load average is
+printed with the table: on a shared machine, read the numbers with it.
 
-    uv run python benchmarks/pi_rollout_overhead.py [--rollouts 20] [--execs 50]
+    uv run python benchmarks/pi_rollout_overhead.py [--rollouts 20] [--execs 3]
 """
 
 from __future__ import annotations
@@ -67,33 +69,38 @@ def _ms(values: list[float]) -> tuple[str, str]:
     return f"{statistics.median(values) * 1000:.0f} ms", f"{p90 * 1000:.0f} ms"
 
 
-def _plain_execs(client: Any, image_id: str, count: int) -> list[float]:
-    """`docker exec` of `python3 solve.py` in a rollout container, one after another."""
-    space = workspace.create({"numbers.txt": FILE_BYTES["numbers.txt"], "solve.py": SOLVE})
-    box = container.RolloutContainer.start(
-        client, image_id, space, "benchmark", container.ContainerLimits()
-    )
-    try:
-        box.exec_sync("python3 solve.py")  # warm
-        samples = []
+class PlainExec:
+    """`docker exec` of `python3 solve.py` in a rollout container, for comparison."""
+
+    def __init__(self, client: Any, image_id: str) -> None:
+        self.space = workspace.create({"numbers.txt": FILE_BYTES["numbers.txt"], "solve.py": SOLVE})
+        self.box = container.RolloutContainer.start(
+            client, image_id, self.space, "benchmark", container.ContainerLimits()
+        )
+        self.box.exec_sync("python3 solve.py")  # warm
+        self.samples: list[float] = []
+
+    def measure(self, count: int) -> None:
         for _ in range(count):
             began = time.perf_counter()
-            result = box.exec_sync("python3 solve.py")
-            samples.append(time.perf_counter() - began)
+            result = self.box.exec_sync("python3 solve.py")
+            self.samples.append(time.perf_counter() - began)
             assert result.return_code == 0 and result.stdout == "42\n"
-        return samples
-    finally:
-        box.remove()
-        workspace.remove(space)
+
+    def close(self) -> None:
+        self.box.remove()
+        workspace.remove(self.space)
 
 
 @app.command()
-def main(rollouts: int = 20, execs: int = 50) -> None:
+def main(rollouts: int = 20, execs: int = 3) -> None:
     pi = install.ensure(lambda line: console.print(line))
     client = container.connect()
     built = image.ensure(client, lambda line: console.print(line))
     os.environ[KEY_ENV] = "benchmark-key"
     records = []
+    plain = PlainExec(client, built.image_id)
+    load_before = os.getloadavg()[0]
     with ScriptedOpenAIServer(script) as provider, tempfile.TemporaryDirectory() as scratch:
         settings = PiSettings(base_url=provider.base_url, model="instant", api_key_env=KEY_ENV)
         for number in range(rollouts + 1):  # the first one warms caches and is not counted
@@ -110,7 +117,9 @@ def main(rollouts: int = 20, execs: int = 50) -> None:
                 raise SystemExit(f"rollout {number} went wrong: {record.outcome} {record.error}")
             if number:
                 records.append(record)
-    plain = _plain_execs(client, built.image_id, execs)
+                plain.measure(execs)
+    plain.close()
+    load_after = os.getloadavg()[0]
 
     def timing(name: str) -> list[float]:
         return [r.timings[name] for r in records if name in r.timings]
@@ -137,16 +146,19 @@ def main(rollouts: int = 20, execs: int = 50) -> None:
         ("tool call through the bridge, all", all_calls, "<= 100 ms"),
     ]
     rows += [(f"  {name}", values, "") for name, values in calls.items()]
-    rows += [("plain docker exec (python3 solve.py)", plain, "")]
+    rows += [("plain docker exec (python3 solve.py)", plain.samples, "")]
     for name, values, target in rows:
         median, p90 = _ms(values)
         table.add_row(name, median, p90, target)
     console.print(table)
-    bridge_bash = [d for name, v in calls.items() if name.startswith("bash") for d in v]
+    bridge_bash = statistics.median(
+        [d for name, v in calls.items() if name.startswith("bash") for d in v]
+    )
+    docker_exec = statistics.median(plain.samples)
     console.print(
-        f"bash through the bridge vs plain docker exec: "
-        f"{statistics.median(bridge_bash) / statistics.median(plain):.2f}x "
-        f"(+{(statistics.median(bridge_bash) - statistics.median(plain)) * 1000:.0f} ms)"
+        f"bash through the bridge vs plain docker exec: {bridge_bash / docker_exec:.2f}x "
+        f"(+{(bridge_bash - docker_exec) * 1000:.0f} ms); "
+        f"load average {load_before:.1f} before, {load_after:.1f} after, on {os.cpu_count()} cores"
     )
 
 
