@@ -4,6 +4,12 @@ Tests replace only LLM providers, and they replace them with a real HTTP
 server so that the code under test goes through its real HTTP client, retries
 and timeouts. The test scripts the answers with a function of the request
 body; every request is recorded so a test can assert what was sent.
+
+A request with `"stream": true` is answered as the provider streams: server-sent
+`chat.completion.chunk` events over chunked transfer encoding, the content in
+several deltas, each tool call as an id-and-name delta followed by argument
+fragments, the finish reason, a usage chunk when `stream_options.include_usage`
+asks for one, and `data: [DONE]`.
 """
 
 from __future__ import annotations
@@ -18,17 +24,45 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A function call the scripted model makes; `arguments` is sent as JSON text."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str = ""  # "call_<request>_<index>" when empty
+
+    def arguments_json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments)
+
+
+@dataclass(frozen=True)
 class Reply:
-    """One scripted answer: a completion, or an HTTP error status, after a delay."""
+    """One scripted answer: a completion (text and/or tool calls), or an HTTP error status."""
 
     content: str = ""
     status: int = 200
     delay_s: float = 0.0
     reasoning: str | None = None
-    finish_reason: str = "stop"
+    finish_reason: str = "stop"  # "tool_calls" when the reply has tool calls and says "stop"
     completion_tokens: int = 8
+    prompt_tokens: int = 16
+    tool_calls: tuple[ToolCall, ...] = ()
     headers: dict[str, str] = field(default_factory=dict)
     error_message: str = "scripted error"
+
+    def finish(self) -> str:
+        if self.tool_calls and self.finish_reason == "stop":
+            return "tool_calls"
+        return self.finish_reason
+
+    def usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -111,18 +145,55 @@ class ScriptedOpenAIServer:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.reasoning is not None:
             message["reasoning_content"] = reply.reasoning
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": _call_id(call, number, index),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                }
+                for index, call in enumerate(reply.tool_calls)
+            ]
         return {
             "id": f"chatcmpl-scripted-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model") or self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-            "usage": {
-                "prompt_tokens": 16,
-                "completion_tokens": reply.completion_tokens,
-                "total_tokens": 16 + reply.completion_tokens,
-            },
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish()}],
+            "usage": reply.usage(),
         }
+
+    def _chunks(self, request: dict[str, Any], reply: Reply, number: int) -> list[dict[str, Any]]:
+        """The streamed form of one reply, as the `chat.completion.chunk` objects a provider sends."""
+        base = {
+            "id": f"chatcmpl-scripted-{number}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": request.get("model") or self.model,
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        if reply.reasoning:
+            chunks += [chunk({"reasoning_content": part}) for part in _pieces(reply.reasoning)]
+        chunks += [chunk({"content": part}) for part in _pieces(reply.content)]
+        for index, call in enumerate(reply.tool_calls):
+            head = {
+                "index": index,
+                "id": _call_id(call, number, index),
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            chunks.append(chunk({"tool_calls": [head]}))
+            for part in _pieces(call.arguments_json()):
+                fragment = {"index": index, "function": {"arguments": part}}
+                chunks.append(chunk({"tool_calls": [fragment]}))
+        chunks.append(chunk({}, reply.finish()))
+        if (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": reply.usage()})
+        return chunks
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -142,6 +213,20 @@ class ScriptedOpenAIServer:
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self, chunks: list[dict[str, Any]], extra: dict[str, str]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                for name, value in extra.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks]
+                for data in [*events, b"data: [DONE]\n\n"]:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
 
             def do_GET(self) -> None:  # noqa: N802
                 server._record(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
@@ -172,6 +257,21 @@ class ScriptedOpenAIServer:
                     error = {"error": {"message": reply.error_message, "code": reply.status}}
                     self._send(reply.status, error, reply.headers)
                     return
+                if body.get("stream"):
+                    self._stream(server._chunks(body, reply, number), reply.headers)
+                    return
                 self._send(reply.status, server._completion(body, reply, number), reply.headers)
 
         return Handler
+
+
+def _call_id(call: ToolCall, number: int, index: int) -> str:
+    return call.id or f"call_{number}_{index}"
+
+
+def _pieces(text: str, parts: int = 3) -> list[str]:
+    """`text` cut into a few deltas, as a provider streams it ([] for no text)."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
