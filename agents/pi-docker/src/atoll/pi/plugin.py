@@ -1,8 +1,23 @@
 """atoll-pi-docker's registrations with the atoll host.
 
-The Pi Docker agent is registered here once it exists; until then the plugin adds nothing.
+`atoll euler`: the Project Euler importer, evaluator, gate, curriculum,
+reports and frozen transfer evaluation on Pi rollouts.
 """
 
 from __future__ import annotations
 
-from atoll.core.hookspecs import hookimpl  # noqa: F401  (hooks are added as features land)
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "euler",
+            Kind.COMMAND,
+            "atoll.pi.euler.cli:app",
+            "Pi on Project Euler: import, eval, score, curriculum, report, transfer.",
+            requires=("node", "docker"),
+        )
+    ]

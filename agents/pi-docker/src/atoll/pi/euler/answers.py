@@ -1,7 +1,7 @@
 """What counts as the expected value: one normalization, used by the gate and the importer.
 
 An answer is compared as an exact string after trimming whitespace and
-thousands separators (`233,168` and `233 168` are `233168`); there is no float
+thousands separators (`1,234,567` and `1 234 567` are `1234567`); there is no float
 tolerance, because Project Euler answers are exact and a "close" float is a
 wrong answer.
 """

@@ -12,6 +12,7 @@ answer in), or another runtime.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -153,8 +154,8 @@ def _is_assignment(word: str) -> bool:
 
 def _any_interpreter(command: str, reason: str) -> Execution | None:
     """A command we do not accept as a plain run: an Execution only if it mentions an interpreter."""
-    for word in command.replace(";", " ").replace("&", " ").replace("|", " ").split():
-        runtime = runtime_for_interpreter(word.strip("'\"()"))
+    for word in re.findall(r"[A-Za-z0-9_./+-]+", command):
+        runtime = runtime_for_interpreter(word)
         if runtime is not None:
             return Execution(word, runtime.language, None, None, reason)
     return None
