@@ -265,11 +265,12 @@ def write(
     ks: Sequence[int] = DEFAULT_KS,
     notes: Sequence[str] = (),
     name: str = "summary.md",
+    plots: bool = True,
 ) -> str:
-    """Write plots and the Markdown summary into `out`; the Markdown."""
+    """Write the plots (unless `plots` is False) and the Markdown summary; the Markdown."""
     from atoll.core.durable import atomic_write_text
 
-    plots = plot(rows, out)
-    text = markdown(rows, title=title, ks=ks, notes=notes, plots=plots)
+    made = plot(rows, out) if plots else []
+    text = markdown(rows, title=title, ks=ks, notes=notes, plots=made)
     atomic_write_text(out / name, text, make_parents=True)
     return text
