@@ -7,7 +7,6 @@ command exit 1, never turn into scores.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -309,7 +308,13 @@ def eval_command(
     """
     from atoll.pi.euler import report, rows
     from atoll.pi.euler.curriculum import Attempt
-    from atoll.pi.euler.evaluate import Runner, StoreSource, parse_problems
+    from atoll.pi.euler.evaluate import (
+        Interrupted,
+        Runner,
+        StoreSource,
+        parse_problems,
+        run_to_end,
+    )
 
     try:
         numbers = parse_problems(problems)
@@ -362,8 +367,8 @@ def eval_command(
     )
     rows_path = out / rows.ROWS_FILE
     try:
-        asyncio.run(runner.run(attempts, out, rows_path, run_id))
-    except KeyboardInterrupt:
+        run_to_end(runner.run(attempts, out, rows_path, run_id))
+    except Interrupted:
         raise _fail(
             "interrupted: the rows written so far are kept; rerun the same command to resume", 130
         ) from None
@@ -557,7 +562,7 @@ def curriculum_command(
     left open by infrastructure errors.
     """
     from atoll.pi.euler import curriculum, curriculum_run
-    from atoll.pi.euler.evaluate import Runner, StoreSource
+    from atoll.pi.euler.evaluate import Interrupted, Runner, StoreSource
 
     try:
         mix = (1.0, 0.0, 0.0) if no_replay else tuple(float(p) for p in replay.split(","))
@@ -596,7 +601,7 @@ def curriculum_command(
         outcome = curriculum_run.run(state, opened, config, runner, rounds, _say)
     except curriculum.CurriculumError as exc:
         raise _fail(str(exc)) from None
-    except KeyboardInterrupt:
+    except Interrupted:
         raise _fail(
             "interrupted: the round's rows are kept; rerun the same command to resume it", 130
         ) from None
@@ -682,7 +687,7 @@ def transfer_run_command(
     image: str | None = IMAGE,
 ) -> None:
     """Sample the frozen suite; the manifest is written before the first rollout and completed after."""
-    from atoll.pi.euler.evaluate import Runner
+    from atoll.pi.euler.evaluate import Interrupted, Runner
     from atoll.pi.euler.transfer import run as transfer_run
     from atoll.pi.euler.transfer import suite
     from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
@@ -719,7 +724,7 @@ def transfer_run_command(
         )
     except ManifestError as exc:
         raise _fail(str(exc), 1) from None
-    except KeyboardInterrupt:
+    except Interrupted:
         raise _fail("interrupted: rerun the same command to resume", 130) from None
     _out.print((out / "summary.md").read_text("utf-8"), markup=False)
     _out.print(

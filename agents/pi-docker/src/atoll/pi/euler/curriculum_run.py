@@ -8,7 +8,6 @@ same round with nothing lost and nothing counted twice.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from filelock import FileLock, Timeout
 from atoll.core.durable import atomic_write_json
 from atoll.pi.euler import curriculum, report, rows
 from atoll.pi.euler.curriculum import Config, CurriculumError, State
-from atoll.pi.euler.evaluate import Runner
+from atoll.pi.euler.evaluate import Runner, run_to_end
 from atoll.pi.euler.store import Store
 
 
@@ -86,7 +85,7 @@ def _run(
         directory = curriculum.round_dir(state_dir, number)
         say(f"round {number}: problem {plan_data['problem']}; " + curriculum.mix_line(plan_data))
         rows_path = directory / rows.ROWS_FILE
-        asyncio.run(
+        run_to_end(
             runner.run(curriculum.attempts_of(plan_data), directory, rows_path, run_id(number))
         )
         result, missing = curriculum.tally(plan_data, rows.read(rows_path))

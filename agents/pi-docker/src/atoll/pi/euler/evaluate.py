@@ -16,7 +16,9 @@ with status `error`: never a score, and retried on the next run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -319,6 +321,31 @@ class Runner:
         return row_for(
             attempt, record, expected, self.settings, run_id=run_id, rollout_dir=relative
         )
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM stopped the run; rollouts in flight were cleaned up, rows kept."""
+
+
+def run_to_end(coroutine: Any) -> Any:
+    """Run `coroutine` so that SIGTERM, like Ctrl-C, cancels it and its rollouts clean up."""
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await coroutine
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise Interrupted() from None
 
 
 def _default_image() -> str:

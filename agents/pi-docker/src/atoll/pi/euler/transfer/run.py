@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from atoll.pi.euler import report, rows
 from atoll.pi.euler.curriculum import Attempt
-from atoll.pi.euler.evaluate import Runner, Task
+from atoll.pi.euler.evaluate import Runner, Task, run_to_end
 from atoll.pi.euler.transfer import manifest as manifests
 from atoll.pi.euler.transfer import suite
 from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
@@ -103,7 +102,7 @@ def run(
     }
     runner.source = TransferSource(tasks)
     rows_path = out / rows.ROWS_FILE
-    asyncio.run(runner.run(planned, out, rows_path, RUN_ID))
+    run_to_end(runner.run(planned, out, rows_path, RUN_ID))
     data = rows.read(rows_path)
     latest = {rows.attempt_key(r): r for r in data if r.get("status") == "scored"}
     report.write(
