@@ -8,6 +8,7 @@ as round 1 has one row; the rerun finishes both rounds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -105,10 +106,8 @@ def test_kill_and_resume(
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
     for pid in pi_processes:  # Pi runs in its own process group: end what this test started
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     killed_state = json.loads((state / "state.json").read_text())
     assert killed_state["open_round"] == 1 and killed_state["rounds_completed"] == 0
     assert len(rows_1.read_text().splitlines()) == 1
