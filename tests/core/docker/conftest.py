@@ -7,11 +7,11 @@ developer machine and fail under CI=true.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from support import ci
 
 from atoll.core.docker_engine import BASE_IMAGE, EnginePaths
 from atoll.core.sandbox import SandboxError
@@ -20,17 +20,9 @@ from atoll.core.sandbox.docker_backend import DockerBackend, engine_url
 TASKS = Path(__file__).parent / "tasks"
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def need(ok: bool, why: str) -> None:
     """Skip here, fail in CI: Docker-backed tests must really run there."""
-    if ok:
-        return
-    if in_ci():
-        pytest.fail(f"{why} (CI must run `atoll docker up` and export DOCKER_HOST first)")
-    pytest.skip(why)
+    ci.need(ok, why, "CI must run `atoll docker up` and export DOCKER_HOST first")
 
 
 @pytest.fixture(scope="session")

@@ -3,18 +3,55 @@
 Pi's JSON mode prints one event per line and exits 0 even when the model
 call failed, so whether a run ended well is read from the events: the stop
 reason of the last assistant message (`stop`, `length`, `toolUse`, `error`,
-`aborted`) and its error message. `message_update` events (one per streamed
-delta, each carrying the whole partial message) are kept in the raw stream
-but not parsed here: everything they say is in the `message_end` that follows.
+`aborted`) and its error message.
+
+`message_update` events come one per streamed delta and each carries the
+whole partial message twice (`message` and `assistantMessageEvent.partial`),
+so the stream grows with the square of an answer's length: a 16k-token answer
+streamed token by token is hundreds of megabytes. `compact_update` drops those
+two snapshots and keeps the rest of the event (its kind, content index and
+delta, or the finished block) verbatim; the whole message is in the
+`message_end` that follows. They are not parsed here for the same reason.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 _UPDATE_PREFIX = b'{"type":"message_update"'
+# The many per-delta updates, as Pi writes them: parsed by their head only.
+_DELTA_HEAD = re.compile(
+    rb'^\{"type":"message_update","assistantMessageEvent":\{"type":"([a-z]+_delta)",'
+    rb'"contentIndex":(\d+),"delta":'
+)
+_DECODER = json.JSONDecoder()
+
+
+def is_update(line: bytes) -> bool:
+    return line.startswith(_UPDATE_PREFIX)
+
+
+def compact_update(line: bytes) -> bytes:
+    """A `message_update` line without its two partial-message snapshots (newline kept off)."""
+    head = _DELTA_HEAD.match(line)
+    try:
+        if head is not None:
+            text = line.decode("utf-8")
+            delta, _ = _DECODER.raw_decode(text, head.end())  # the head is ASCII: same offset
+            inner = {"type": head.group(1).decode(), "contentIndex": int(head.group(2))}
+            event: dict[str, Any] = {"type": "message_update", "assistantMessageEvent": inner}
+            inner["delta"] = delta
+        else:
+            event = json.loads(line)
+            event.pop("message", None)
+            if isinstance(event.get("assistantMessageEvent"), dict):
+                event["assistantMessageEvent"].pop("partial", None)
+    except ValueError:
+        return line.rstrip(b"\n")  # not what Pi writes: kept as it came
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -29,6 +66,8 @@ class ToolCall:
     is_error: bool | None = None
     started: bool = False
     finished: bool = False
+    started_at: float | None = None  # when the host read Pi's tool_execution_start (epoch s)
+    ended_at: float | None = None  # ... and its tool_execution_end
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +79,12 @@ class ToolCall:
             "is_error": self.is_error,
             "executed": self.started,
             "finished": self.finished,
+            "started_at": self.started_at,
+            "duration_s": (
+                None
+                if self.started_at is None or self.ended_at is None
+                else round(self.ended_at - self.started_at, 4)
+            ),
         }
 
 
@@ -89,13 +134,13 @@ class EventLog:
     unparsed_lines: int = 0
     auto_retries: int = 0
 
-    def feed(self, line: bytes) -> dict[str, Any] | None:
-        """Take one line of Pi's stdout; the parsed event, or None if it was skipped."""
+    def feed(self, line: bytes, at: float | None = None) -> dict[str, Any] | None:
+        """Take one line of Pi's stdout (read at time `at`); the parsed event, or None if skipped."""
         self.bytes += len(line)
         if not line.strip():
             return None
         self.events += 1
-        if line.startswith(_UPDATE_PREFIX):
+        if is_update(line):
             return None
         try:
             event = json.loads(line)
@@ -105,10 +150,10 @@ class EventLog:
         if not isinstance(event, dict):
             self.unparsed_lines += 1
             return None
-        self._observe(event)
+        self._observe(event, at)
         return event
 
-    def _observe(self, event: dict[str, Any]) -> None:
+    def _observe(self, event: dict[str, Any], at: float | None) -> None:
         kind = event.get("type")
         if kind == "session":
             self.session = event
@@ -133,10 +178,10 @@ class EventLog:
                         )
         elif kind == "tool_execution_start":
             call = self._call(event)
-            call.started = True
+            call.started, call.started_at = True, at
         elif kind == "tool_execution_end":
             call = self._call(event)
-            call.finished = True
+            call.finished, call.ended_at = True, at
             call.is_error = bool(event.get("isError"))
             call.result_text = content_text((event.get("result") or {}).get("content"))
         elif kind == "agent_end":

@@ -11,6 +11,7 @@ none, and two processes installing at once do it once (file lock).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -80,6 +81,7 @@ def _runtime_file(name: str) -> bytes:
     return resources.files("atoll.pi").joinpath("runtime", name).read_bytes()
 
 
+@functools.cache
 def lock_sha256() -> str:
     """The hash of the shipped package.json and lockfile: what an install is of."""
     digest = hashlib.sha256()
@@ -101,6 +103,14 @@ def find_node() -> Node:
             f"Node.js >= {MIN_NODE_MAJOR} is needed to run Pi and none is on PATH: install it "
             f"(Debian's nodejs is too old) or point {NODE_ENV} at a node binary"
         )
+    return _node_at(str(Path(found).absolute()))
+
+
+@functools.cache
+def _node_at(found: str) -> Node:
+    """The Node.js at `found`, checked once per process (a rollout must not pay for it)."""
+    if not Path(found).is_file():
+        raise PiUnavailable(f"{found} ({NODE_ENV}) is not a file; point it at a node binary")
     try:
         done = subprocess.run(
             [found, "--version"], capture_output=True, text=True, timeout=20, check=True

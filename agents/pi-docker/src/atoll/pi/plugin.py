@@ -1,8 +1,5 @@
-"""atoll-pi-docker's registrations with the atoll host.
-
-`atoll euler`: the Project Euler importer, evaluator, gate, curriculum,
-reports and frozen transfer evaluation on Pi rollouts.
-"""
+"""atoll-pi-docker's registrations: the `pi-docker` Harbor agent, `atoll pi`, `atoll euler`,
+doctor's checks."""
 
 from __future__ import annotations
 
@@ -11,13 +8,48 @@ from atoll.core.records import Kind, Registration
 
 
 @hookimpl
+def atoll_agents() -> list[Registration]:
+    return [
+        Registration(
+            "pi-docker",
+            Kind.AGENT,
+            "atoll.pi.agent:PiDockerAgent",
+            "The Pi coding agent (0.73.1) on the host, its read/write/edit/bash in the trial's "
+            "environment; any OpenAI-compatible model.",
+            requires=("node", "pi"),
+        )
+    ]
+
+
+@hookimpl
 def atoll_commands() -> list[Registration]:
     return [
+        Registration(
+            "pi",
+            Kind.COMMAND,
+            "atoll.pi.cli:app",
+            "Install the pinned Pi, build the rollout image, run one rollout.",
+            requires=("node", "pi", "docker", "pi-image"),
+        ),
         Registration(
             "euler",
             Kind.COMMAND,
             "atoll.pi.euler.cli:app",
             "Pi on Project Euler: import, eval, score, curriculum, report, transfer.",
-            requires=("node", "docker"),
-        )
+            requires=("node", "pi", "docker", "pi-image"),
+        ),
+    ]
+
+
+@hookimpl
+def atoll_doctor_checks() -> list[Registration]:
+    return [
+        Registration("node", Kind.CHECK, "atoll.pi.doctor:check_node", "Node.js >= 20 runs Pi."),
+        Registration("pi", Kind.CHECK, "atoll.pi.doctor:check_pi", "The pinned Pi coding agent."),
+        Registration(
+            "pi-image",
+            Kind.CHECK,
+            "atoll.pi.doctor:check_rollout_image",
+            "The rollout image Pi's tools run in.",
+        ),
     ]

@@ -32,7 +32,7 @@ from atoll.pi.session import (
 SCHEMA = "atoll.pi.rollout/1"
 RECORD_FILE = "record.json"
 
-Outcome = Literal["completed", "limit", "error", "refused"]
+Outcome = Literal["completed", "limit", "error"]
 
 
 class Hashes(BaseModel):
@@ -59,7 +59,7 @@ class RolloutRecord(BaseModel):
     created_at: str
     outcome: Outcome
     scorable: bool
-    error: str | None = None  # the infrastructure error, or why the rollout was refused
+    error: str | None = None  # the infrastructure error
     limit: str | None = None  # "max_turns", "timeout" or "output" when a limit ended the run
     stop_reason: str | None = None  # Pi's stopReason of the last assistant message
     final_text: str = ""
@@ -121,7 +121,7 @@ def from_session(
     return RolloutRecord(
         rollout_id=rollout_id,
         created_at=created_at,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,  # type: ignore[arg-type]  (a SessionResult outcome)
         scorable=outcome != "error",
         error=result.infrastructure_error,
         limit=result.limit,
@@ -142,8 +142,11 @@ def from_session(
             "terminated": result.terminated,
             "argv": result.argv[2:],
             "stderr_tail": result.stderr_tail[-2000:],
+            "config": result.pi_config,
             "events": log.events,
-            "event_bytes": log.bytes,
+            "event_bytes": log.bytes,  # as Pi wrote them
+            "stored_event_bytes": result.stored_bytes,
+            "compacted_updates": result.compacted_updates,
         },
         settings=result.settings.identity(),
         system_prompt=system_prompt,

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -74,7 +75,10 @@ def run(
     environ: Mapping[str, str] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> RolloutRecord:
-    """Run one rollout to its end and return its record (also in `run_dir/record.json`)."""
+    """Run one rollout to its end and return its record (also in `run_dir/record.json`).
+
+    `say` gets progress lines (Pi's install on first use); default: stderr.
+    """
     return asyncio.run(arun(request, docker_host=docker_host, environ=environ, say=say))
 
 
@@ -88,7 +92,7 @@ async def arun(
 ) -> RolloutRecord:
     """As `run`, in a running event loop."""
     environ = os.environ if environ is None else environ
-    say = say or (lambda _line: None)
+    say = say or _to_stderr
     began = time.monotonic()
     created_at = now()
     rollout_id = request.rollout_id or uuid.uuid4().hex[:12]
@@ -171,6 +175,11 @@ async def arun(
     }
     record.write(run_dir)
     return record
+
+
+def _to_stderr(line: str) -> None:
+    """The default progress output (Pi's one-time install): one line on stderr."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _check_language(language: str | None, image: rollout_image.RolloutImage) -> str | None:

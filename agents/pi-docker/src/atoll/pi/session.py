@@ -34,7 +34,7 @@ from typing import Any
 
 from atoll.pi import pi_config
 from atoll.pi.bridge import Bridge
-from atoll.pi.events import EventLog
+from atoll.pi.events import EventLog, compact_update, is_update
 from atoll.pi.install import PiInstall
 from atoll.pi.settings import PiSettings
 from atoll.pi.target import ExecTarget, ToolTarget
@@ -88,9 +88,12 @@ class SessionResult:
     argv: list[str]
     config_sha256: str
     settings: PiSettings
+    pi_config: dict[str, Any] = field(default_factory=dict)  # models.json and settings.json
     timings: dict[str, float] = field(default_factory=dict)
     stderr_tail: str = ""
     terminated: bool = False  # Pi had to be signalled after the abort grace
+    stored_bytes: int = 0  # of the events file
+    compacted_updates: int = 0  # message_update events stored without their snapshots
 
     @property
     def outcome(self) -> str:
@@ -106,13 +109,15 @@ class SessionResult:
 class SessionRequest:
     settings: PiSettings
     prompt: str
-    run_dir: Path
+    run_dir: Path  # the records: events, the bridge's log, Pi's stderr
     run_id: str
     workdir: str | None = None  # the tools' working directory; default: the target's
+    # Pi's config dir, HOME and working directory; default `run_dir/pi`. A run whose
+    # run_dir the container can see (a Harbor trial's log dir) keeps them elsewhere.
+    private_dir: Path | None = None
 
 
-def _private_dirs(run_dir: Path) -> dict[str, Path]:
-    private = run_dir / "pi"
+def _private_dirs(private: Path) -> dict[str, Path]:
     dirs = {name: private / name for name in ("config", "home", "tmp", "cwd")}
     for path in (private, *dirs.values()):
         path.mkdir(parents=True, exist_ok=True)
@@ -203,7 +208,7 @@ async def run_session(
     key = settings.api_key(environ)
     run_dir = request.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    dirs = _private_dirs(run_dir)
+    dirs = _private_dirs(request.private_dir or run_dir / "pi")
     config = pi_config.write(dirs["config"], settings)
     system_prompt = None
     if settings.system_prompt is not None:
@@ -232,6 +237,7 @@ async def run_session(
         argv=argv,
         config_sha256=config.sha256(argv[2:]),
         settings=settings,
+        pi_config={"models.json": config.models, "settings.json": config.settings},
         timings=timings,
     )
     try:
@@ -276,21 +282,28 @@ async def _drive(
             env=env,
             start_new_session=True,  # its own process group, signalled as one
         )
+        tasks: list[asyncio.Task[Any]] = []
         try:
             assert process.stdin is not None and process.stdout is not None
-            process.stdin.write(request.prompt.encode("utf-8"))
-            await process.stdin.drain()
-            process.stdin.close()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                # A Pi that died at once is reported below (it never loaded the extension).
+                process.stdin.write(request.prompt.encode("utf-8"))
+                await process.stdin.drain()
+                process.stdin.close()
             pump = asyncio.create_task(
                 _pump(process.stdout, events, result, bridge, settings, on_event)
             )
             hello = asyncio.create_task(bridge.connected.wait())
             exited = asyncio.create_task(process.wait())
+            tasks = [pump, hello, exited]
             await _supervise(process, pump, hello, exited, bridge, result, settings, spawned)
             await pump
             result.exit_code = process.returncode
         finally:
             await _stop(process, result)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             events.flush()
             os.fsync(events.fileno())
     if bridge.first_op_at is not None:
@@ -350,25 +363,39 @@ async def _pump(
     settings: PiSettings,
     on_event: Callable[[dict[str, Any]], None] | None,
 ) -> None:
-    """Copy Pi's stdout to the raw event file, feeding each line to the event log."""
+    """Copy Pi's event stream to the events file (updates compacted), feeding the event log.
+
+    The output limit counts what is kept: Pi's own per-delta snapshots would
+    make any long answer look like runaway output.
+    """
     pending = b""
     log = result.log
     while True:
         chunk = await stdout.read(READ_CHUNK)
         if not chunk:
             break
-        sink.write(chunk)
         pending += chunk
         *lines, pending = pending.split(b"\n")
+        at = time.time()
         for line in lines:
-            event = log.feed(line + b"\n")
+            _keep(sink, line, result)
+            event = log.feed(line + b"\n", at)
             if event is not None and on_event is not None:
                 on_event(event)
-        if log.bytes + len(pending) > settings.max_output_bytes and result.limit is None:
+        if result.stored_bytes + len(pending) > settings.max_output_bytes and result.limit is None:
             result.limit = "output"
             bridge.abort("output")
     if pending:
+        _keep(sink, pending, result)
         log.feed(pending)
+
+
+def _keep(sink: Any, line: bytes, result: SessionResult) -> None:
+    if is_update(line):
+        line = compact_update(line)
+        result.compacted_updates += 1
+    sink.write(line + b"\n")
+    result.stored_bytes += len(line) + 1
 
 
 async def _terminate(process: asyncio.subprocess.Process) -> None:

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core.records import Kind, Registration
 from atoll.core.registry import load
 
 DEFAULT_REEF_URL = "http://127.0.0.1:8900"
@@ -154,10 +155,36 @@ CHECKS: dict[str, Callable[[], Finding]] = {
 }
 
 
+def plugin_checks() -> dict[str, Callable[[], Finding]]:
+    """Checks that installed plugins register (`atoll_doctor_checks`), imported when run."""
+    return {record.name: _plugin_check(record) for record in load().of_kind(Kind.CHECK)}
+
+
+def _plugin_check(record: Registration) -> Callable[[], Finding]:
+    def check() -> Finding:
+        from atoll.core.targets import import_target
+
+        try:
+            found = import_target(record.target)()
+        except Exception as exc:  # a broken check must not hide the others
+            return Finding(record.name, False, f"the check failed: {exc}", record.summary)
+        if not isinstance(found, Finding):
+            return Finding(record.name, False, f"{record.target} returned no Finding", "")
+        return found
+
+    return check
+
+
+def all_checks() -> dict[str, Callable[[], Finding]]:
+    return {**CHECKS, **plugin_checks()}
+
+
 def needed_by() -> dict[str, list[str]]:
     """For each requirement, the installed plugins whose registrations declare it."""
-    users: dict[str, set[str]] = {key: set() for key in CHECKS}
+    users: dict[str, set[str]] = {key: set() for key in all_checks()}
     for record in load().all():
+        if record.kind is Kind.CHECK:
+            continue
         for requirement in record.requires:
             users.setdefault(requirement, set()).add(f"{record.name} ({record.kind.value})")
     for key in ("python", "harbor"):
@@ -172,15 +199,16 @@ def doctor(
 ) -> None:
     """Show what this machine has for each installed plugin, with the fix for each gap."""
     users = needed_by()
-    selected = only or list(CHECKS)
-    unknown = [name for name in selected if name not in CHECKS]
+    checks = all_checks()
+    selected = only or list(checks)
+    unknown = [name for name in selected if name not in checks]
     if unknown:
-        raise typer.BadParameter(f"unknown requirement {unknown[0]!r}; known: {', '.join(CHECKS)}")
+        raise typer.BadParameter(f"unknown requirement {unknown[0]!r}; known: {', '.join(checks)}")
     table = Table(title="atoll doctor")
     for column in ("Requirement", "Status", "Found", "Needed by", "Fix"):
         table.add_column(column, overflow="fold")
     for name in selected:
-        finding = CHECKS[name]()
+        finding = checks[name]()
         status = "[green]ok[/green]" if finding.ok else "[red]missing[/red]"
         table.add_row(
             name, status, finding.detail, ", ".join(users.get(name, [])) or "-", finding.fix

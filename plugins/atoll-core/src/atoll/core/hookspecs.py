@@ -49,3 +49,8 @@ def atoll_job_plugins() -> list[Registration]:
 @hookspec
 def atoll_commands() -> list[Registration]:
     """Sub-commands of `atoll`; the target is a Typer app."""
+
+
+@hookspec
+def atoll_doctor_checks() -> list[Registration]:
+    """Requirements `atoll doctor` checks; the target is a function returning a `Finding`."""

@@ -18,6 +18,7 @@ class Kind(StrEnum):
     EMITTER = "emitter"
     JOB_PLUGIN = "job plugin"
     COMMAND = "command"
+    CHECK = "check"
 
 
 @dataclass(frozen=True)

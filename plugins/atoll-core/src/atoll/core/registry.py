@@ -28,6 +28,7 @@ _HOOKS_BY_KIND: dict[Kind, str] = {
     Kind.EMITTER: "atoll_emitters",
     Kind.JOB_PLUGIN: "atoll_job_plugins",
     Kind.COMMAND: "atoll_commands",
+    Kind.CHECK: "atoll_doctor_checks",
 }
 
 

@@ -195,65 +195,27 @@ export default async function atollBridge(pi: ExtensionAPI): Promise<void> {
 	};
 	bridge.onAbort = abort;
 
-	const definitions = {
-		read: createReadToolDefinition(WORKDIR),
-		write: createWriteToolDefinition(WORKDIR),
-		edit: createEditToolDefinition(WORKDIR),
-		bash: createBashToolDefinition(WORKDIR),
-	};
+	// Pi's own definitions, operations replaced per call (each call's operations know its id).
+	const tools = [
+		{ create: createReadToolDefinition, ops: "read" },
+		{ create: createWriteToolDefinition, ops: "write" },
+		{ create: createEditToolDefinition, ops: "edit" },
+		{ create: createBashToolDefinition, ops: "bash" },
+	] as const;
+	const definitions = tools.map(({ create }) => create(WORKDIR));
 	await bridge.request("hello", {
 		rollout: ROLLOUT,
 		workdir: WORKDIR,
-		tools: Object.values(definitions).map((d) => ({
-			name: d.name,
-			description: d.description,
-			parameters: d.parameters,
-		})),
+		tools: definitions.map((d) => ({ name: d.name, description: d.description, parameters: d.parameters })),
 	});
-
-	pi.registerTool({
-		...definitions.read,
-		execute: (id, params, signal, onUpdate, ctx) =>
-			createReadToolDefinition(WORKDIR, { operations: callOperations(bridge, id, signal).read }).execute(
-				id,
-				params,
-				signal,
-				onUpdate,
-				ctx,
-			),
-	});
-	pi.registerTool({
-		...definitions.write,
-		execute: (id, params, signal, onUpdate, ctx) =>
-			createWriteToolDefinition(WORKDIR, { operations: callOperations(bridge, id, signal).write }).execute(
-				id,
-				params,
-				signal,
-				onUpdate,
-				ctx,
-			),
-	});
-	pi.registerTool({
-		...definitions.edit,
-		execute: (id, params, signal, onUpdate, ctx) =>
-			createEditToolDefinition(WORKDIR, { operations: callOperations(bridge, id, signal).edit }).execute(
-				id,
-				params,
-				signal,
-				onUpdate,
-				ctx,
-			),
-	});
-	pi.registerTool({
-		...definitions.bash,
-		execute: (id, params, signal, onUpdate, ctx) =>
-			createBashToolDefinition(WORKDIR, { operations: callOperations(bridge, id, signal).bash }).execute(
-				id,
-				params,
-				signal,
-				onUpdate,
-				ctx,
-			),
+	tools.forEach(({ create, ops }, index) => {
+		pi.registerTool({
+			...definitions[index],
+			execute: (id: string, params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) => {
+				const operations = callOperations(bridge, id, signal)[ops] as any;
+				return (create as any)(WORKDIR, { operations }).execute(id, params, signal, onUpdate, ctx);
+			},
+		} as any);
 	});
 
 	pi.on("before_agent_start", async (event, ctx) => {

@@ -12,6 +12,7 @@ Rollouts refer to the image by its ID, a digest of its content.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -32,7 +33,7 @@ LACKS_LABEL = "org.atoll.pi.image.lacks"
 USER_LABEL = "org.atoll.pi.image.user"
 # Languages a rollout may ask for, and the command that runs each.
 LANGUAGES = {"python": "python3", "javascript": "node", "julia": "julia"}
-NAMES = {"python": "Python 3", "javascript": "Node.js", "julia": "Julia"}
+NAMES = {"python": "Python", "javascript": "Node.js", "julia": "Julia"}
 # Not installable from the registries atoll reaches (no Debian package, no usable PyPI/npm one).
 LACKS = ("julia",)
 _PROBE = "python3 -c 'import platform; print(platform.python_version())'; node --version"
@@ -132,14 +133,13 @@ def ensure(
     if base_id is None:
         raise ContainerError(f"{BASE_IMAGE} is missing; `atoll docker up` builds it")
     wanted = recipe(base_id)
-    if not force:
-        try:
-            present = describe(client)
-        except ContainerError:
-            present = None
-        if present is not None and present.recipe == wanted:
-            return present
-    say(f"building {TAG} from {BASE_IMAGE} (Node.js from Debian; about 10 s) ...")
+    try:
+        present = describe(client)
+    except ContainerError:
+        present = None
+    if present is not None and present.recipe == wanted and not force:
+        return present
+    say(f"building {TAG} from {BASE_IMAGE} (Node.js and curl from Debian; about 10 s) ...")
     mirror = mirror or os.environ.get(MIRROR_ENV) or ""
     stage = _build(
         client,
@@ -157,6 +157,16 @@ def ensure(
     final = f"FROM {stage}\n".encode()
     _build(client, _context(final), tag=TAG, labels=labels, network_mode="none")
     built = describe(client)
+    if present is not None and present.image_id != built.image_id:
+        _drop(client, present.image_id)
     return RolloutImage(
         built.tag, built.image_id, built.runtimes, built.lacks, built.recipe, source="built"
     )
+
+
+def _drop(client: Any, image_id: str) -> None:
+    """Remove the rollout image this build replaced, unless a container still uses it."""
+    from docker.errors import APIError
+
+    with contextlib.suppress(APIError):
+        client.images.remove(image_id, force=False)
