@@ -14,21 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ci
 
 ATOLL = str(Path(sys.executable).parent / "atoll")
 KEY_ENV = "ATOLL_EULER_TEST_KEY"
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def need(ok: bool, why: str) -> None:
-    if ok:
-        return
-    if in_ci():
-        pytest.fail(f"{why} (CI installs Pi and starts the Docker engine before the tests)")
-    pytest.skip(why)
+    ci.need(ok, why, "CI installs Pi, starts the Docker engine and builds the rollout image first")
 
 
 @pytest.fixture(scope="session")
