@@ -117,16 +117,7 @@ def row_for(
     usage = record.get("usage") or {}
     timings = record.get("timings") or {}
     return {
-        "row_format": rows.ROW_FORMAT,
-        "run_id": run_id,
-        "phase": attempt.phase,
-        "problem": attempt.problem,
-        "language": attempt.language,
-        "approach": attempt.approach,
-        "sample": attempt.sample,
-        "model": settings.pi.model,
-        "model_revision": settings.model_revision,
-        "model_signature": settings.signature,
+        **_identity(attempt, settings, run_id),
         "status": "scored" if scorable else "error",
         "error": None if scorable else (record.get("error") or "the rollout could not be scored"),
         "outcome": record.get("outcome"),
@@ -164,10 +155,8 @@ def row_for(
     }
 
 
-def error_row(
-    attempt: Attempt, message: str, settings: Settings, *, run_id: str, rollout_dir: str
-) -> dict[str, Any]:
-    """A row for a rollout that could not run at all: an infrastructure error, never a score."""
+def _identity(attempt: Attempt, settings: Settings, run_id: str) -> dict[str, Any]:
+    """What every row starts with: which attempt of which run, by which system under test."""
     return {
         "row_format": rows.ROW_FORMAT,
         "run_id": run_id,
@@ -179,6 +168,15 @@ def error_row(
         "model": settings.pi.model,
         "model_revision": settings.model_revision,
         "model_signature": settings.signature,
+    }
+
+
+def error_row(
+    attempt: Attempt, message: str, settings: Settings, *, run_id: str, rollout_dir: str
+) -> dict[str, Any]:
+    """A row for a rollout that could not run at all: an infrastructure error, never a score."""
+    return {
+        **_identity(attempt, settings, run_id),
         "status": "error",
         "error": message,
         "gate": None,

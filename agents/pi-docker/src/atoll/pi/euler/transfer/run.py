@@ -88,8 +88,9 @@ def run(
             if manifests.binding(current).get(k, current.get(k))
             != manifests.binding(fresh).get(k, fresh.get(k))
         ]
-        if current.get("acceptance") != fresh.get("acceptance") and acceptance is not None:
-            differ.append("acceptance")
+        fixed_rule = (current.get("acceptance") or {}).get("rule")
+        if acceptance is not None and fixed_rule != acceptance.to_json():
+            differ.append("acceptance (a rule can only be fixed before sampling starts)")
         if differ:
             raise ManifestError(
                 f"{out} holds a transfer run with other settings ({', '.join(differ)}); use a new --out"
