@@ -121,3 +121,18 @@ def test_repair_cuts_only_a_torn_tail(tmp_path: Path) -> None:
     assert rows.repair(path) == len('{"b": ')
     assert rows.read(path) == [{"a": 1}]
     assert rows.repair(path) == 0
+
+
+def test_a_retried_attempt_counts_once() -> None:
+    failed_then_scored = [
+        row(1, "python", False, sample=0, status="error"),
+        row(1, "python", True, sample=0),
+    ]
+    only_errors = [
+        row(2, "python", False, sample=0, status="error"),
+        row(2, "python", False, sample=0, status="error"),
+    ]
+    latest = rows.latest_per_attempt(failed_then_scored + only_errors)
+    assert len(latest) == 2
+    overall = report.group(latest, "all")
+    assert (overall.attempts, overall.passes, overall.errors) == (1, 1, 1)

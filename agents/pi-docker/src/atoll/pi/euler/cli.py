@@ -372,7 +372,7 @@ def eval_command(
         raise _fail(
             "interrupted: the rows written so far are kept; rerun the same command to resume", 130
         ) from None
-    data = _latest(rows.read(rows_path), run_id)
+    data = [r for r in rows.latest_per_attempt(rows.read(rows_path)) if r.get("run_id") == run_id]
     text = report.write(data, out, title=f"Pi on Project Euler: {model}")
     _out.print(text, markup=False)
     errors = sum(1 for r in data if r.get("status") != "scored")
@@ -399,20 +399,6 @@ def _claim_run_dir(out: Path, identity: dict[str, Any], run_id: str) -> None:
     if out.exists() and any(out.iterdir()):
         raise _fail(f"{out} is not empty and holds no evaluation; use a new --out")
     atomic_write_json(path, {"run_id": run_id, "identity": identity}, make_parents=True)
-
-
-def _latest(data: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
-    """One row per attempt: its last scored row, else its last row."""
-    from atoll.pi.euler import rows
-
-    chosen: dict[Any, dict[str, Any]] = {}
-    for row in data:
-        if row.get("run_id") != run_id:
-            continue
-        key = rows.attempt_key(row)
-        if row.get("status") == "scored" or chosen.get(key, {}).get("status") != "scored":
-            chosen[key] = row
-    return list(chosen.values())
 
 
 # -- score -------------------------------------------------------------------------
@@ -651,6 +637,7 @@ def report_command(
         raise _fail(str(exc)) from None
     for warning in warnings:
         _say(f"warning: {warning}")
+    data = rows.latest_per_attempt(data)
     target = out or (paths[0] if paths[0].is_dir() else paths[0].parent) / "report"
     text = report.write(data, target, title=title, ks=k_values, name="report.md")
     _out.print(text, markup=False)

@@ -33,6 +33,20 @@ def attempt_key(row: dict[str, Any]) -> tuple[str, str, str, str, int]:
     )
 
 
+def latest_per_attempt(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per attempt of each run: its last scored row, else its last row.
+
+    A retried attempt leaves its error rows in the file (nothing is rewritten);
+    reports count the attempt once, by its outcome.
+    """
+    chosen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        key = (row.get("run_id"), *attempt_key(row))
+        if row.get("status") == "scored" or chosen.get(key, {}).get("status") != "scored":
+            chosen[key] = row
+    return list(chosen.values())
+
+
 def append(path: Path, row: dict[str, Any]) -> None:
     """Append one row and make it durable before returning."""
     line = json.dumps(row, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

@@ -37,12 +37,8 @@ def mismatches(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return found
 
 
-def _latest_scored(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    latest: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
-    for row in data:
-        if row.get("status") == "scored":
-            latest[rows.attempt_key(row)] = row
-    return list(latest.values())
+def _scored(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows.latest_per_attempt(data) if r.get("status") == "scored"]
 
 
 def _counts(data: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -68,9 +64,9 @@ def compare(path_a: Path, path_b: Path) -> dict[str, Any]:
         raise ManifestError("the manifests are not comparable: " + "; ".join(found))
     manifests.verify_completed(dir_a, a, "A")
     manifests.verify_completed(dir_b, b, "B")
-    counts_a = _counts(_latest_scored(rows.read(dir_a / rows.ROWS_FILE)))
+    counts_a = _counts(_scored(rows.read(dir_a / rows.ROWS_FILE)))
     rows_b = rows.read(dir_b / rows.ROWS_FILE)
-    counts_b = _counts(_latest_scored(rows_b))
+    counts_b = _counts(_scored(rows_b))
     tasks = []
     for task in a["selection"]:
         n_a, c_a = counts_a.get(task, (0, 0))

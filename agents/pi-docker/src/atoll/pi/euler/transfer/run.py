@@ -105,7 +105,9 @@ def run(
     rows_path = out / rows.ROWS_FILE
     run_to_end(runner.run(planned, out, rows_path, RUN_ID))
     data = rows.read(rows_path)
-    latest = {rows.attempt_key(r): r for r in data if r.get("status") == "scored"}
+    latest = {
+        rows.attempt_key(r): r for r in rows.latest_per_attempt(data) if r.get("status") == "scored"
+    }
     report.write(
         list(latest.values()),
         out,
