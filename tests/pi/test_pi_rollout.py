@@ -11,6 +11,7 @@ from pi_support import KEY_ENV, call, rollout_containers, say, turns
 from support.openai_server import Reply
 
 from atoll.pi import install, session
+from atoll.pi.record import RolloutRecord
 from atoll.pi.rollout import RolloutRefused, RolloutRequest, run
 from atoll.pi.settings import PiSettings
 
@@ -112,7 +113,7 @@ def test_a_program_written_and_run_lives_in_the_container(
     assert first.body["stream"] is True
     assert {t["function"]["name"] for t in first.body["tools"]} == {"read", "write", "edit", "bash"}
     assert first.headers["authorization"] == f"Bearer {api_key}"
-    assert json.loads((run_dir / "record.json").read_text())["rollout_id"] == record.rollout_id
+    assert RolloutRecord.read(run_dir) == record
 
 
 def test_the_api_key_is_nowhere_on_disk(ready, pi, api_key, tmp_path):

@@ -164,6 +164,8 @@ class RolloutContainer:
         timeout_sec: int | None = None,
         user: str | int | None = None,
     ) -> ExecResult:
+        """As Harbor's exec; `env` and `timeout_sec` are not used: the tool target bounds
+        every command with `timeout` inside the container, and passes no host variables."""
         return await asyncio.to_thread(self.exec_sync, command, cwd, user)
 
     def exec_sync(

@@ -93,6 +93,11 @@ class RolloutRecord(BaseModel):
         atomic_write_json(path, self.model_dump(mode="json"))
         return path
 
+    @classmethod
+    def read(cls, run_dir: Path) -> RolloutRecord:
+        """The record a finished rollout wrote into `run_dir`."""
+        return cls.model_validate_json((run_dir / RECORD_FILE).read_text("utf-8"))
+
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

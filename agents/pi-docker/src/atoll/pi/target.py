@@ -20,7 +20,7 @@ import shlex
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 PID_DIR = "/tmp/.atoll-pi"
 # Raw bytes per write command: its base64 stays well under one argument's 128 KiB limit.
@@ -177,31 +177,6 @@ class ToolTarget:
                 raise FileError(
                     f"cannot write '{path}': {detail[-1] if detail else 'status ' + str(result.return_code)}"
                 )
-
-    async def snapshot(self, directory: str, limit: int = 2000) -> list[dict[str, Any]]:
-        """The regular files under `directory`: relative path, size and sha256 (at most `limit`)."""
-        quoted = shlex.quote(directory)
-        script = (
-            f"cd -- {quoted} && find . -xdev -type f -printf '%s %P\\0' 2>/dev/null | head -z -n {limit}"
-            " | while IFS= read -r -d '' entry; do"
-            " size=${entry%% *}; name=${entry#* };"
-            ' sum=$(sha256sum -- "$name" 2>/dev/null | cut -d" " -f1);'
-            ' printf "%s\\t%s\\t%s\\0" "$size" "$sum" "$(printf %s "$name" | base64 -w0)"; done'
-        )
-        result = await self._exec(script, 120)
-        files = []
-        for entry in (result.stdout or "").split("\0"):
-            if entry.count("\t") != 2:
-                continue
-            size, digest, name = entry.split("\t")
-            files.append(
-                {
-                    "path": base64.b64decode(name).decode("utf-8", "replace"),
-                    "bytes": int(size),
-                    "sha256": digest or None,
-                }
-            )
-        return sorted(files, key=lambda item: item["path"])
 
     async def working_directory(self) -> str:
         """The target's default working directory (where a plain exec starts)."""
