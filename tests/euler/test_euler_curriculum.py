@@ -177,3 +177,12 @@ def test_a_missing_statement_stops_too(tmp_path: Path) -> None:
         lambda _l: None,
     )
     assert outcome.stopped == "the statement of problem 1 is missing"
+
+
+def test_problem_selection() -> None:
+    from atoll.pi.euler.evaluate import parse_problems
+
+    assert parse_problems("1-3,7, 2") == [1, 2, 3, 7]
+    for bad in ("0", "5-2", "x", "", "1-"):
+        with pytest.raises(ValueError):
+            parse_problems(bad)

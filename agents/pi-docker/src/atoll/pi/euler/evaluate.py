@@ -266,19 +266,21 @@ class Runner:
         from atoll.pi import rollout
         from atoll.pi.rollout import RolloutRefused, RolloutRequest
 
-        run_dir = out_dir / "rollouts" / attempt.name()
+        run_dir, record = _latest_run(out_dir / "rollouts", attempt.name())
         relative = os.path.relpath(run_dir, out_dir)
         task_id = str(attempt.problem)
         try:
             expected = self.source.expected(task_id)
         except Exception as exc:  # a store that lost an answer: an error, never a score
             return error_row(attempt, str(exc), self.settings, run_id=run_id, rollout_dir=relative)
-        if (run_dir / record_input.RECORD_FILE).exists():
-            record = record_input.load(run_dir)  # finished before an interruption: score it now
+        if record is not None and record.get("scorable"):
+            # it finished before an interruption, but its row was never written: score it now
             return row_for(
                 attempt, record, expected, self.settings, run_id=run_id, rollout_dir=relative
             )
-        _set_aside(run_dir)
+        if run_dir.exists():  # cut off mid-way, or an infrastructure error: a new try, beside it
+            run_dir = _next_try(out_dir / "rollouts", attempt.name())
+            relative = os.path.relpath(run_dir, out_dir)
         try:
             task = self.source.task(task_id)
             request = RolloutRequest(
@@ -352,14 +354,31 @@ def _default_image() -> str:
     return rollout_image.TAG
 
 
-def _set_aside(run_dir: Path) -> None:
-    """A rollout directory without a record was cut off: keep it, renamed, and start afresh."""
-    if not run_dir.exists():
-        return
-    index = 1
-    while (aside := run_dir.with_name(f"{run_dir.name}.interrupted-{index}")).exists():
-        index += 1
-    run_dir.rename(aside)
+def _tries(rollouts: Path, name: str) -> list[Path]:
+    """The directories of an attempt's tries, in order: NAME, NAME.try-2, NAME.try-3, ..."""
+    found = [rollouts / name] if (rollouts / name).exists() else []
+    number = 2
+    while (rollouts / f"{name}.try-{number}").exists():
+        found.append(rollouts / f"{name}.try-{number}")
+        number += 1
+    return found
+
+
+def _latest_run(rollouts: Path, name: str) -> tuple[Path, dict[str, Any] | None]:
+    """The attempt's last try and its record (None if it has none or it cannot be read)."""
+    tries = _tries(rollouts, name)
+    if not tries:
+        return rollouts / name, None
+    last = tries[-1]
+    try:
+        return last, record_input.load(last)
+    except record_input.RecordError:
+        return last, None
+
+
+def _next_try(rollouts: Path, name: str) -> Path:
+    """A new directory for another try; earlier tries stay where their rows point."""
+    return rollouts / f"{name}.try-{len(_tries(rollouts, name)) + 1}"
 
 
 def _progress_line(done: int, total: int, row: dict[str, Any]) -> str:
