@@ -143,7 +143,7 @@ def _languages(text: str) -> tuple[str, ...]:
     from atoll.pi.euler.runtimes import LanguageError, parse_languages
 
     try:
-        return parse_languages(text, available=frozenset({"python", "javascript"}))
+        return parse_languages(text)
     except LanguageError as exc:
         raise _fail(str(exc)) from None
 
@@ -166,8 +166,10 @@ def _open_store(path: Path) -> Any:
         raise _fail(str(exc)) from None
 
 
-def _preflight(runner: Any) -> None:
+def _preflight(runner: Any, languages: tuple[str, ...]) -> None:
+    """Check the key, engine, image and Pi; refuse languages the image lacks, before any write."""
     from atoll.pi.container import ContainerError
+    from atoll.pi.euler.runtimes import LanguageError, parse_languages
     from atoll.pi.install import PiUnavailable
     from atoll.pi.settings import SettingsError
 
@@ -179,6 +181,11 @@ def _preflight(runner: Any) -> None:
     _say(
         f"rollout image {info['image_id'][:19]} ({info['tag']}): {info['runtimes']}; lacks {lacks}"
     )
+    available = frozenset(info.get("runtimes") or {}) - frozenset(info.get("lacks") or [])
+    try:
+        parse_languages(",".join(languages), available=available)
+    except LanguageError as exc:
+        raise _fail(str(exc)) from None
 
 
 # -- import ------------------------------------------------------------------------
@@ -352,9 +359,9 @@ def eval_command(
         "settings": settings.pi.identity(),
     }
     run_id = "eval-" + hashlib.sha256(canonical_json(identity)).hexdigest()[:12]
-    _claim_run_dir(out, identity, run_id)
     runner = Runner(StoreSource(opened), settings, say=_say)
-    _preflight(runner)
+    _preflight(runner, langs)
+    _claim_run_dir(out, identity, run_id)
     attempts = [
         Attempt("eval", n, lang, app, k)
         for n in numbers
@@ -582,7 +589,7 @@ def curriculum_command(
         image,
     )
     runner = Runner(StoreSource(opened), settings, say=_say)
-    _preflight(runner)
+    _preflight(runner, config.languages)
     try:
         outcome = curriculum_run.run(state, opened, config, runner, rounds, _say)
     except curriculum.CurriculumError as exc:
@@ -698,7 +705,7 @@ def transfer_run_command(
         image,
     )
     runner = Runner(transfer_run.TransferSource(tasks), settings, say=_say)
-    _preflight(runner)
+    _preflight(runner, langs)
     try:
         done = transfer_run.run(
             out,

@@ -100,7 +100,7 @@ def parse_languages(text: str, available: frozenset[str] | None = None) -> tuple
             raise LanguageError(f"unknown language {name!r}; choose from {', '.join(LANGUAGES)}")
         if available is not None and name not in available:
             raise LanguageError(
-                f"the rollout image has no {name} runtime, so {name} attempts are refused "
-                f"(available: {', '.join(sorted(available))})"
+                f"the rollout image lacks {name}, so {name} attempts are refused "
+                f"(it runs {', '.join(sorted(available))})"
             )
     return names
