@@ -380,7 +380,14 @@ def eval_command(
             "interrupted: the rows written so far are kept; rerun the same command to resume", 130
         ) from None
     data = [r for r in rows.latest_per_attempt(rows.read(rows_path)) if r.get("run_id") == run_id]
-    text = report.write(data, out, title=f"Pi on Project Euler: {model}")
+    image = runner.image_info or {}
+    notes = [
+        f"Store {opened.digest[:16]}; problems {problems}; languages {', '.join(langs)}; "
+        f"approaches {', '.join(apps)}; {samples} samples each. Rollout image "
+        f"{image.get('image_id')} ({image.get('runtimes')}). Model signature "
+        f"{settings.signature[:16]} ({json.dumps(settings.signature_parts, sort_keys=True)})."
+    ]
+    text = report.write(data, out, title=f"Pi on Project Euler: {model}", notes=notes)
     _out.print(text, markup=False)
     errors = sum(1 for r in data if r.get("status") != "scored")
     if errors:
