@@ -236,3 +236,14 @@ def test_refuses_a_non_store_directory(tmp_path: Path, import_cli) -> None:
     result = import_cli(good, tmp_path / "mine")
     assert result.returncode == 2 and "not an Euler store" in result.stderr
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_store_inside_a_repository_must_be_ignored_by_it(tmp_path: Path, import_cli) -> None:
+    good = make_zip(tmp_path / "good.zip", {"1.html": statement(1), "Solutions.md": "1. 5\n"})
+    repository = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    refused = import_cli(good, repository / "data" / "euler")
+    assert refused.returncode == 2 and "must never be committed" in refused.stderr
+    assert not (repository / "data").exists()
+    (repository / ".gitignore").write_text("data/\n")
+    assert import_cli(good, repository / "data" / "euler").returncode == 0

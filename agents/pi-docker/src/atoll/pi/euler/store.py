@@ -8,6 +8,7 @@ Layout of a store directory:
     resources/NAME             files statements link to (copied into a rollout on demand)
     private/answers.json       expected answers (directory 0700, file 0600)
 
+A store inside a git work tree is refused unless the repository ignores it.
 Only the evaluating process reads `private/`; a rollout gets a problem's
 statement in its prompt and copies of that problem's resources, never a path
 into the store. A store is written whole into a sibling temporary directory
@@ -22,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,11 +111,43 @@ def write(catalog: Catalog, root: Path) -> dict[str, Any]:
 
 
 def _check_target(root: Path) -> None:
+    _check_not_committable(root)
     if root.is_file():
         raise StoreError(f"{root} is a file; name a directory for the store")
     if root.is_dir() and any(root.iterdir()) and not (root / INDEX).is_file():
         raise StoreError(
             f"{root} is a non-empty directory that is not an Euler store; name a new directory"
+        )
+
+
+def _git_repository(path: Path) -> Path | None:
+    for parent in [path, *path.parents]:
+        if (parent / ".git").exists():
+            return parent
+    return None
+
+
+def _check_not_committable(root: Path) -> None:
+    """Answers stay in ignored local storage: a store inside a git work tree must be ignored."""
+    repository = _git_repository(root)
+    if repository is None:
+        return
+    try:
+        ignored = (
+            subprocess.run(
+                ["git", "-C", str(repository), "check-ignore", "-q", "--no-index", str(root)],
+                capture_output=True,
+                timeout=30,
+            ).returncode
+            == 0
+        )
+    except (OSError, subprocess.SubprocessError):
+        ignored = False
+    if not ignored:
+        raise StoreError(
+            f"{root} is inside the git repository {repository} and not ignored by it: the store "
+            "holds answers that must never be committed; choose a directory outside the "
+            "repository or add it to .gitignore"
         )
 
 
