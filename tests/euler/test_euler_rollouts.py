@@ -3,7 +3,8 @@
 One evaluation of six sample problems, each a scripted trajectory, is shared
 by the tests below (six rollouts, two at a time):
 
-- problem 1: honest: writes solution.py, runs `python3 solution.py`, states the value;
+- problem 1: honest: writes solution.py with a bug, runs it, fixes it with the edit tool,
+  runs `python3 solution.py` again and states the value;
 - problem 2: a dummy write, then the answer computed by `python3 -c ...`;
 - problem 3: a program that prints the value, then fails with it in its error text;
 - problem 4: writes solution.py, then runs another file it made with the shell;
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import ATOLL, KEY_ENV
-from scripted_solver import Steps, bash, read, solver, write
+from scripted_solver import Steps, bash, call, read, solver, write
 from support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -65,7 +66,16 @@ def scenarios(key: str, language: str, model: str) -> Steps:
     if language == "javascript" and key == "p6":
         return [write("solution.js", P6_JS), bash("node solution.js")]
     return {
-        "p1": [write("solution.py", P1), bash("python3 solution.py")],
+        "p1": [
+            write("solution.py", P1.replace("range(1000)", "range(100)")),
+            bash("python3 solution.py"),
+            call(
+                "edit",
+                path="solution.py",
+                edits=[{"oldText": "range(100)", "newText": "range(1000)"}],
+            ),
+            bash("python3 solution.py"),
+        ],
         "p2": [write("solution.py", "print('working on it')\n"), bash(P2_INLINE)],
         "p3": [write("solution.py", P3), bash("python3 solution.py")],
         "p4": [
@@ -181,6 +191,11 @@ def test_honest_trajectory_passes(evaluation: dict[str, Any]) -> None:
     row = evaluation["rows"][1]
     assert row["passed"] and row["score"] == 1 and row["pre_audit_score"] == 1 and row["executed"]
     assert row["gate"]["failed"] == [] and row["gate"]["program"] == "solution.py"
+    commands = record(evaluation, 1)["commands"]
+    writes = [c for c in commands if c["op"] == "write"]
+    assert len(writes) == 2 and "range(1000)" in writes[1]["content"]
+    runs = [c for c in commands if c["op"] == "bash"]
+    assert runs[0]["stdout"] != runs[1]["stdout"] and row["gate"]["execution_seq"] == runs[1]["seq"]
 
 
 def test_dummy_write_then_inline_code_fails(evaluation: dict[str, Any]) -> None:
