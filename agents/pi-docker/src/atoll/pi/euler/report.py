@@ -212,19 +212,21 @@ def plot(rows: Sequence[dict[str, Any]], out: Path) -> list[tuple[str, str]]:
     problems = sorted({str(r.get("problem")) for r in attempts}, key=_sort_key)
     languages = sorted({str(r.get("language")) for r in attempts})
     width = 0.8 / max(len(languages), 1)
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(problems) + 2), 4))
+    fig, ax = plt.subplots(figsize=(min(max(6, 0.6 * len(problems) + 2), 20), 4))
+    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for r in attempts:
+        cell = cells[(str(r.get("problem")), str(r.get("language")))]
+        cell[0] += 1
+        cell[1] += bool(r.get("passed"))
     for index, language in enumerate(languages):
-        values = []
-        for problem in problems:
-            cell = [
-                r
-                for r in attempts
-                if str(r.get("problem")) == problem and r.get("language") == language
-            ]
-            values.append(sum(bool(r.get("passed")) for r in cell) / len(cell) if cell else 0.0)
+        values = [
+            cells[(p, language)][1] / cells[(p, language)][0] if cells[(p, language)][0] else 0.0
+            for p in problems
+        ]
         positions = [i + index * width - 0.4 + width / 2 for i in range(len(problems))]
         ax.bar(positions, values, width, label=language)
-    ax.set_xticks(range(len(problems)), problems)
+    step = max(1, len(problems) // 40)  # at most about 40 labels
+    ax.set_xticks(range(0, len(problems), step), problems[::step], rotation=90 if step > 1 else 0)
     ax.set_ylim(0, 1)
     ax.set_xlabel("problem")
     ax.set_ylabel("pass fraction")
