@@ -245,5 +245,5 @@ def test_a_store_inside_a_repository_must_be_ignored_by_it(tmp_path: Path, impor
     refused = import_cli(good, repository / "data" / "euler")
     assert refused.returncode == 2 and "must never be committed" in refused.stderr
     assert not (repository / "data").exists()
-    (repository / ".gitignore").write_text("data/\n")
+    (repository / ".gitignore").write_text("euler/\n")
     assert import_cli(good, repository / "data" / "euler").returncode == 0

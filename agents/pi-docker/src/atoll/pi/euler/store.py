@@ -135,7 +135,16 @@ def _check_not_committable(root: Path) -> None:
     try:
         ignored = (
             subprocess.run(
-                ["git", "-C", str(repository), "check-ignore", "-q", "--no-index", str(root)],
+                # the answer file itself: `dir/` patterns then match the store, even before it exists
+                [
+                    "git",
+                    "-C",
+                    str(repository),
+                    "check-ignore",
+                    "-q",
+                    "--no-index",
+                    str(root / PRIVATE / ANSWERS),
+                ],
                 capture_output=True,
                 timeout=30,
             ).returncode
