@@ -303,3 +303,8 @@ def test_thinking_and_a_system_prompt_file_reach_the_provider(ready, tmp_path):
     assert body["reasoning_effort"] == "high"
     assert record.system_prompt == system["content"]
     assert record.settings["thinking"] == "high"
+    # The same configuration hashes the same, whatever the run's private paths.
+    again = rollout(
+        provider, tmp_path / "again", settings={"system_prompt": prompt_file, "thinking": "high"}
+    )
+    assert again.hashes.config_sha256 == record.hashes.config_sha256

@@ -31,7 +31,7 @@ class PiConfig:
     settings: dict[str, Any]
 
     def sha256(self, argv: list[str]) -> str:
-        """One hash over models.json, settings.json and Pi's arguments (less the prompt)."""
+        """One hash over models.json, settings.json and Pi's arguments (no paths, no prompt)."""
         payload = {"models": self.models, "settings": self.settings, "argv": argv}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

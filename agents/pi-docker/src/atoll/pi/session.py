@@ -163,6 +163,16 @@ def pi_argv(pi: PiInstall, settings: PiSettings, system_prompt: Path | None) -> 
     return argv
 
 
+def _portable(argv: list[str]) -> list[str]:
+    """Pi's arguments without this machine's paths (their contents are hashed apart)."""
+    placeholders = {"--extension": "<extension>", "--system-prompt": "<system prompt file>"}
+    portable = list(argv)
+    for index, arg in enumerate(argv[:-1]):
+        if arg in placeholders:
+            portable[index + 1] = placeholders[arg]
+    return portable
+
+
 def _environment(
     dirs: dict[str, Path],
     settings: PiSettings,
@@ -235,7 +245,7 @@ async def run_session(
         infrastructure_error=None,
         workdir=workdir,
         argv=argv,
-        config_sha256=config.sha256(argv[2:]),
+        config_sha256=config.sha256(_portable(argv[2:])),
         settings=settings,
         pi_config={"models.json": config.models, "settings.json": config.settings},
         timings=timings,

@@ -126,7 +126,23 @@ def ensure(
     mirror: str | None = None,
     force: bool = False,
 ) -> RolloutImage:
-    """The rollout image of the current recipe: present, or built now (about 10 s)."""
+    """The rollout image of the current recipe: present, or built now (about 10 s).
+
+    One build at a time on this machine (a file lock), so concurrent first
+    rollouts build it once.
+    """
+    from filelock import FileLock
+
+    from atoll.pi.install import cache_root
+
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache_root() / ".image-build.lock"), timeout=1800):
+        return _ensure(client, say, mirror=mirror, force=force)
+
+
+def _ensure(
+    client: Any, say: Callable[[str], None], *, mirror: str | None, force: bool
+) -> RolloutImage:
     import os
 
     base_id = image_id(client, BASE_IMAGE)
