@@ -1,0 +1,1 @@
+"""The frozen transfer evaluation: four non-Euler file tasks, manifests and comparisons."""
