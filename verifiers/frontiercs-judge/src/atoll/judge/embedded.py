@@ -22,6 +22,7 @@ from pathlib import Path
 import uvicorn
 
 from atoll.judge import judge_socket
+from atoll.judge.checkout import ProblemSet, assemble, configured_home
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
 from atoll.judge.server import create_app
@@ -47,18 +48,34 @@ class JudgeSetup:
     workers: int | None = None
     max_queue: int = DEFAULT_MAX_QUEUE
     backend: str = "bwrap"
+    frontiercs: Path | None = None  # a FrontierCS checkout; default: FRONTIERCS_HOME
 
     @property
     def state(self) -> Path:
         return self.state_dir or default_state_dir()
 
-    def engine(self) -> Engine:
-        return Engine(load_problems(self.problems_dir), self.state, self.workers, self.backend)
+    @property
+    def checkout(self) -> Path | None:
+        return self.frontiercs or configured_home()
 
-    def service(self, results: Path | None = None) -> JudgeService:
+    def problem_set(self) -> ProblemSet:
+        """atoll's problems (or `problems_dir`'s) and, with a checkout, all of its problems."""
+        return assemble(load_problems(self.problems_dir), self.checkout)
+
+    def engine(self, problems: ProblemSet | None = None, only: str | None = None) -> Engine:
+        """An engine for every problem (or `only` that one, which must exist)."""
+        served = (problems or self.problem_set()).problems
+        if only is not None and only in served:
+            served = {only: served[only]}
+        return Engine(served, self.state, self.workers, self.backend)
+
+    def service(
+        self, results: Path | None = None, problems: ProblemSet | None = None
+    ) -> JudgeService:
         """The judge service; results in `results` (default: the state dir's judge.sqlite)."""
+        engine = self.engine(problems)
         store = Store(results or self.state / "judge.sqlite")
-        return JudgeService(self.engine(), store, max_queue=self.max_queue)
+        return JudgeService(engine, store, max_queue=self.max_queue)
 
 
 def serve(
@@ -91,8 +108,10 @@ def serve(
             raise judge_socket.SocketDirError(
                 f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port"
             ) from None
-        service = setup.service()
+        problems = setup.problem_set()
+        service = setup.service(problems=problems)
         service.start()
+        announce(f"serving {problems.describe()}")
         announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
         config = uvicorn.Config(create_app(service), log_level="info", access_log=False)
