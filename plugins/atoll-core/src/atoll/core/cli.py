@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from atoll.core.records import Kind, Registration
-from atoll.core.registry import Registry, RegistryError, UnknownName, load
+from atoll.core.registry import Registry, RegistryError, TaskSourceError, UnknownName, load
 from atoll.core.targets import TargetError, import_target
 
 
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             command = plugin_command(record)
             return _invoke(command, args[1:], prog=f"atoll {first}")
         return _invoke(build(registry), args, prog="atoll")
-    except (UnknownName, names.UsageError, RegistryError, TargetError) as exc:
+    except (UnknownName, names.UsageError, RegistryError, TargetError, TaskSourceError) as exc:
         return _fail(str(exc))
 
 
