@@ -20,7 +20,7 @@ from atoll.judge.checkout import assemble, find_checkout, load_checkout
 from atoll.judge.client import JudgeClient, Scored
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.engine import Engine, JudgeInfrastructureError
-from atoll.judge.problems import Mode, ProblemError
+from atoll.judge.problems import Mode, ProblemError, load_problems
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -74,7 +74,7 @@ def test_the_checkouts_problems_join_atolls_own_which_keep_their_checker(
 ) -> None:
     clash = layout.make_checkout(tmp_path)
     (clash / "algorithmic" / "problems" / "sum").rename(clash / "algorithmic/problems/0")
-    found = assemble(JudgeSetup().problem_set().problems, clash)
+    found = assemble(load_problems(), clash)
     assert found.problems["0"].origin == "atoll" and found.problems["0"].tool is None
     assert found.shadowed["0"].tool is not None  # the checkout's own, kept for the cross-check
     assert "guess" in found.problems and "oddtype" in found.failures
