@@ -17,7 +17,9 @@ verdict on stderr, exit 0 ok, 1 wrong answer, 2 presentation error, 3 FAIL,
 - broken problems, each set aside with a message: an unknown type, a missing
   checker, a missing test input, a missing answer file.
 - `uncompilable`, `hungry`: a checker that does not compile, and one that
-  exceeds its own memory limit (both infrastructure errors, never scores).
+  exceeds its own memory limit (both infrastructure errors, never scores);
+  `crashy`: a checker that dies of a signal (a checker failure, as at the
+  authority: the case is not OK and earns what its message says).
 """
 
 from __future__ import annotations
@@ -104,6 +106,12 @@ int main() {
 }
 """
 
+CRASHING_CHECKER = r"""
+#include <csignal>
+#include <cstdio>
+int main() { fprintf(stderr, "about to fail. Ratio: 0.5\n"); fflush(stderr); raise(SIGSEGV); }
+"""
+
 # Programs, by name.
 SUM_RIGHT = (
     '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
@@ -115,6 +123,7 @@ SUM_CRASH_CLAIMING_RATIO = (
     '#include <cstdio>\n#include <cstdlib>\nint main(){fprintf(stderr,"Ratio: 1\\n");abort();}\n'
 )
 SUM_SPIN = "int main(){volatile unsigned long long x=0; for(;;) x++;}\n"
+SUM_SILENT = "int main(){}\n"
 
 GUESS_BINARY = r"""
 #include <cstdio>
@@ -202,7 +211,11 @@ def make_checkout(root: Path) -> Path:
     write(stall / "testdata" / "1.in", "5\n")
     write(stall / "testdata" / "1.ans", "3\n")
 
-    for name, source in (("uncompilable", "int main( {\n"), ("hungry", HUNGRY_CHECKER)):
+    for name, source in (
+        ("uncompilable", "int main( {\n"),
+        ("hungry", HUNGRY_CHECKER),
+        ("crashy", CRASHING_CHECKER),
+    ):
         broken = problems / name
         write(
             broken / "config.yaml",

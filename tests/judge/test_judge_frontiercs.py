@@ -51,7 +51,7 @@ def ratios(result: dict) -> list[float]:
 
 def test_every_usable_problem_loads_and_each_broken_one_says_why(checkout: Path) -> None:
     catalog = load_checkout(find_checkout(checkout))
-    assert sorted(catalog.problems) == ["guess", "hungry", "stall", "sum", "uncompilable"]
+    assert sorted(catalog.problems) == ["crashy", "guess", "hungry", "stall", "sum", "uncompilable"]
     assert catalog.failures == {
         "oddtype": "problem oddtype: config.yaml: unknown problem type 'scored'; "
         "the judge knows default and interactive",
@@ -125,6 +125,20 @@ def test_malformed_output_is_a_checker_fail_and_scores_nothing(engine: Engine) -
     assert statuses(result) == ["checker_fail"] * 3
     assert ratios(result) == [0.0] * 3
     assert "expected an integer, found 'forty-two'" in result["cases"][0]["msg"]
+
+
+def test_no_output_is_the_checkers_presentation_error(engine: Engine) -> None:
+    result = engine.judge("sum", layout.SUM_SILENT.encode())
+    assert statuses(result) == ["presentation_error"] * 3 and result["score"] == 0.0
+
+
+def test_a_checker_killed_by_a_signal_is_a_checker_fail_scored_by_its_message(
+    engine: Engine,
+) -> None:
+    result = engine.judge("crashy", layout.SUM_RIGHT.encode())
+    assert statuses(result) == ["checker_fail"]
+    assert "signal 11" in result["cases"][0]["msg"]
+    assert ratios(result) == [0.5]  # the authority reads the message of a failed checker too
 
 
 def test_a_crashing_programs_own_ratio_claim_is_ignored(engine: Engine) -> None:
@@ -259,6 +273,7 @@ def test_atoll_judge_problems_lists_what_loaded_and_what_did_not(
     listing = json.loads(done.stdout)
     assert {p["id"] for p in listing["loaded"]} == {
         "0",
+        "crashy",
         "guess",
         "hungry",
         "stall",
