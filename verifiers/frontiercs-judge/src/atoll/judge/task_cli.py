@@ -7,6 +7,7 @@ trivial program) is judged first and its result recorded in the task.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -58,7 +59,7 @@ def frontiercs_command(
         "did not compile (0)" if written.seed_status == "invalid" else f"{written.seed_score:.6f}"
     )
     _err.print(f"wrote {written.directory}: frontiercs/{problem}, seed score {score}")
-    if frontiercs is not None:
+    if frontiercs is not None and os.environ.get(HOME_ENV) != str(frontiercs):
         _err.print(f"the judge that scores it needs the checkout: export {HOME_ENV}={frontiercs}")
 
 
