@@ -14,12 +14,23 @@ Also reported: what the compile costs, and the checker's cost per case beside
 the time of running that case. Targets (2 cores): (a) <= 0.6 x (b) for the
 search-style program; (c) skips the compile; a check costs well under a run.
 
-    uv run python benchmarks/judge_throughput.py [--repeats 3] [--workers N]
+Then the same 70 cases as a checker-judged problem in a FrontierCS checkout's
+layout, where a compiled checker runs once per case in its own sandbox (our
+own plain C++ checker of problem 0 below, or with `--frontiercs DIR` the
+checkout's real `chk.cc` and testlib), judged by the engine in-process:
+
+  (d) the first submission on a cold state directory (the checker compiles);
+  (e) a second submission of another program (the checker is cached);
+  (f) the plain sequential pipeline: g++ the program, then for each case run
+      it and run the (already built) checker as plain subprocesses.
+
+    uv run python benchmarks/judge_throughput.py [--repeats 3] [--workers N] [--frontiercs DIR]
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -30,10 +41,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.judge.checkout import find_checkout, load_checkout_problem
 from atoll.judge.client import JudgeClient, Scored
-from atoll.judge.compiler import FLAGS
+from atoll.judge.compiler import FLAGS, TOOL_FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
-from atoll.judge.problems import load_problems
+from atoll.judge.engine import Engine
+from atoll.judge.problems import BUILTIN_PROBLEMS, Problem, load_problems
+from atoll.judge.testlib_message import ratios
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "judge" / "programs"
 CASES = {"fast packer (shelf)": "shelf.cpp", "search-style (0.3 s CPU/case)": "search.cpp"}
@@ -87,10 +101,146 @@ def seconds(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}"
 
 
+# Our own checker of problem 0 in testlib's conventions (no testlib): plain reads,
+# not the exact token rules of atoll's Python checker; here only its cost matters.
+POLYOMINO_CHECKER = r"""
+#include <cstdio>
+#include <unordered_set>
+#include <vector>
+struct CellHash { size_t operator()(const std::pair<long long, long long>& p) const {
+    return std::hash<long long>()(p.first * 1000003LL) ^ std::hash<long long>()(p.second); } };
+int main(int argc, char** argv) {
+    FILE* in = fopen(argv[1], "r"); FILE* out = fopen(argv[2], "r");
+    int n; if (!in || fscanf(in, "%d", &n) != 1) { fprintf(stderr, "FAIL input\n"); return 3; }
+    std::vector<std::vector<std::pair<long long, long long>>> piece(n); long long cells = 0;
+    for (auto& p : piece) { int k; fscanf(in, "%d", &k); p.resize(k); cells += k;
+        for (auto& c : p) fscanf(in, "%lld %lld", &c.first, &c.second); }
+    long long W, H;
+    if (!out || fscanf(out, "%lld %lld", &W, &H) != 2 || W < 1 || H < 1) {
+        fprintf(stderr, "wrong output format W H\n"); return 2; }
+    std::unordered_set<std::pair<long long, long long>, CellHash> seen; seen.reserve(2 * cells);
+    for (auto& p : piece) { long long X, Y; int R, F;
+        if (fscanf(out, "%lld %lld %d %d", &X, &Y, &R, &F) != 4 || R < 0 || R > 3 || F < 0 || F > 1) {
+            fprintf(stderr, "wrong output format placement\n"); return 2; }
+        for (auto c : p) { long long x = F ? -c.first : c.first, y = c.second;
+            for (int r = 0; r < R; r++) { long long t = x; x = y; y = -t; }
+            x += X; y += Y;
+            if (x < 0 || y < 0 || x >= W || y >= H || !seen.insert({x, y}).second) {
+                fprintf(stderr, "wrong answer cell (%lld,%lld)\n", x, y); return 1; } } }
+    double ratio = (double)cells / ((double)W * (double)H);
+    fprintf(stderr, "points %.9f Ratio: %.9f\n", ratio, ratio); return 7;
+}
+"""
+
+
+def checked_problem(root: Path, frontiercs: Path | None) -> Problem:
+    """Problem 0's 70 cases judged by a compiled checker, in a checkout's layout."""
+    if frontiercs is not None:
+        return load_checkout_problem(find_checkout(frontiercs), "0")
+    problem = root / "checkout" / "algorithmic" / "problems" / "0"
+    (problem / "testdata").mkdir(parents=True)
+    include = root / "checkout" / "algorithmic" / "judge" / "include"
+    include.mkdir(parents=True)
+    (include / "testlib.h").write_text("// not used by this checker\n")
+    (problem / "chk.cc").write_text(POLYOMINO_CHECKER)
+    (problem / "statement.txt").write_text("Polyomino Packing (benchmark copy)\n")
+    (problem / "config.yaml").write_text(
+        "type: default\nchecker: chk.cc\ntime: 2s\nmemory: 256m\n"
+        "subtasks:\n  - score: 100\n    n_cases: 70\n"
+    )
+    for case in range(1, 71):
+        shutil.copy(BUILTIN_PROBLEMS / "0" / "testdata" / f"{case}.in", problem / "testdata")
+        (problem / "testdata" / f"{case}.ans").write_text("0\n")
+    return load_checkout_problem(find_checkout(root / "checkout"), "0")
+
+
+def sequential_checked(problem: Problem, source: bytes, checker: Path, work: Path) -> dict:
+    """Compile the program, then run it and the prebuilt checker case after case."""
+    src = work / "solution.cpp"
+    src.write_bytes(source)
+    started = time.perf_counter()
+    subprocess.run(["g++", *FLAGS, str(src), "-o", str(work / "solution")], check=True)
+    total = 0.0
+    for case in problem.cases:
+        out = subprocess.run(
+            [str(work / "solution")], input=case.input.read_bytes(), capture_output=True
+        )
+        (work / "out.txt").write_bytes(out.stdout)
+        assert case.answer is not None
+        verdict = subprocess.run(
+            [str(checker), str(case.input), str(work / "out.txt"), str(case.answer)],
+            capture_output=True,
+        )
+        text = (verdict.stdout or verdict.stderr).decode(errors="replace")
+        total += ratios(text, verdict.returncode == 0)[0] if out.returncode == 0 else 0.0
+    return {"wall": time.perf_counter() - started, "score": 100 * total / len(problem.cases)}
+
+
+def checker_rows(repeats: int, workers: int | None, frontiercs: Path | None) -> Table:
+    table = Table(title="Problem 0 as a checker-judged problem (compiled checker per case)")
+    for column in (
+        "program",
+        "(d) first, cold",
+        "checker compile",
+        "(e) next, cached",
+        "(f) sequential",
+        "e/f",
+        "d - e",
+        "score judge / seq",
+    ):
+        table.add_column(column, justify="right" if column != "program" else "left")
+    for label, name in CASES.items():
+        d, e, f, compiles, scores = [], [], [], [], ""
+        for i in range(repeats):
+            with tempfile.TemporaryDirectory(prefix="judge-bench-checked-") as tmp:
+                root = Path(tmp)
+                problem = checked_problem(root, frontiercs)
+                engine = Engine({"0": problem}, root / "state", workers)
+                try:
+                    base = (PROGRAMS / name).read_bytes()
+                    first_source = base + f"\n// first {time.time_ns()} {i}\n".encode()
+                    t0 = time.perf_counter()
+                    first = engine.judge("0", first_source)
+                    d.append(time.perf_counter() - t0)
+                    compiles.append(first["judge"]["checkerCompileSeconds"])
+                    second_source = base + f"\n// second {time.time_ns()} {i}\n".encode()
+                    t0 = time.perf_counter()
+                    second = engine.judge("0", second_source)
+                    e.append(time.perf_counter() - t0)
+                    if not second["judge"]["checkerCached"]:
+                        raise SystemExit("the second submission compiled the checker again")
+                finally:
+                    engine.close()
+                checker = root / "chk"
+                assert problem.tool is not None
+                subprocess.run(
+                    ["g++", str(problem.tool.source), *TOOL_FLAGS, "-I"]
+                    + [str(problem.tool.include_dir), "-o", str(checker)],
+                    check=True,
+                )
+                plain = sequential_checked(problem, second_source, checker, root)
+                f.append(plain["wall"])
+                scores = f"{second['score']:.4f} / {plain['score']:.4f}"
+        table.add_row(
+            label,
+            seconds(d),
+            seconds(compiles),
+            seconds(e),
+            seconds(f),
+            f"{statistics.median(e) / statistics.median(f):.2f}",
+            f"{statistics.median(d) - statistics.median(e):.2f}",
+            scores,
+        )
+    return table
+
+
 @app.command()
 def main(
     repeats: int = typer.Option(3, min=1, help="Repetitions; medians are reported."),
     workers: int | None = typer.Option(None, help="Judge workers (default: every core)."),
+    frontiercs: Path | None = typer.Option(
+        None, help="A FrontierCS checkout: time its problem 0 chk.cc instead of ours."
+    ),
 ) -> None:
     load = os.getloadavg()[0]
     console.print(f"cores: {os.cpu_count()}, judge workers: {workers or os.cpu_count()}")
@@ -158,6 +308,11 @@ def main(
             f"{repeats}{target}; check/run per case = {check / run:.3f}"
         )
     console.print("resubmissions: compile cached in every repetition (checked)")
+    console.print(checker_rows(repeats, workers, frontiercs))
+    console.print(
+        "checker-judged: (d) includes the checker's compile, (e) reuses it (checked); "
+        f"checker: {'the checkout' + chr(39) + 's chk.cc' if frontiercs else 'our plain C++ one'}"
+    )
     console.print(
         f"load average (1 min) at start {load:.1f}, at end {os.getloadavg()[0]:.1f}: other work "
         "on the machine takes cores from the parallel judge first; compare runs on an idle one"

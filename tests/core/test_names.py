@@ -6,7 +6,7 @@ import pytest
 
 from atoll.core.names import UsageError, is_run_command, resolve
 from atoll.core.records import Kind, Registration
-from atoll.core.registry import Registry, UnknownName
+from atoll.core.registry import Registry, TaskSourceError, UnknownName
 
 REGISTRY = Registry(
     [
@@ -103,3 +103,44 @@ def test_unknown_agent_lists_atoll_and_harbor_agents():
 def test_a_task_name_and_a_path_together_are_refused():
     with pytest.raises(UsageError):
         resolve(["run", "-t", "tiny_task", "-p", "elsewhere"], REGISTRY)
+
+
+# A dynamic task source: `fam/<x>` names tasks it writes; `fam/decline` is left to Harbor.
+def resolve_family(name: str):
+    from pathlib import Path
+
+    leaf = name.split("/", 1)[1]
+    if leaf == "decline":
+        return None
+    if leaf == "broken":
+        raise TaskSourceError("fam/broken cannot be written")
+    return Path("/written") / leaf
+
+
+DYNAMIC = Registry(
+    [
+        Registration("tiny_task", Kind.TASK, "/somewhere/tiny_task", "t"),
+        Registration("fam/", Kind.TASK, "test_names:resolve_family", "f", dynamic=True),
+        Registration("fam/special", Kind.TASK, "/somewhere/special", "s"),
+    ]
+)
+
+
+def test_a_dynamic_source_names_its_tasks_and_static_records_keep_theirs():
+    assert resolve(["run", "--task", "fam/one"], DYNAMIC) == ["run", "--path", "/written/one"]
+    assert resolve(["run", "--task", "fam/special"], DYNAMIC) == [
+        "run",
+        "--path",
+        "/somewhere/special",
+    ]
+    assert resolve(["run", "-t", "tiny_task"], DYNAMIC) == ["run", "--path", "/somewhere/tiny_task"]
+
+
+def test_a_name_the_dynamic_source_declines_is_a_harbor_reference():
+    argv = ["run", "--task", "fam/decline"]
+    assert resolve(argv, DYNAMIC) == argv
+
+
+def test_a_dynamic_sources_refusal_is_its_own_error():
+    with pytest.raises(TaskSourceError, match="cannot be written"):
+        resolve(["run", "--task", "fam/broken"], DYNAMIC)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 TOKEN = re.compile(r"0|-?[1-9][0-9]*")
+BLANKS = re.compile(r"[ \t\n\r]+")  # testlib's four blanks; not \v, \f or any other space
+BOM = "\ufeff"  # testlib skips one at the start of the output only
 LIMIT = 4 * 10**12
 
 
@@ -35,7 +37,9 @@ def transform(x: int, y: int, r: int, f: int) -> tuple[int, int]:
 def ratio(input_text: str, output_text: str) -> float:
     """The case's ratio as the authority prints it, or 0.0 for any invalid output."""
     pieces = read_pieces(input_text)
-    tokens = output_text.split()
+    if output_text.startswith(BOM):
+        output_text = output_text[1:]
+    tokens = [t for t in BLANKS.split(output_text) if t]
     if any(len(t) > 20 or not TOKEN.fullmatch(t) for t in tokens):
         return 0.0
     if len(tokens) != 2 + 4 * len(pieces):

@@ -75,7 +75,7 @@ def test_ratio_is_rounded_to_nine_decimals_and_w_need_not_equal_h() -> None:
     assert ratio == round(TOTAL / 2100, 9) == 0.049047619
 
 
-def test_whitespace_of_any_kind_separates_tokens_and_may_trail() -> None:
+def test_testlib_blanks_of_any_kind_separate_tokens_and_may_trail() -> None:
     text = " \t".join(" ".join(line.split()) for line in layout()) + "\r\n\n  \t\n"
     result = check(PIECES, text.encode())
     assert result.ok and result.ratio == pytest.approx(TOTAL / 108, abs=1e-9)
@@ -179,3 +179,29 @@ def test_blank_padding_anywhere_is_allowed_but_not_overlong_tokens() -> None:
     lines = layout()
     lines[-1] = "1" * 2000  # far more non-blank bytes than any valid answer
     assert run(lines) == (CaseStatus.PRESENTATION_ERROR, 0.0)
+
+
+@pytest.mark.parametrize("blank", ["\v", "\f"])
+@pytest.mark.parametrize("where", ["between tokens", "beside a blank", "trailing"])
+def test_vertical_tab_and_form_feed_are_not_blanks_as_in_testlib(blank: str, where: str) -> None:
+    lines = layout()
+    if where == "between tokens":
+        lines[3] = lines[3].replace(" ", blank, 1)
+    elif where == "beside a blank":
+        lines[3] = lines[3].replace(" ", f" {blank} ", 1)
+    text = "\n".join(lines) + (blank + "\n" if where == "trailing" else "\n")
+    result = check(PIECES, text.encode())
+    assert result.status is CaseStatus.PRESENTATION_ERROR and result.ratio == 0.0
+
+
+def test_a_byte_order_mark_opening_the_output_is_skipped_as_in_testlib() -> None:
+    text = ("\n".join(layout()) + "\n").encode()
+    plain = check(PIECES, text)
+    marked = check(PIECES, b"\xef\xbb\xbf" + text)
+    assert marked.status is CaseStatus.OK and marked.ratio == plain.ratio == round(TOTAL / 108, 9)
+
+
+@pytest.mark.parametrize("where", [b" \xef\xbb\xbf", b"\xef\xbb\xbf\xef\xbb\xbf"])
+def test_a_byte_order_mark_anywhere_else_is_a_presentation_error(where: bytes) -> None:
+    text = ("\n".join(layout()) + "\n").encode()
+    assert check(PIECES, where + text).status is CaseStatus.PRESENTATION_ERROR

@@ -1,6 +1,8 @@
 """Score /workspace/solution.cpp with the FrontierCS judge and write the reward.
 
-The reward is the judge's score (100 x the mean ratio over the 70 cases).
+The reward is the judge's score (100 x the mean ratio over the problem's
+cases); the problem is FRONTIERCS_PROBLEM_ID (default 0, this task's; tasks
+written by `atoll task frontiercs` set it in their test.sh).
 The verifier has no network: it reaches the judge through the unix socket the
 host mounts at /run/frontiercs-judge/judge.sock (FRONTIERCS_JUDGE_SOCKET
 overrides the path), speaking the judge's HTTP protocol over it. Only the
@@ -24,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROBLEM_ID = "0"
+PROBLEM_ID = os.environ.get("FRONTIERCS_PROBLEM_ID", "0")
 LANGUAGE = "cpp"
 SOLUTION = Path(os.environ.get("POLYOMINO_SOLUTION", "/workspace/solution.cpp"))
 VERIFIER_DIR = Path(os.environ.get("POLYOMINO_VERIFIER_DIR", "/logs/verifier"))

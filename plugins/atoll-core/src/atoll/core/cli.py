@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from atoll.core.records import Kind, Registration
-from atoll.core.registry import Registry, RegistryError, UnknownName, load
+from atoll.core.registry import Registry, RegistryError, TaskSourceError, UnknownName, load
 from atoll.core.targets import TargetError, import_target
 
 # LiteLLM (which Harbor loads) fetches a model cost map from the internet at
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for failed in watch.failures():
                 code = _fail(failed.line(), code=1)
         return code
-    except (UnknownName, names.UsageError, RegistryError, TargetError) as exc:
+    except (UnknownName, names.UsageError, RegistryError, TargetError, TaskSourceError) as exc:
         return _fail(str(exc))
 
 

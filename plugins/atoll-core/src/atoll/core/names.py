@@ -2,9 +2,10 @@
 
 `--agent guidance-ttt` becomes `--agent atoll.guidance_ttt.agent:GuidanceTTTAgent`,
 `--env atoll-local` an import path, `--task polyomino_packing` a `--path` to
-the task directory. Harbor's own names, `module:Class` paths and registry
-references (`org/name`) pass through untouched, so every Harbor flag keeps
-its meaning.
+the task directory; a dynamic task source may claim a family of names
+(`--task frontiercs/17`, when a FrontierCS checkout is configured). Harbor's
+own names, `module:Class` paths and registry references (`org/name`) that no
+source claims pass through untouched, so every Harbor flag keeps its meaning.
 """
 
 from __future__ import annotations
@@ -121,10 +122,17 @@ def _match(arg: str) -> tuple[_Slot | None, str, bool]:
 
 
 def _rewrite(slot: _Slot, flag: str, value: str, registry: Registry) -> list[str]:
+    if slot.kind is Kind.TASK:
+        # A registered task, or one a dynamic task source names (`frontiercs/17`);
+        # else an `org/name` reference passes on to Harbor's registry below.
+        directory = registry.resolve_task(value)
+        if directory is not None:
+            return ["--path", str(directory)]
+        if _passes_through(slot.kind, value):
+            return [flag, value]
+        raise UnknownName(slot.kind, value, _known_names(registry, slot.kind))
     record = registry.find(slot.kind, value)
     if record is not None:
-        if slot.kind is Kind.TASK:
-            return ["--path", record.target]
         return [flag, record.target]
     if _passes_through(slot.kind, value):
         return [flag, value]

@@ -43,6 +43,7 @@ def list_plugins(
             "summary": r.summary,
             "source": "atoll",
             **({"job_plugins": list(r.job_plugins)} if r.kind in (Kind.AGENT, Kind.TASK) else {}),
+            **({"dynamic": True} if r.dynamic else {}),
         }
         for r in records
     ]

@@ -30,6 +30,13 @@ class Registration:
     registry from the entry point that supplied the record. `job_plugins`
     names the Harbor job plugins an agent or a task needs; `atoll run` adds
     them when the user names none.
+
+    A task record with `dynamic` set is a task source that names its tasks
+    itself: `name` is a prefix (`frontiercs/`) and `target` the import path
+    of a function `(full name) -> Path | None` that returns the directory of
+    the task so named (writing it first if need be), or None to leave the
+    name to Harbor's registry; it raises TaskSourceError for a name it owns
+    but cannot provide.
     """
 
     name: str
@@ -40,6 +47,7 @@ class Registration:
     version: str = ""
     requires: tuple[str, ...] = field(default_factory=tuple)
     job_plugins: tuple[str, ...] = ()
+    dynamic: bool = False
 
     def with_origin(self, distribution: str, version: str) -> Registration:
         return Registration(
@@ -51,4 +59,5 @@ class Registration:
             version=version,
             requires=self.requires,
             job_plugins=self.job_plugins,
+            dynamic=self.dynamic,
         )

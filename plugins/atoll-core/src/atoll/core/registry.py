@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pluggy
 
@@ -34,6 +35,10 @@ _HOOKS_BY_KIND: dict[Kind, str] = {
 
 class RegistryError(Exception):
     """A plugin declared something the host cannot accept."""
+
+
+class TaskSourceError(Exception):
+    """A dynamic task source owns a task name but cannot provide the task; the message says why."""
 
 
 class UnknownName(LookupError):
@@ -62,6 +67,7 @@ class Registry:
 
     def __init__(self, records: Iterable[Registration]) -> None:
         self._records: dict[Kind, dict[str, Registration]] = {kind: {} for kind in Kind}
+        self._resolved: dict[Path, Registration] = {}  # task dirs dynamic sources gave
         for record in records:
             bucket = self._records[record.kind]
             previous = bucket.get(record.name)
@@ -91,11 +97,66 @@ class Registry:
         return self._records[kind].get(name)
 
     def task_dir(self, name: str) -> Path:
-        return Path(self.get(Kind.TASK, name).target)
+        found = self.resolve_task(name)
+        if found is None:
+            raise UnknownName(Kind.TASK, name, self._records[Kind.TASK])
+        return found
+
+    def resolve_task(self, name: str) -> Path | None:
+        """The directory of task `name`: a static record's, or a dynamic source's by prefix.
+
+        None when nothing installed claims the name (Harbor's registry may);
+        TaskSourceError when a dynamic source claims it but cannot provide it.
+        """
+        record = self._records[Kind.TASK].get(name)
+        if record is not None and not record.dynamic:
+            return Path(record.target)
+        sources = [
+            r for r in self._records[Kind.TASK].values() if r.dynamic and name.startswith(r.name)
+        ]
+        for source in sorted(sources, key=lambda r: len(r.name), reverse=True):
+            resolver = _import_target(source)
+            try:
+                found = resolver(name)
+            except TaskSourceError:
+                raise
+            except Exception as exc:  # a plugin's failure, said in one line
+                raise TaskSourceError(f"{source.distribution}: task {name!r}: {exc}") from exc
+            if found is not None:
+                directory = Path(found)
+                self._resolved[directory.resolve()] = source
+                return directory
+        return None
+
+    def task_record(self, task_dir: Path) -> Registration | None:
+        """The record a task directory came from: a static task's, or the dynamic source's."""
+        try:
+            resolved = task_dir.resolve()
+        except OSError:
+            return None
+        if resolved in self._resolved:
+            return self._resolved[resolved]
+        for record in self._records[Kind.TASK].values():
+            if not record.dynamic:
+                try:
+                    if Path(record.target).resolve() == resolved:
+                        return record
+                except OSError:
+                    continue
+        return None
 
 
 def _by_name(record: Registration) -> str:
     return record.name
+
+
+def _import_target(record: Registration) -> Any:
+    from atoll.core.targets import TargetError, import_target
+
+    try:
+        return import_target(record.target)
+    except TargetError as exc:
+        raise TaskSourceError(f"task source {record.name!r}: {exc}") from exc
 
 
 def plugin_manager() -> pluggy.PluginManager:

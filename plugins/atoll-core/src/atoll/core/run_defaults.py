@@ -83,18 +83,11 @@ def default_plugins(
                 named.append(record.name)
                 plugins += [p for p in record.job_plugins if p not in plugins]
     if task_dir is not None:
-        for record in registry.of_kind(Kind.TASK):
-            if record.job_plugins and _same_dir(record.target, task_dir):
-                named.append(record.name)
-                plugins += [p for p in record.job_plugins if p not in plugins]
+        record = registry.task_record(task_dir)
+        if record is not None and record.job_plugins:
+            named.append(record.name)
+            plugins += [p for p in record.job_plugins if p not in plugins]
     return plugins, named
-
-
-def _same_dir(target: str, task_dir: Path) -> bool:
-    try:
-        return Path(target).resolve() == task_dir.resolve()
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,14 @@
-"""Compile a C++ submission once, with the authority's flags, inside the sandbox.
+"""Compile C++ once, with the authority's flags, inside the sandbox.
 
-The compiler reads untrusted source: in the sandbox it sees only that source
-(so `#include "/etc/shadow"` finds nothing), has no network, and is held to
-CPU, wall-clock, memory and file-size limits. Binaries are cached by the
-sha256 of source, flags and compiler version, so a resubmission skips the
-compile entirely.
+Two kinds of source are compiled: submissions (the authority's program flags)
+and the testlib checkers and interactors of a FrontierCS checkout (the
+authority's checker flags, `-I` the checkout's testlib headers). The compiler
+reads untrusted source: in the sandbox it sees only that source and the
+headers directory (so `#include "/etc/shadow"` finds nothing), has no
+network, and is held to CPU, wall-clock, memory and file-size limits.
+Binaries are cached by the sha256 of source, flags, headers and compiler
+version, so a resubmission, or the next submission to a checker-judged
+problem, skips the compile entirely.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from atoll.core.sandbox.spec import MiB
 
 COMPILER = "g++"
 FLAGS = ("-O2", "-pipe", "-static", "-s", "-std=gnu++17")
+# The authority compiles checkers and interactors with these (and -I its testlib).
+TOOL_FLAGS = ("-O2", "-pipe", "-std=gnu++17")
+INCLUDE = "/include"  # where a recipe's headers directory is mounted for the compiler
 COMPILE_LIMITS = Limits(
     cpu_seconds=60.0,
     wall_seconds=90.0,
@@ -48,6 +55,48 @@ class CompilerMissing(Exception):
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """How to build one kind of binary: flags, an optional headers directory, file names."""
+
+    flags: tuple[str, ...] = FLAGS
+    include_dir: Path | None = None
+    source_name: str = "solution.cpp"
+    binary_name: str = "solution"
+
+    def key_parts(self) -> list[bytes]:
+        parts = [" ".join(self.flags).encode()]
+        if self.include_dir is not None:
+            parts.append(b"-I " + headers_digest(self.include_dir).encode())
+        return parts
+
+    def argv(self) -> list[str]:
+        include = ["-I", INCLUDE] if self.include_dir is not None else []
+        return [COMPILER, self.source_name, *self.flags, *include, "-o", self.binary_name]
+
+
+PROGRAM = Recipe()
+
+
+def tool_recipe(role: str, include_dir: Path) -> Recipe:
+    """A checker (`chk.cc` -> `chk`) or interactor, compiled as the authority compiles it."""
+    name = "chk" if role == "checker" else role
+    return Recipe(TOOL_FLAGS, include_dir, f"{name}.cc", name)
+
+
+@cache
+def headers_digest(include_dir: Path) -> str:
+    """The sha256 of every file under a headers directory (its names and contents)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in include_dir.rglob("*") if p.is_file()):
+        name = path.relative_to(include_dir).as_posix().encode()
+        data = path.read_bytes()
+        for part in (name, data):
+            digest.update(len(part).to_bytes(8, "big"))
+            digest.update(part)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
 class Compiled:
     binary: Path
     key: str
@@ -67,9 +116,9 @@ def compiler_version() -> str:
     return out.splitlines()[0].strip() if out else path
 
 
-def cache_key(source: bytes) -> str:
+def cache_key(source: bytes, recipe: Recipe = PROGRAM) -> str:
     digest = hashlib.sha256()
-    for part in (source, " ".join(FLAGS).encode(), compiler_version().encode()):
+    for part in (source, *recipe.key_parts(), compiler_version().encode()):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.hexdigest()
@@ -85,49 +134,51 @@ class CompileCache:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def path_for(self, key: str) -> Path:
+    def path_for(self, key: str, recipe: Recipe = PROGRAM) -> Path:
         """The binary for `key`, alone in its own directory (the sandbox mounts that directory)."""
-        return self.directory / key / "solution"
+        return self.directory / key / recipe.binary_name
 
-    def compile(self, source: bytes) -> Compiled:
+    def compile(self, source: bytes, recipe: Recipe = PROGRAM) -> Compiled:
         """The binary for `source`: cached, or compiled now; CompileError if it does not build."""
-        key = cache_key(source)
-        target = self.path_for(key)
+        key = cache_key(source, recipe)
+        target = self.path_for(key, recipe)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if target.is_file():
                 return Compiled(target, key, cached=True, seconds=0.0)
-            seconds = self._build(source, target)
+            seconds = self._build(source, target, recipe)
             return Compiled(target, key, cached=False, seconds=seconds)
 
-    def _build(self, source: bytes, target: Path) -> float:
+    def _build(self, source: bytes, target: Path, recipe: Recipe) -> float:
         with tempfile.TemporaryDirectory(prefix=".compile-", dir=self.directory) as work:
             work_dir = Path(work)
             build_dir = work_dir / "build"
             build_dir.mkdir()
-            (build_dir / "solution.cpp").write_bytes(source)
+            (build_dir / recipe.source_name).write_bytes(source)
             os.chmod(build_dir, 0o777)  # the compiler runs as an unprivileged uid
+            mounts = [Mount(build_dir, "/build", writable=True)]
+            if recipe.include_dir is not None:
+                mounts.append(Mount(recipe.include_dir, INCLUDE))
             spec = SandboxSpec(
-                mounts=(Mount(build_dir, "/build", writable=True),),
+                mounts=tuple(mounts),
                 workdir="/build",
                 env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
                 network=Network.NONE,
                 limits=COMPILE_LIMITS,
             )
-            argv = [COMPILER, *FLAGS, "solution.cpp", "-o", "solution"]
-            result = self.backend.run(argv, spec)
-            built = build_dir / "solution"
+            result = self.backend.run(recipe.argv(), spec)
+            built = build_dir / recipe.binary_name
             if result.status is not Status.OK or not built.is_file():
                 raise CompileError(_describe_failure(result.status, result.stderr))
             # Copy (the build directory is the untrusted compiler's), then publish the
             # finished directory with one rename so a reader never sees half a binary.
             staged = work_dir / "staged"
             staged.mkdir(mode=0o755)
-            shutil.copyfile(built, staged / "solution")
-            os.chmod(staged / "solution", 0o755)
+            shutil.copyfile(built, staged / recipe.binary_name)
+            os.chmod(staged / recipe.binary_name, 0o755)
             with contextlib.suppress(OSError):
-                fsync_file(staged / "solution")
+                fsync_file(staged / recipe.binary_name)
             target.parent.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.rename(staged, target.parent)

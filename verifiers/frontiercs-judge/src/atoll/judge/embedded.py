@@ -23,6 +23,7 @@ import uvicorn
 
 from atoll.core.sandbox import owners
 from atoll.judge import judge_socket, leftovers, read_deadline
+from atoll.judge.checkout import ProblemSet, assemble, configured_home
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
 from atoll.judge.server import create_app
@@ -49,20 +50,38 @@ class JudgeSetup:
     max_queue: int = DEFAULT_MAX_QUEUE
     backend: str = "bwrap"
     read_timeout_s: float = read_deadline.DEFAULT_SECONDS
+    frontiercs: Path | None = None  # a FrontierCS checkout; default: FRONTIERCS_HOME
 
     @property
     def state(self) -> Path:
         return self.state_dir or default_state_dir()
 
-    def engine(self) -> Engine:
-        """The engine, once the sandbox groups of this state dir's killed judges are removed."""
-        leftovers.claim_state_dir(self.state)
-        return Engine(load_problems(self.problems_dir), self.state, self.workers, self.backend)
+    @property
+    def checkout(self) -> Path | None:
+        return self.frontiercs or configured_home()
 
-    def service(self, results: Path | None = None) -> JudgeService:
+    def problem_set(self) -> ProblemSet:
+        """atoll's problems (or `problems_dir`'s) and, with a checkout, all of its problems."""
+        return assemble(load_problems(self.problems_dir), self.checkout)
+
+    def engine(self, problems: ProblemSet | None = None, only: str | None = None) -> Engine:
+        """An engine for every problem (or `only` that one, which must exist).
+
+        Made once the sandbox groups of this state dir's killed judges are removed.
+        """
+        leftovers.claim_state_dir(self.state)
+        served = (problems or self.problem_set()).problems
+        if only is not None and only in served:
+            served = {only: served[only]}
+        return Engine(served, self.state, self.workers, self.backend)
+
+    def service(
+        self, results: Path | None = None, problems: ProblemSet | None = None
+    ) -> JudgeService:
         """The judge service; results in `results` (default: the state dir's judge.sqlite)."""
+        engine = self.engine(problems)
         store = Store(results or self.state / "judge.sqlite")
-        return JudgeService(self.engine(), store, max_queue=self.max_queue)
+        return JudgeService(engine, store, max_queue=self.max_queue)
 
 
 def serve(
@@ -95,8 +114,10 @@ def serve(
             raise judge_socket.SocketDirError(
                 f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port"
             ) from None
-        service = setup.service()
+        problems = setup.problem_set()
+        service = setup.service(problems=problems)
         service.start()
+        announce(f"serving {problems.describe()}")
         announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
         config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")

@@ -3,16 +3,30 @@
 The answer has the authoritative judge's JSON shape (`status`, `passed`,
 `result`, `score`, `scoreUnbounded`, `cases`), with two deliberate
 differences: a case's status says why it failed (time, memory, output, crash,
-format, geometry) instead of "Wrong Answer", and a failing program's own
-output is never searched for a score. A failure of the judge itself (sandbox
-broken, compiler missing, bad problem data) raises JudgeInfrastructureError:
-it is never turned into a score.
+format, the checker's verdict) instead of "Wrong Answer", and a failing
+program's own output is never searched for a score.
+
+A case is judged one of three ways: atoll's own Python checker reads the
+program's output; a FrontierCS checkout's testlib checker runs as
+`chk in.txt out.txt ans.txt` in its own sandbox with the authority's checker
+limits; or the program and the checkout's interactor (`interactor in.txt
+tout.txt ans.txt`) run at once, each one's stdout the other's stdin, each
+held to its own limits. The score is 100 x the mean case ratio, as there.
+
+A failure of the judge itself (sandbox broken, compiler missing, a checker
+or interactor that does not compile, crosses its own limits, or cannot be
+started) raises JudgeInfrastructureError: it is never turned into a score.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,24 +36,51 @@ from atoll.core.sandbox import (
     Limits,
     Mount,
     Network,
+    Pipes,
     SandboxBackend,
     SandboxError,
+    SandboxResult,
     SandboxSpec,
     Status,
     get_backend,
 )
 from atoll.core.sandbox.spec import MiB
-from atoll.judge.compiler import CompileCache, CompileError, CompilerMissing
-from atoll.judge.problems import Problem
-from atoll.judge.verdict import CaseStatus, CheckResult
+from atoll.judge import testlib_message
+from atoll.judge.compiler import (
+    CompileCache,
+    Compiled,
+    CompileError,
+    CompilerMissing,
+    cache_key,
+    tool_recipe,
+)
+from atoll.judge.problems import Case, Mode, Problem
+from atoll.judge.verdict import CaseStatus, CheckResult, testlib_status
 
 # The authority's caps (stdout 128 MiB, stderr 64 MiB): a program that logs to
 # stderr, or pads its answer with whitespace, fares here as it does there.
 STDOUT_CAP = 128 * MiB
 STDERR_CAP = 64 * MiB
+INTERACTIVE_STDERR_CAP = 1 * MiB  # the authority's cap on each side of a dialogue
 PROCESSES = 128  # the authority's limit; threads count
 MESSAGE_CAP = 512
 PROGRAM = "/judge/solution"  # where a case's spec mounts the compiled program
+TOOL_DIR = "/checker"  # where the compiled checker or interactor is mounted
+CASE_DIR = "/case"  # the tool's working directory: in.txt, out.txt (or tout.txt), ans.txt
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C"}
+
+# The authority's checker limits: 10 s CPU, 20 s wall clock, 256 MiB, 1 MiB of each output.
+CHECKER_LIMITS = Limits(
+    cpu_seconds=10.0,
+    wall_seconds=20.0,
+    memory_bytes=256 * MiB,
+    processes=PROCESSES,
+    file_size_bytes=16 * MiB,
+    open_files=64,
+    stdout_bytes=1 * MiB,
+    stderr_bytes=1 * MiB,
+    stack_bytes=256 * MiB,
+)
 
 # What the C++ runtime prints when `new` fails: the usual face of the memory limit.
 _ALLOCATION_FAILED = b"std::bad_alloc"
@@ -51,6 +92,12 @@ _SANDBOX_STATUS = {
     Status.MEMORY_LIMIT: CaseStatus.MEMORY_LIMIT,
     Status.OUTPUT_LIMIT: CaseStatus.OUTPUT_LIMIT,
 }
+_OVER_ITS_LIMITS = (
+    Status.CPU_TIME_LIMIT,
+    Status.WALL_TIME_LIMIT,
+    Status.MEMORY_LIMIT,
+    Status.OUTPUT_LIMIT,
+)
 
 
 class JudgeInfrastructureError(Exception):
@@ -67,6 +114,7 @@ class CaseOutcome:
     number: int  # 1-based, as the test files are named
     status: CaseStatus
     ratio: float
+    unbounded: float
     cpu_seconds: float
     wall_seconds: float
     memory_bytes: int
@@ -84,29 +132,45 @@ class CaseOutcome:
             "checkTime": round(self.check_seconds * 1e9),
             "msg": self.message,
             "scoreRatio": self.ratio,
-            "scoreRatioUnbounded": self.ratio,
+            "scoreRatioUnbounded": self.unbounded,
         }
 
 
-def run_limits(problem: Problem) -> Limits:
-    """The authority's limits for one case.
+def run_limits(case: Limits, interactive: bool = False) -> Limits:
+    """The authority's limits for a program on one case.
 
     The authority sets the stack and the address space to the memory limit:
     the usual 8 MiB stack would crash deep recursions it accepts, and without
     the address-space limit a program that reserves more memory than it
-    touches would pass here and fail there.
+    touches would pass here and fail there. In a dialogue it sets no
+    address-space limit and keeps 1 MiB of the program's stderr.
     """
     return Limits(
-        cpu_seconds=problem.limits.cpu_seconds,
-        wall_seconds=problem.limits.wall_seconds,
-        memory_bytes=problem.limits.memory_bytes,
+        cpu_seconds=case.cpu_seconds,
+        wall_seconds=case.wall_seconds,
+        memory_bytes=case.memory_bytes,
         processes=PROCESSES,
         file_size_bytes=16 * MiB,
         open_files=64,
         stdout_bytes=STDOUT_CAP,
-        stderr_bytes=STDERR_CAP,
-        stack_bytes=problem.limits.memory_bytes,
-        address_space_bytes=problem.limits.memory_bytes,
+        stderr_bytes=INTERACTIVE_STDERR_CAP if interactive else STDERR_CAP,
+        stack_bytes=case.memory_bytes,
+        address_space_bytes=None if interactive else case.memory_bytes,
+    )
+
+
+def interactor_limits(case: Limits) -> Limits:
+    """The authority's limits for an interactor: four times the program's CPU and memory."""
+    return Limits(
+        cpu_seconds=4 * case.cpu_seconds,
+        wall_seconds=8 * case.cpu_seconds,
+        memory_bytes=4 * case.memory_bytes,
+        processes=PROCESSES,
+        file_size_bytes=16 * MiB,
+        open_files=64,
+        stdout_bytes=1 * MiB,
+        stderr_bytes=INTERACTIVE_STDERR_CAP,
+        stack_bytes=4 * case.memory_bytes,
     )
 
 
@@ -141,22 +205,36 @@ class Engine:
             raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
         self._check_limits()
         self.compile_cache = CompileCache(state_dir / "binaries", self.backend)
+        self.tool_cache = CompileCache(state_dir / "checkers", self.backend)
+        self._tool_failures: dict[str, str] = {}
+        self._tool_guard = threading.Lock()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-case")
+        # An interactor runs beside its program: never in the pool its program waits in.
+        self._partners = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-partner")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._partners.shutdown(wait=False, cancel_futures=True)
 
     def _check_limits(self) -> None:
         """Refuse to start where the run limits cannot be set: every case would fail."""
+        needed: dict[Limits, str] = {}
         for problem in self.problems.values():
-            spec = SandboxSpec(network=Network.NONE, limits=run_limits(problem))
+            interactive = problem.mode is Mode.INTERACTIVE
+            for case in problem.cases:
+                needed.setdefault(run_limits(case.limits, interactive), problem.id)
+                if problem.tool is not None:
+                    tool = interactor_limits(case.limits) if interactive else CHECKER_LIMITS
+                    needed.setdefault(tool, problem.id)
+        for limits, pid in needed.items():
+            spec = SandboxSpec(network=Network.NONE, limits=limits)
             try:
                 result = self.backend.run(["/bin/echo", "limits-set"], spec)
             except SandboxError as exc:
                 raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
             if result.stdout.strip() != b"limits-set":
                 raise JudgeInfrastructureError(
-                    f"cannot set problem {problem.id}'s stack and address-space limits in "
+                    f"cannot set problem {pid}'s stack and address-space limits in "
                     f"the sandbox: {result.stderr.decode(errors='replace').strip()}"
                 )
 
@@ -170,6 +248,7 @@ class Engine:
         """The final result for one submission (`done`, or `error` for a compile failure)."""
         problem = self.problem(pid)
         started = time.perf_counter()
+        tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
         try:
             compiled = self.compile_cache.compile(source)
         except CompileError as exc:
@@ -177,73 +256,281 @@ class Engine:
         except (SandboxError, CompilerMissing, OSError) as exc:
             raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
         futures = [
-            self._pool.submit(self._run_case, problem, compiled.binary, index)
+            self._pool.submit(self._run_case, problem, compiled.binary, tool, index)
             for index in range(len(problem.cases))
         ]
         try:
             cases = [future.result() for future in futures]
-        except (SandboxError, OSError, ValueError) as exc:
+        except (SandboxError, OSError, ValueError, JudgeInfrastructureError) as exc:
             for future in futures:
                 future.cancel()
+            if isinstance(exc, JudgeInfrastructureError):
+                raise
             raise JudgeInfrastructureError(f"cannot run the cases: {exc}") from exc
-        total = sum(case.ratio for case in cases)
-        score = 100.0 * total / len(cases)
+        score = 100.0 * sum(case.ratio for case in cases) / len(cases)
+        unbounded = 100.0 * sum(case.unbounded for case in cases) / len(cases)
         passed = all(case.ratio == 1.0 for case in cases)
+        judge: dict[str, Any] = {
+            "compileSeconds": compiled.seconds,
+            "compileCached": compiled.cached,
+            "seconds": time.perf_counter() - started,
+        }
+        if tool is not None:
+            judge.update(checkerCompileSeconds=tool.seconds, checkerCached=tool.cached)
         return {
             "status": "done",
             "passed": passed,
             "result": "Correct Answer" if passed else _summary(cases),
             "score": score,
-            "scoreUnbounded": score,
+            "scoreUnbounded": unbounded,
             "cases": [case.to_json() for case in cases],
-            "judge": {
-                "compileSeconds": compiled.seconds,
-                "compileCached": compiled.cached,
-                "seconds": time.perf_counter() - started,
-            },
+            "judge": judge,
         }
 
-    def _run_case(self, problem: Problem, binary: Path, index: int) -> CaseOutcome:
+    def compile_tool(self, problem: Problem) -> Compiled | None:
+        """The problem's checker or interactor binary (cached by hash), None for a Python checker.
+
+        A tool that does not compile is the judge's failure, never the
+        program's: JudgeInfrastructureError, remembered so that the next
+        submission does not pay for the same failed compile.
+        """
+        if problem.tool is None:
+            return None
+        what = f"the {problem.tool.role} of problem {problem.id} ({problem.tool.source})"
+        try:
+            source = problem.tool.source.read_bytes()
+        except OSError as exc:
+            raise JudgeInfrastructureError(f"cannot read {what}: {exc.strerror}") from exc
+        recipe = tool_recipe(problem.tool.role, problem.tool.include_dir)
+        try:
+            key = cache_key(source, recipe)
+            with self._tool_guard:
+                failed = self._tool_failures.get(key)
+            if failed is not None:
+                raise JudgeInfrastructureError(failed)
+            return self.tool_cache.compile(source, recipe)
+        except CompileError as exc:
+            message = f"{what} does not compile: {exc}"
+            with self._tool_guard:
+                self._tool_failures[key] = message
+            raise JudgeInfrastructureError(message) from exc
+        except (SandboxError, CompilerMissing, OSError) as exc:
+            raise JudgeInfrastructureError(f"cannot compile {what}: {exc}") from exc
+
+    def _run_case(
+        self, problem: Problem, binary: Path, tool: Compiled | None, index: int
+    ) -> CaseOutcome:
+        case = problem.cases[index]
+        if problem.mode is Mode.INTERACTIVE:
+            assert tool is not None
+            return self._interact(problem, binary, tool.binary, index)
         spec = SandboxSpec(
             mounts=(Mount(binary.parent, "/judge"),),
             workdir="/tmp",
-            env={"PATH": "/usr/bin:/bin", "LANG": "C"},
+            env=ENV,
             network=Network.NONE,
-            limits=run_limits(problem),
+            limits=run_limits(case.limits),
         )
         result = self.backend.run([PROGRAM], spec, stdin=problem.case_input(index))
-        number = index + 1
-        status = _SANDBOX_STATUS.get(result.status)
-        if status is CaseStatus.RUNTIME_ERROR and _ALLOCATION_FAILED in result.stderr:
-            # Under the address-space limit an allocation fails before the memory is
-            # used; this only names the failure, the case scores 0 either way.
-            status = CaseStatus.MEMORY_LIMIT
-        if status is None and result.stdout_truncated:
-            status = CaseStatus.OUTPUT_LIMIT
-        if status is not None:
-            return CaseOutcome(
-                number,
-                status,
-                0.0,
-                result.cpu_seconds,
-                result.wall_seconds,
-                result.peak_memory_bytes,
-                0.0,
-                _program_message(status, result.exit_code, result.signal, result.stderr),
-            )
+        failed = _program_failure(index + 1, result)
+        if failed is not None:
+            return failed
+        if tool is not None:
+            return self._testlib_check(problem, tool.binary, index, result)
         check_started = time.perf_counter()
         verdict: CheckResult = problem.check(index, result.stdout)
         check_seconds = time.perf_counter() - check_started
+        ratio = verdict.ratio if verdict.ok else 0.0
         return CaseOutcome(
-            number,
+            index + 1,
             verdict.status,
-            verdict.ratio if verdict.ok else 0.0,
+            ratio,
+            ratio,
             result.cpu_seconds,
             result.wall_seconds,
             result.peak_memory_bytes,
             check_seconds,
             verdict.message,
         )
+
+    def _testlib_check(
+        self, problem: Problem, checker: Path, index: int, run: SandboxResult
+    ) -> CaseOutcome:
+        """`chk in.txt out.txt ans.txt` on the program's output, judged as the authority does."""
+        case = problem.cases[index]
+        with _case_dir() as work:
+            out = work / "out.txt"
+            out.write_bytes(run.stdout)
+            out.chmod(0o644)
+            spec = SandboxSpec(
+                mounts=_tool_mounts(work, case, checker),
+                workdir=CASE_DIR,
+                env=ENV,
+                network=Network.NONE,
+                limits=CHECKER_LIMITS,
+            )
+            started = time.perf_counter()
+            checked = self.backend.run(
+                [f"{TOOL_DIR}/{checker.name}", "in.txt", "out.txt", "ans.txt"], spec
+            )
+            check_seconds = time.perf_counter() - started
+        _refuse_tool_over_limits(problem, "checker", index + 1, checked)
+        status, text = _tool_verdict(
+            checked, testlib_message.message(checked.stdout, checked.stderr)
+        )
+        ratio, unbounded = testlib_message.ratios(text, status is CaseStatus.OK)
+        return CaseOutcome(
+            index + 1,
+            status,
+            ratio,
+            unbounded,
+            run.cpu_seconds,
+            run.wall_seconds,
+            run.peak_memory_bytes,
+            check_seconds,
+            testlib_message.shorten(text),
+        )
+
+    def _interact(
+        self, problem: Problem, binary: Path, interactor: Path, index: int
+    ) -> CaseOutcome:
+        """The program and the interactor at once, joined by two pipes, each in its own box."""
+        case = problem.cases[index]
+        number = index + 1
+        with _case_dir() as work:
+            tool_spec = SandboxSpec(
+                mounts=_tool_mounts(work, case, interactor),
+                workdir=CASE_DIR,
+                env=ENV,
+                network=Network.NONE,
+                limits=interactor_limits(case.limits),
+            )
+            program_spec = SandboxSpec(
+                mounts=(Mount(binary.parent, "/judge"),),
+                workdir="/tmp",
+                env=ENV,
+                network=Network.NONE,
+                limits=run_limits(case.limits, interactive=True),
+            )
+            to_program, from_interactor = os.pipe()
+            to_interactor, from_program = os.pipe()
+            started = time.perf_counter()
+            partner = self._partners.submit(
+                self.backend.run,
+                [f"{TOOL_DIR}/{interactor.name}", "in.txt", "tout.txt", "ans.txt"],
+                tool_spec,
+                pipes=Pipes(to_interactor, from_interactor),
+            )
+            try:
+                program = self.backend.run(
+                    [PROGRAM], program_spec, pipes=Pipes(to_program, from_program)
+                )
+            finally:
+                talked = partner.result()  # ends once the program's side of the pipes closed
+            check_seconds = time.perf_counter() - started
+        text = talked.stderr.decode("utf-8", errors="replace")
+        failed = _program_failure(number, program)
+        if failed is not None:
+            if program.signal == signal.SIGPIPE:
+                failed = _with_message(
+                    failed, f"{failed.message}; the interactor had stopped reading: {text}"
+                )
+            return failed
+        _refuse_tool_over_limits(problem, "interactor", number, talked)
+        if talked.signal == signal.SIGPIPE:
+            status = CaseStatus.WRONG_ANSWER
+            text = f"the program stopped reading while the interactor was writing; {text}"
+        else:
+            status, text = _tool_verdict(talked, text)
+        ratio, unbounded = testlib_message.ratios(text, status is CaseStatus.OK)
+        return CaseOutcome(
+            number,
+            status,
+            ratio,
+            unbounded,
+            program.cpu_seconds,
+            program.wall_seconds,
+            program.peak_memory_bytes,
+            check_seconds,
+            testlib_message.shorten(text),
+        )
+
+
+def _program_failure(number: int, result: SandboxResult) -> CaseOutcome | None:
+    """The outcome of a program that crashed or crossed a limit (ratio 0), else None."""
+    status = _SANDBOX_STATUS.get(result.status)
+    if status is CaseStatus.RUNTIME_ERROR and _ALLOCATION_FAILED in result.stderr:
+        # Under the address-space limit an allocation fails before the memory is
+        # used; this only names the failure, the case scores 0 either way.
+        status = CaseStatus.MEMORY_LIMIT
+    if status is None and result.stdout_truncated:
+        status = CaseStatus.OUTPUT_LIMIT
+    if status is None:
+        return None
+    return CaseOutcome(
+        number,
+        status,
+        0.0,
+        0.0,
+        result.cpu_seconds,
+        result.wall_seconds,
+        result.peak_memory_bytes,
+        0.0,
+        _program_message(status, result.exit_code, result.signal, result.stderr),
+    )
+
+
+def _with_message(outcome: CaseOutcome, message: str) -> CaseOutcome:
+    return CaseOutcome(
+        outcome.number,
+        outcome.status,
+        outcome.ratio,
+        outcome.unbounded,
+        outcome.cpu_seconds,
+        outcome.wall_seconds,
+        outcome.memory_bytes,
+        outcome.check_seconds,
+        testlib_message.shorten(message),
+    )
+
+
+def _tool_verdict(result: SandboxResult, text: str) -> tuple[CaseStatus, str]:
+    """A checker's or interactor's verdict from how it exited (limits already refused)."""
+    if result.signal is not None:
+        return CaseStatus.CHECKER_FAIL, f"killed by signal {result.signal}; {text}".strip()
+    return testlib_status(result.exit_code or 0), text
+
+
+def _refuse_tool_over_limits(
+    problem: Problem, role: str, number: int, result: SandboxResult
+) -> None:
+    """A checker or interactor stopped for its own limits is the judge's failure, not a score."""
+    if result.status in _OVER_ITS_LIMITS:
+        raise JudgeInfrastructureError(
+            f"the {role} of problem {problem.id} exceeded its own limits on case {number} "
+            f"({result.status.value}); the submission was not scored"
+        )
+
+
+def _tool_mounts(work: Path, case: Case, tool: Path) -> tuple[Mount, ...]:
+    """The tool's working directory, with the case's input and answer as in.txt and ans.txt."""
+    if case.answer is None:
+        raise ValueError("a case judged by a compiled checker needs an answer file")
+    return (
+        Mount(work, CASE_DIR, writable=True),
+        Mount(case.input, f"{CASE_DIR}/in.txt"),
+        Mount(case.answer, f"{CASE_DIR}/ans.txt"),
+        Mount(tool.parent, TOOL_DIR),
+    )
+
+
+@contextlib.contextmanager
+def _case_dir() -> Iterator[Path]:
+    """A private scratch directory for one case's files, writable by the sandbox's uid."""
+    with tempfile.TemporaryDirectory(prefix="atoll-judge-case-") as tmp:
+        path = Path(tmp)
+        path.chmod(0o777)  # the tool runs as an unprivileged uid and may write (tout.txt)
+        yield path
 
 
 def _summary(cases: list[CaseOutcome]) -> str:

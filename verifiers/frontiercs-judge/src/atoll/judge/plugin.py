@@ -48,9 +48,16 @@ def atoll_commands() -> list[Registration]:
             "judge",
             Kind.COMMAND,
             "atoll.judge.cli:app",
-            "Serve the embedded FrontierCS judge, or score a program by hand.",
+            "Serve the embedded FrontierCS judge, score a program by hand, list the problems.",
             requires=REQUIRES,
-        )
+        ),
+        Registration(
+            "task",
+            Kind.COMMAND,
+            "atoll.judge.task_cli:app",
+            "Write a FrontierCS problem as a Harbor task: atoll task frontiercs ID --out DIR.",
+            requires=REQUIRES,
+        ),
     ]
 
 
@@ -69,7 +76,16 @@ def atoll_task_sources() -> list[Registration]:
             "Pack polyominoes into the smallest rectangle (FrontierCS problem 0), C++17, judged.",
             # its verifier scores through the judge's socket, which the plugin provides
             job_plugins=("frontiercs-judge",),
-        )
+        ),
+        Registration(
+            "frontiercs/",
+            Kind.TASK,
+            "atoll.judge.task_source:resolve",
+            "frontiercs/<ID>: any problem of the FrontierCS checkout FRONTIERCS_HOME names, "
+            "written as a task on first use.",
+            job_plugins=("frontiercs-judge",),
+            dynamic=True,
+        ),
     ]
 
 

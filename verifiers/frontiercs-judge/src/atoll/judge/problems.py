@@ -1,9 +1,14 @@
 """Problems as directories, so that adding one means adding data, not code.
 
-A problem directory holds `problem.toml` (id, title, limits, and the checker:
-an importable module name, or a `.py` file beside it), the statement and the
-test inputs `N.in`. The problems shipped with this package live in
-`atoll/judge/problems/`; `--problems DIR` points the judge at another set.
+Two layouts load into the same `Problem`:
+
+- atoll's own: `problem.toml` (id, title, limits, and the checker: an
+  importable module name, or a `.py` file beside it), the statement and the
+  test inputs `N.in`. The problems shipped with this package live in
+  `atoll/judge/problems/`; `--problems DIR` points the judge at another set.
+- a FrontierCS checkout's `algorithmic/problems/<id>/`: `config.yaml`, a
+  testlib checker or interactor compiled from the checkout, test inputs and
+  answers (see `checkout`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import re
 import threading
 import tomllib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,17 +41,50 @@ class Limits:
     memory_bytes: int
 
 
+class Mode(StrEnum):
+    """How a case is judged: output checked after the run, or a live dialogue."""
+
+    CHECKED = "default"
+    INTERACTIVE = "interactive"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A testlib checker or interactor, compiled from its source when first needed."""
+
+    role: str  # "checker" or "interactor"
+    source: Path
+    include_dir: Path  # the testlib headers it is compiled against
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test: the input, the answer file (for compiled checkers), and its limits."""
+
+    input: Path
+    answer: Path | None
+    limits: Limits
+
+
 @dataclass
 class Problem:
-    """One problem: its statement, its cases and its checker (inputs parsed on first use)."""
+    """One problem: its statement, its cases and how they are judged.
+
+    Exactly one of `checker` (a Python module with `prepare` and `check`;
+    inputs parsed on first use) and `tool` (a compiled testlib checker or
+    interactor) is set.
+    """
 
     id: str
     title: str
     directory: Path
     statement_path: Path
-    cases: list[Path]
-    checker: ModuleType
-    limits: Limits
+    cases: list[Case]
+    limits: Limits  # the problem-wide limits (a case may override them)
+    checker: ModuleType | None = None
+    tool: Tool | None = None
+    mode: Mode = Mode.CHECKED
+    origin: str = "atoll"
     _prepared: dict[int, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -53,10 +92,12 @@ class Problem:
         return self.statement_path.read_text(encoding="utf-8")
 
     def case_input(self, index: int) -> bytes:
-        return self.cases[index].read_bytes()
+        return self.cases[index].input.read_bytes()
 
     def prepared(self, index: int) -> Any:
         """The checker's parsed form of case `index`, parsed once per process."""
+        if self.checker is None:
+            raise TypeError(f"problem {self.id} is judged by a compiled {self.mode} tool")
         with self._lock:
             found = self._prepared.get(index)
             if found is None:
@@ -64,17 +105,31 @@ class Problem:
             return found
 
     def warm(self) -> None:
-        """Parse every case now, so that no submission pays for it."""
+        """Parse every case now (Python checkers), so that no submission pays for it."""
+        if self.checker is None:
+            return
         for index in range(len(self.cases)):
             self.prepared(index)
 
     def check(self, index: int, output: bytes) -> CheckResult:
+        if self.checker is None:
+            raise TypeError(f"problem {self.id} is judged by a compiled {self.mode} tool")
         return self.checker.check(self.prepared(index), output)
+
+    @property
+    def judged_by(self) -> str:
+        """In words: atoll's own checker, or the checkout's testlib checker or interactor."""
+        if self.tool is None:
+            return "atoll's checker"
+        return self.tool.source.name
 
     def summary(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "title": self.title,
+            "type": self.mode.value,
+            "judgedBy": self.judged_by,
+            "source": self.origin,
             "cases": len(self.cases),
             "timeLimit": self.limits.cpu_seconds,
             "memoryLimit": self.limits.memory_bytes,
@@ -118,9 +173,9 @@ def load_problem(directory: Path) -> Problem:
         title=str(config.get("title", pid)),
         directory=directory,
         statement_path=statement_path,
-        cases=[path for _, path in sorted(numbered)],
-        checker=checker,
+        cases=[Case(path, None, limits) for _, path in sorted(numbered)],
         limits=limits,
+        checker=checker,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from atoll.core.sandbox.spec import SandboxResult, SandboxSpec
+from atoll.core.sandbox.spec import Pipes, SandboxResult, SandboxSpec
 
 
 class SandboxBackend(ABC):
@@ -29,9 +29,14 @@ class SandboxBackend(ABC):
         argv: Sequence[str],
         spec: SandboxSpec,
         stdin: bytes | None = None,
+        *,
+        pipes: Pipes | None = None,
     ) -> SandboxResult:
         """Run `argv` inside the box described by `spec` and report how it ended.
 
         Program failures (crash, limit hit) are statuses in the result; only a
-        failure of the sandbox itself raises SandboxError.
+        failure of the sandbox itself raises SandboxError. With `pipes`, the
+        program reads and writes those descriptors (the backend closes them)
+        and the result's stdout is empty; a backend that cannot join a program
+        to host pipes raises SandboxError, after closing them.
         """

@@ -26,6 +26,7 @@ from atoll.core.sandbox.cgroups import RunCgroup
 from atoll.core.sandbox.classify import classify, split_exit_code
 from atoll.core.sandbox.spec import (
     Limits,
+    Pipes,
     SandboxError,
     SandboxResult,
     SandboxSpec,
@@ -134,11 +135,17 @@ class BwrapBackend(SandboxBackend):
         spec: SandboxSpec,
         stdin: bytes | None = None,
         *,
+        pipes: Pipes | None = None,
         cancel: CancelToken | None = None,
     ) -> SandboxResult:
         """As SandboxBackend.run; `cancel` lets another thread end the run early."""
-        self.check()
-        return self._run(argv, spec, stdin, cancel)
+        try:
+            self.check()
+        except SandboxError:
+            if pipes is not None:
+                pipes.close()
+            raise
+        return self._run(argv, spec, stdin, cancel, pipes)
 
     def _run(
         self,
@@ -146,12 +153,29 @@ class BwrapBackend(SandboxBackend):
         spec: SandboxSpec,
         stdin: bytes | None,
         cancel: CancelToken | None = None,
+        pipes: Pipes | None = None,
+    ) -> SandboxResult:
+        try:
+            return self._run_owning_pipes(argv, spec, stdin, cancel, pipes)
+        finally:
+            if pipes is not None:  # ours since the call; closed at once after the start
+                pipes.close()
+
+    def _run_owning_pipes(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None,
+        cancel: CancelToken | None,
+        pipes: Pipes | None,
     ) -> SandboxResult:
         if (spec.uid == 0 or spec.gid == 0) and spec.user_namespace is None:
             raise SandboxError(
                 "sandboxed programs never run as root: give the spec a non-zero uid, or a user "
                 "namespace whose root is an unprivileged host uid"
             )
+        if pipes is not None and stdin is not None:
+            raise SandboxError("a run reads either `stdin` bytes or `pipes`, not both")
         limits = spec.limits
         processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
         try:
@@ -189,14 +213,17 @@ class BwrapBackend(SandboxBackend):
                         "sandbox",
                         *command,
                     ],
-                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
+                    stdin=_stdin_of(stdin, pipes),
+                    stdout=subprocess.PIPE if pipes is None else pipes.stdout_fd,
                     stderr=subprocess.PIPE,
                     pass_fds=(status_w,),
                     env={"PATH": "/usr/bin:/bin"},
                 )
             except OSError as exc:
                 raise SandboxError(f"cannot start bubblewrap: {exc}") from exc
+            finally:
+                if pipes is not None:  # the child has its copies: EOF follows its exit
+                    pipes.close()
             os.close(status_w)
             status_w = -1
             outcome = self._supervise(proc, started, stdin, status_r, limits, group, cancel)
@@ -256,6 +283,12 @@ class BwrapBackend(SandboxBackend):
             cpu_limit=limits.cpu_seconds,
             cancel=cancel,
         )
+
+
+def _stdin_of(stdin: bytes | None, pipes: Pipes | None) -> int:
+    if pipes is not None:
+        return pipes.stdin_fd
+    return subprocess.PIPE if stdin else subprocess.DEVNULL
 
 
 def _result(

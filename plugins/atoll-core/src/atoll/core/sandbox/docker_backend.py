@@ -28,6 +28,7 @@ from atoll.core.sandbox.docker_stream import AttachedStreams, raw_socket
 from atoll.core.sandbox.spec import (
     Limits,
     Network,
+    Pipes,
     SandboxError,
     SandboxResult,
     SandboxSpec,
@@ -155,9 +156,16 @@ class DockerBackend(SandboxBackend):
         spec: SandboxSpec,
         stdin: bytes | None = None,
         *,
+        pipes: Pipes | None = None,
         cancel: CancelToken | None = None,
     ) -> SandboxResult:
         """As SandboxBackend.run; `cancel` lets another thread end the run early."""
+        if pipes is not None:
+            pipes.close()
+            raise SandboxError(
+                "the docker sandbox backend cannot join a program to host pipes "
+                "(interactive judging); use the bwrap backend"
+            )
         from docker.errors import APIError
         from requests.exceptions import RequestException
 

@@ -7,6 +7,9 @@ conformance suite (tests/core/sandbox).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -48,6 +51,33 @@ class Limits:
     cpus: float | None = None  # CPU bandwidth (cores); None: no cap
     stack_bytes: int | None = None  # RLIMIT_STACK; None: the system's default
     address_space_bytes: int | None = None  # RLIMIT_AS of the program itself; None: none
+
+
+class Pipes:
+    """Descriptors a program's stdin and stdout are joined to, instead of bytes in and a capture out.
+
+    Two programs that talk to each other (a judge's interactor and the program
+    it questions) each get one end of two pipes. The backend takes both
+    descriptors over and closes them once the program has started (or failed
+    to start), so that each side sees end-of-file as soon as the other exits.
+    Closing is idempotent: a descriptor number is never closed twice, since
+    another thread may have been given the same number meanwhile.
+    """
+
+    def __init__(self, stdin_fd: int, stdout_fd: int) -> None:
+        self.stdin_fd = stdin_fd
+        self.stdout_fd = stdout_fd
+        self._open = True
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+        for fd in (self.stdin_fd, self.stdout_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 @dataclass(frozen=True)

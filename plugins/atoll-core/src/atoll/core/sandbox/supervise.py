@@ -81,9 +81,11 @@ def supervise(
     pidfd = os.pidfd_open(proc.pid)
     outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
     status = bytearray()
-    assert proc.stdout is not None and proc.stderr is not None
-    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "stdout")
-    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "stderr")
+    open_streams = 0
+    for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        if stream is not None:  # None: joined to a pipe of the caller's, not captured
+            sel.register(stream.fileno(), selectors.EVENT_READ, name)
+            open_streams += 1
     sel.register(pidfd, selectors.EVENT_READ, "exit")
     if status_read_fd is not None:
         sel.register(status_read_fd, selectors.EVENT_READ, "status")
@@ -100,7 +102,7 @@ def supervise(
     deadline = None if wall_seconds is None else started + wall_seconds
     killed_for: str | None = None
     exited = False
-    open_streams = 2 + (status_read_fd is not None)
+    open_streams += status_read_fd is not None
 
     def stop(reason: str) -> None:
         nonlocal killed_for

@@ -6,6 +6,8 @@ no plus sign, at most 20 characters, within range), reflect -> rotate
 clockwise -> translate, every cell inside [0, W) x [0, H), no overlap, nothing
 but whitespace after the n-th line, and W = H NOT enforced. A valid case is
 worth Σk / (W·H), reported rounded to 9 decimals as the authority prints it.
+Tokens are read as testlib reads them (`tokens`): a vertical tab or form feed
+is no separator, and a UTF-8 byte-order mark opening the output is skipped.
 
 Cases reach 62,017 cells, so the geometry is vectorised with numpy: checking
 a case must cost far less than running the program that produced it.
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from atoll.judge.checkers import tokens
 from atoll.judge.verdict import CaseStatus, CheckResult
 
 MAX_SIDE = 4_000_000_000_000  # W, H in [1, 4e12]; X, Y in [-4e12, 4e12]
@@ -41,9 +44,8 @@ class InputError(ValueError):
 
 def prepare(data: bytes) -> Pieces:
     """Parse a test input once; the result is shared by every submission's check."""
-    tokens = data.split()
     try:
-        values = [int(t) for t in tokens]
+        values = [int(t) for t in tokens.split(data)]
     except ValueError as exc:
         raise InputError(f"test input has a non-integer token: {exc}") from None
     if not values:
@@ -91,9 +93,8 @@ def _lookup(chars: bytes) -> np.ndarray:
     return table
 
 
-# Whitespace as bytes.split() and C's isspace() see it; the token alphabet.
-_BLANKS = b" \t\n\v\f\r"
-_SPACE = _lookup(_BLANKS)
+# Whitespace as testlib sees it (not \v or \f); the token alphabet.
+_SPACE = _lookup(tokens.BLANKS)
 _DIGIT = _lookup(b"0123456789")
 _NONZERO = _lookup(b"123456789")
 _MINUS, _ZERO = ord("-"), ord("0")
@@ -146,7 +147,7 @@ def tokenize(output: bytes) -> np.ndarray | CheckResult:
         )
         index = int(np.searchsorted(starts, at, side="right"))  # 1-based token number
         begin = int(starts[index - 1])
-        token = output[begin : begin + 24].split()[0].decode("latin-1")
+        token = tokens.split(output[begin : begin + 24])[0].decode("latin-1")
         reason = (
             "is out of range"
             if too_long.size and int(too_long[0]) == begin
@@ -157,20 +158,21 @@ def tokenize(output: bytes) -> np.ndarray | CheckResult:
         )
     values = np.fromstring(output, dtype=np.int64, sep=" ")
     if values.size != starts.size:  # unreachable for validated text; be strict anyway
-        values = np.array([int(t) for t in output.split()], dtype=np.int64)
+        values = np.array([int(t) for t in tokens.split(output)], dtype=np.int64)
     return values
 
 
 def check(pieces: Pieces, output: bytes) -> CheckResult:
     """Judge one program output against a prepared input."""
     expected = 2 + 4 * pieces.n
+    output = tokens.skip_bom(output)
     # Outputs may be padded with any amount of whitespace (up to the 128 MiB cap);
     # bound the work by the non-blank bytes a valid answer can have.
-    filled = len(output) - sum(output.count(c) for c in _BLANKS)
+    filled = len(output) - tokens.blank_count(output)
     if filled > _LONGEST_IN_RANGE * expected:
         return _presentation(f"output has {filled} non-blank bytes, more than any valid answer")
     if filled < len(output) // 2:
-        output = b" ".join(output.split())
+        output = b" ".join(tokens.split(output))
     values = tokenize(output)
     if isinstance(values, CheckResult):
         return values
