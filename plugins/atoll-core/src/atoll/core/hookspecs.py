@@ -49,3 +49,8 @@ def atoll_job_plugins() -> list[Registration]:
 @hookspec
 def atoll_commands() -> list[Registration]:
     """Sub-commands of `atoll`; the target is a Typer app."""
+
+
+@hookspec
+def atoll_checks() -> list[Registration]:
+    """Checks of `atoll doctor`, by requirement name; the target returns an `atoll.core.doctor.Finding`."""
