@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -180,21 +181,49 @@ def test_training_without_gpus_is_one_clear_error(tmp_path, stack_env, mark):
     assert marked_processes(mark) == []
 
 
-@pytest.mark.parametrize(
-    ("tools", "message"),
-    [([], "no `reef` executable on PATH"), (["reef"], "git-lfs is not installed")],
-    ids=["no-reef", "no-git-lfs"],
-)
-def test_missing_tools_are_one_clear_error(tmp_path, upstream, stack_env, mark, tools, message):
+def test_missing_git_lfs_is_one_clear_error(tmp_path, upstream, stack_env, mark):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in tools:
-        os.symlink(Path(stack_env["PATH"].split(":")[0]) / tool, bin_dir / tool)
+    os.symlink(Path(stack_env["PATH"].split(":")[0]) / "reef", bin_dir / "reef")
     env = {**stack_env, "PATH": str(bin_dir)}
     up = _up(env, upstream.root_url, free_port(), tmp_path / "stack")
     assert up.returncode == 2
-    assert message in _one_error_line(up.stderr)
+    assert "git-lfs is not installed" in _one_error_line(up.stderr)
     assert marked_processes(mark) == []
+
+
+def test_reef_beside_the_interpreter_is_found_without_an_activated_venv(
+    tmp_path, upstream, stack_env, mark, venv_bin
+):
+    """`.venv/bin/atoll stack up` with a PATH that lacks the venv's bin/ (not activated)."""
+    env = {**stack_env, "PATH": "/usr/bin:/bin"}  # git and git-lfs, but not the venv's bin/
+    assert shutil.which("reef", path=env["PATH"]) is None
+    port = free_port()
+    stack_dir = tmp_path / "stack"
+    up = subprocess.run(
+        [str(venv_bin / "atoll"), "stack", "up", "--training", "off", "--upstream-url",
+         upstream.root_url, "--port", str(port), "--stack-dir", str(stack_dir),
+         f"state_dir={tmp_path / 'state'}"],
+        env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        assert marked_processes(mark), "reef serve was not started"
+    finally:
+        down = atoll(["stack", "down", "--stack-dir", str(stack_dir)], env)
+        assert down.returncode == 0, down.stderr
+    assert _wait_gone(mark) == []
+
+
+def test_no_reef_anywhere_is_one_clear_error(tmp_path, monkeypatch):
+    from atoll.stack import preflight
+    from atoll.stack.errors import StackError
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setattr(sys, "executable", str(empty / "python3"))
+    with pytest.raises(StackError, match="no `reef` executable on PATH or beside this Python"):
+        preflight.reef_executable({"PATH": str(empty)})
 
 
 def test_ctrl_c_during_start_stops_what_was_started(tmp_path, upstream, stack_env, mark):

@@ -17,5 +17,7 @@ def atoll_agents() -> list[Registration]:
             "scored programs, one whole run per trial.",
             # `atoll run` adds these when no --plugin is given: the judge and Reef for the job.
             job_plugins=("frontiercs-judge", "reef-stack"),
+            # guidance goes through Reef; GPUs only with training=on
+            requires=("reef", "gpu"),
         )
     ]

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from atoll.core.harbor_commands import harbor_command_names
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry, RegistryError, TaskSourceError, UnknownName, load
 from atoll.core.targets import TargetError, import_target
@@ -100,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         registry = load()
+        registry.check_command_names(harbor_command_names())
         if names.is_run_command(args):
             args = names.resolve(args, registry)
             args, notes = run_defaults.apply(args, registry)

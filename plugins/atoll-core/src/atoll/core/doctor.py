@@ -8,15 +8,16 @@ import shutil
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core.executables import find_executable
 from atoll.core.records import Kind, Registration
-from atoll.core.registry import load
+from atoll.core.registry import Registry, load
+from atoll.core.targets import import_target
 
 DEFAULT_REEF_URL = "http://127.0.0.1:8900"
 
@@ -128,7 +129,7 @@ def check_reef() -> Finding:
         with urllib.request.urlopen(f"{url}/healthz", timeout=3) as response:
             ok = response.status == 200
     except OSError as exc:
-        has_cli = shutil.which("reef") is not None
+        has_cli = find_executable("reef") is not None
         fix = "`atoll stack up --training off ...`" if has_cli else "`pip install reef-infra`"
         return Finding("reef", False, f"no Reef server at {url} ({exc.__class__.__name__})", fix)
     return Finding("reef", ok, f"Reef server at {url}", "")
@@ -143,52 +144,38 @@ def check_gpu() -> Finding:
     return Finding("gpu", True, out, "")
 
 
-CHECKS: dict[str, Callable[[], Finding]] = {
-    "python": check_python,
-    "harbor": check_harbor,
-    "docker": check_docker,
-    "bwrap": check_bwrap,
-    "g++": check_gxx,
-    "git-lfs": check_git_lfs,
-    "reef": check_reef,
-    "gpu": check_gpu,
-}
+# The order core's checks are shown in; plugins' checks follow, by name.
+CORE_ORDER = ("python", "harbor", "docker", "bwrap", "g++", "git-lfs", "reef", "gpu")
 
 
-def plugin_checks() -> dict[str, Callable[[], Finding]]:
-    """Checks that installed plugins register (`atoll_doctor_checks`), imported when run."""
-    return {record.name: _plugin_check(record) for record in load().of_kind(Kind.CHECK)}
+def checks(registry: Registry | None = None) -> dict[str, Registration]:
+    """Every registered check (core's and plugins'), by requirement name, in display order."""
+    records = {r.name: r for r in (registry or load()).of_kind(Kind.CHECK)}
+    order = [name for name in CORE_ORDER if name in records]
+    order += sorted(name for name in records if name not in CORE_ORDER)
+    return {name: records[name] for name in order}
 
 
-def _plugin_check(record: Registration) -> Callable[[], Finding]:
-    def check() -> Finding:
-        from atoll.core.targets import import_target
-
-        try:
-            found = import_target(record.target)()
-        except Exception as exc:  # a broken check must not hide the others
-            return Finding(record.name, False, f"the check failed: {exc}", record.summary)
-        if not isinstance(found, Finding):
-            return Finding(record.name, False, f"{record.target} returned no Finding", "")
-        return found
-
-    return check
+def run_check(record: Registration) -> Finding:
+    """Run one check; a check that itself fails is reported, never a traceback."""
+    try:
+        finding = import_target(record.target)()
+    except Exception as exc:  # a plugin's broken check must not hide the other rows
+        return Finding(record.name, False, f"the check failed: {type(exc).__name__}: {exc}", "")
+    if not isinstance(finding, Finding):
+        return Finding(record.name, False, f"{record.target} returned no Finding", "")
+    return finding
 
 
-def all_checks() -> dict[str, Callable[[], Finding]]:
-    return {**CHECKS, **plugin_checks()}
-
-
-def needed_by() -> dict[str, list[str]]:
-    """For each requirement, the installed plugins whose registrations declare it."""
-    users: dict[str, set[str]] = {key: set() for key in all_checks()}
-    for record in load().all():
-        if record.kind is Kind.CHECK:
-            continue
+def needed_by(registry: Registry | None = None) -> dict[str, list[str]]:
+    """For each requirement, the installed plugins' records that declare it."""
+    registry = registry or load()
+    users: dict[str, set[str]] = {name: set() for name in checks(registry)}
+    for record in registry.all():
         for requirement in record.requires:
             users.setdefault(requirement, set()).add(f"{record.name} ({record.kind.value})")
     for key in ("python", "harbor"):
-        users[key].add("everything")
+        users.setdefault(key, set()).add("everything")
     return {key: sorted(value) for key, value in users.items()}
 
 
@@ -198,18 +185,26 @@ def doctor(
     ),
 ) -> None:
     """Show what this machine has for each installed plugin, with the fix for each gap."""
-    users = needed_by()
-    checks = all_checks()
-    selected = only or list(checks)
-    unknown = [name for name in selected if name not in checks]
+    registry = load()
+    registered = checks(registry)
+    users = needed_by(registry)
+    # A requirement some plugin declares but no plugin checks is shown too, never dropped.
+    names = list(registered) + sorted(set(users) - set(registered))
+    selected = only or names
+    unknown = [name for name in selected if name not in names]
     if unknown:
-        raise typer.BadParameter(f"unknown requirement {unknown[0]!r}; known: {', '.join(checks)}")
+        raise typer.BadParameter(f"unknown requirement {unknown[0]!r}; known: {', '.join(names)}")
     table = Table(title="atoll doctor")
     for column in ("Requirement", "Status", "Found", "Needed by", "Fix"):
         table.add_column(column, overflow="fold")
     for name in selected:
-        finding = checks[name]()
-        status = "[green]ok[/green]" if finding.ok else "[red]missing[/red]"
+        record = registered.get(name)
+        if record is None:
+            finding = Finding(name, False, "no installed plugin checks it", "")
+            status = "[yellow]unchecked[/yellow]"
+        else:
+            finding = run_check(record)
+            status = "[green]ok[/green]" if finding.ok else "[red]missing[/red]"
         table.add_row(
             name, status, finding.detail, ", ".join(users.get(name, [])) or "-", finding.fix
         )

@@ -53,4 +53,4 @@ def atoll_commands() -> list[Registration]:
 
 @hookspec
 def atoll_doctor_checks() -> list[Registration]:
-    """Requirements `atoll doctor` checks; the target is a function returning a `Finding`."""
+    """Requirements `atoll doctor` checks, by name; the target returns an `atoll.core.doctor.Finding`."""

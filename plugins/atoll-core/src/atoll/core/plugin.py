@@ -13,7 +13,9 @@ def atoll_commands() -> list[Registration]:
             "plugins",
             Kind.COMMAND,
             "atoll.core.plugins_cmd:app",
-            "List installed atoll plugins and Harbor job plugins.",
+            "List installed atoll plugins, Harbor job plugins and where each command comes from.",
+            # Harbor's `plugins list` shows its job plugins; this one shows those too.
+            replaces_harbor=True,
         ),
         Registration(
             "doctor",
@@ -26,6 +28,7 @@ def atoll_commands() -> list[Registration]:
             Kind.COMMAND,
             "atoll.core.docker_engine.cli:app",
             "A private Docker engine on its own socket, with Compose and the base image.",
+            requires=("docker",),
         ),
         Registration(
             "emit",
@@ -44,5 +47,27 @@ def atoll_environments() -> list[Registration]:
             Kind.ENVIRONMENT,
             "atoll.core.environments.local:LocalEnvironment",
             "Trials under bubblewrap on this machine: no container engine needed.",
+            requires=("bwrap",),
         ),
+    ]
+
+
+# name, function in atoll.core.doctor, what the requirement is for
+_CHECKS = (
+    ("python", "check_python", "Python 3.12, which Harbor requires."),
+    ("harbor", "check_harbor", "Harbor 0.20.x, the evaluation host."),
+    ("docker", "check_docker", "A Docker engine at DOCKER_HOST, and Harbor's egress sidecar."),
+    ("bwrap", "check_bwrap", "bubblewrap, the process sandbox."),
+    ("g++", "check_gxx", "A C++ compiler for judged programs."),
+    ("git-lfs", "check_git_lfs", "git-lfs, which Reef's server needs."),
+    ("reef", "check_reef", "A Reef server at REEF_URL."),
+    ("gpu", "check_gpu", "NVIDIA GPUs, for training."),
+)
+
+
+@hookimpl
+def atoll_doctor_checks() -> list[Registration]:
+    return [
+        Registration(name, Kind.CHECK, f"atoll.core.doctor:{function}", summary)
+        for name, function, summary in _CHECKS
     ]

@@ -1,38 +1,61 @@
-"""`atoll plugins list`: what every installed plugin adds, and Harbor's job plugins."""
+"""`atoll plugins list`: what every installed plugin adds, Harbor's job plugins, and every command's origin.
+
+It stands in for Harbor's own `plugins list` (which shows only the
+`harbor.plugins` job plugins): those are listed here too, beside what the atoll
+plugins register and Harbor's own commands, so that one listing says where
+every `atoll` command comes from. The default table fits 80 columns;
+`--wide` adds versions, targets and requirements, `--json` gives every field.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import json
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core.harbor_commands import harbor_commands
 from atoll.core.records import Kind
 from atoll.core.registry import harbor_plugins, load
 
 app = typer.Typer(
-    help="List installed atoll plugins and Harbor job plugins.",
+    help="List installed atoll plugins, Harbor job plugins and where each command comes from.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+HARBOR = "harbor"
+
 
 @app.callback()
 def _group() -> None:
-    """List installed atoll plugins and Harbor job plugins."""
+    """List installed atoll plugins, Harbor job plugins and where each command comes from."""
 
 
 @app.command("list")
 def list_plugins(
     kind: Kind | None = typer.Option(None, "--kind", "-k", help="Only records of this kind."),
+    wide: bool = typer.Option(
+        False, "--wide", "-w", help="Every column (version, target, requirements), wrapped."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """List every registration: name, kind, distribution, version, target, summary."""
+    """List every registration and command: name, kind, where it comes from, what it does."""
+    rows = listing(kind)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    console = Console(soft_wrap=False)
+    console.print(_wide_table(rows) if wide else _compact_table(rows, console.width))
+
+
+def listing(kind: Kind | None = None) -> list[dict[str, Any]]:
+    """One row per atoll registration, `harbor.plugins` job plugin and Harbor command."""
     registry = load()
     records = registry.of_kind(kind) if kind else registry.all()
-    harbor = harbor_plugins() if kind in (None, Kind.JOB_PLUGIN) else []
-    atoll_targets = {(r.name, r.target) for r in registry.of_kind(Kind.JOB_PLUGIN)}
     rows = [
         {
             "name": r.name,
@@ -42,37 +65,93 @@ def list_plugins(
             "target": r.target,
             "summary": r.summary,
             "source": "atoll",
+            "requires": list(r.requires),
             **({"job_plugins": list(r.job_plugins)} if r.kind in (Kind.AGENT, Kind.TASK) else {}),
             **({"dynamic": True} if r.dynamic else {}),
+            **({"replaces_harbor": r.replaces_harbor} if r.kind is Kind.COMMAND else {}),
         }
         for r in records
     ]
-    rows += [
-        {
-            "name": p.name,
-            "kind": Kind.JOB_PLUGIN.value,
-            "distribution": p.distribution,
-            "version": p.version,
-            "target": p.target,
-            "summary": "Harbor job plugin (harbor.plugins)",
-            "source": "harbor.plugins",
-        }
-        for p in harbor
-        if (p.name, p.target) not in atoll_targets
-    ]
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
+    if kind in (None, Kind.JOB_PLUGIN):
+        atoll_targets = {(r.name, r.target) for r in registry.of_kind(Kind.JOB_PLUGIN)}
+        rows += [
+            {
+                "name": p.name,
+                "kind": Kind.JOB_PLUGIN.value,
+                "distribution": p.distribution,
+                "version": p.version,
+                "target": p.target,
+                "summary": "Harbor job plugin (harbor.plugins)",
+                "source": "harbor.plugins",
+                "requires": [],
+            }
+            for p in harbor_plugins()
+            if (p.name, p.target) not in atoll_targets
+        ]
+    if kind in (None, Kind.COMMAND):
+        ours = {r.name for r in registry.of_kind(Kind.COMMAND)}
+        version = _harbor_version()
+        rows += [
+            {
+                "name": name,
+                "kind": Kind.COMMAND.value,
+                "distribution": HARBOR,
+                "version": version,
+                "target": f"harbor {name}",
+                "summary": str(command["summary"]),
+                "source": HARBOR,
+                "requires": [],
+                "replaces_harbor": False,
+            }
+            for name, command in sorted(harbor_commands().items())
+            if name not in ours and not command["hidden"]
+        ]
+    return rows
+
+
+def _harbor_version() -> str:
+    try:
+        return metadata.version(HARBOR)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _origin(row: dict[str, Any]) -> str:
+    if row.get("replaces_harbor"):
+        return f"{row['distribution']} (for Harbor's)"
+    return row["distribution"]
+
+
+def _compact_table(rows: list[dict[str, Any]], width: int) -> Table:
+    """One line per row: the summary is cut to what the terminal has left."""
+    table = Table(title="atoll plugins", title_justify="left", box=None, pad_edge=False)
+    used = 0
+    for column, values in (
+        ("Name", [r["name"] for r in rows]),
+        ("Kind", [r["kind"] for r in rows]),
+        ("From", [_origin(r) for r in rows]),
+    ):
+        column_width = max([len(column), *map(len, values)])
+        table.add_column(column, no_wrap=True, width=column_width)
+        used += column_width + 2  # the padding between columns
+    table.add_column("Summary", no_wrap=True, overflow="ellipsis", width=max(12, width - used))
+    for row in rows:
+        table.add_row(row["name"], row["kind"], _origin(row), row["summary"])
+    return table
+
+
+def _wide_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="atoll plugins", show_lines=False)
-    for column in ("Name", "Kind", "Distribution", "Version", "Target", "Summary"):
+    for column in ("Name", "Kind", "From", "Version", "Target", "Requires", "Summary"):
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(
             row["name"],
             row["kind"],
-            row["distribution"],
+            _origin(row),
             row["version"],
             row["target"],
+            ", ".join(row["requires"]) or "-",
             row["summary"],
         )
-    Console(soft_wrap=False).print(table)
+    return table

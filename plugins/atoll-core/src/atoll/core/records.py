@@ -6,7 +6,7 @@ imports nothing but the hook modules themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 
@@ -27,9 +27,13 @@ class Registration:
 
     `target` is an import path (`module:attr`) for code, or a filesystem path
     for a task directory. `distribution` and `version` are filled in by the
-    registry from the entry point that supplied the record. `job_plugins`
-    names the Harbor job plugins an agent or a task needs; `atoll run` adds
-    them when the user names none.
+    registry from the entry point that supplied the record. `requires` names
+    what the machine must have for it (keys of `atoll doctor`'s checks: bwrap,
+    docker, g++, git-lfs, reef, gpu, node, ...), which drives doctor's "needed
+    by" column. `job_plugins` names the Harbor job plugins an agent or a task
+    needs; `atoll run` adds them when the user names none. A command whose name
+    is a Harbor command's is refused, unless `replaces_harbor` says it stands in
+    for Harbor's on purpose (and then it must do at least what Harbor's does).
 
     A task record with `dynamic` set is a task source that names its tasks
     itself: `name` is a prefix (`frontiercs/`) and `target` the import path
@@ -48,16 +52,7 @@ class Registration:
     requires: tuple[str, ...] = field(default_factory=tuple)
     job_plugins: tuple[str, ...] = ()
     dynamic: bool = False
+    replaces_harbor: bool = False
 
     def with_origin(self, distribution: str, version: str) -> Registration:
-        return Registration(
-            name=self.name,
-            kind=self.kind,
-            target=self.target,
-            summary=self.summary,
-            distribution=distribution,
-            version=version,
-            requires=self.requires,
-            job_plugins=self.job_plugins,
-            dynamic=self.dynamic,
-        )
+        return replace(self, distribution=distribution, version=version)

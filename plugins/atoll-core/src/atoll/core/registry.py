@@ -2,11 +2,18 @@
 
 Hook modules are imported, but nothing they name is: a record's target is only
 imported when the user runs it.
+
+Users choose what loads as with pytest and llm: `ATOLL_PLUGINS` names the only
+plugins to load (atoll-core, the host, always loads), `ATOLL_DISABLE_PLUGINS`
+names plugins to skip; both take distribution or entry-point names, separated
+by commas.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import inspect
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -20,6 +27,9 @@ from atoll.core.records import Kind, Registration
 
 ENTRY_POINT_GROUP = "atoll"
 HARBOR_PLUGIN_GROUP = "harbor.plugins"
+HOST_DISTRIBUTION = "atoll-core"
+LOAD_ONLY_ENV = "ATOLL_PLUGINS"
+DISABLE_ENV = "ATOLL_DISABLE_PLUGINS"
 
 _HOOKS_BY_KIND: dict[Kind, str] = {
     Kind.AGENT: "atoll_agents",
@@ -74,7 +84,8 @@ class Registry:
             if previous is not None and previous != record:
                 raise RegistryError(
                     f"{record.kind.value} {record.name!r} is registered by both "
-                    f"{previous.distribution} and {record.distribution}; uninstall one"
+                    f"{previous.distribution} and {record.distribution}; uninstall one, "
+                    f"or skip one with {DISABLE_ENV}"
                 )
             bucket[record.name] = record
 
@@ -145,6 +156,16 @@ class Registry:
                     continue
         return None
 
+    def check_command_names(self, harbor_commands: Iterable[str]) -> None:
+        """Refuse a plugin command that would silently hide a Harbor command of the same name."""
+        taken = set(harbor_commands)
+        for record in self.of_kind(Kind.COMMAND):
+            if record.name in taken and not record.replaces_harbor:
+                raise RegistryError(
+                    f"{record.distribution}: command {record.name!r} has the name of a Harbor "
+                    "command, which it would hide; rename it"
+                )
+
 
 def _by_name(record: Registration) -> str:
     return record.name
@@ -159,22 +180,145 @@ def _import_target(record: Registration) -> Any:
         raise TaskSourceError(f"task source {record.name!r}: {exc}") from exc
 
 
-def plugin_manager() -> pluggy.PluginManager:
-    """A pluggy manager with every installed `atoll` hook module registered."""
-    manager = pluggy.PluginManager(hookspecs.PROJECT)
+class AtollPluginManager(pluggy.PluginManager):
+    """A plugin manager that also picks up unmarked `atoll_*` functions, as pytest does.
+
+    Without this a misspelled hook without `@hookimpl` would be skipped
+    silently; with it every `atoll_*` function is a hook implementation, and
+    `check_pending()` refuses the ones no hookspec names.
+    """
+
+    def __init__(self, project_name: str) -> None:
+        super().__init__(project_name)
+        self.origins: dict[int, tuple[str, str]] = {}
+
+    def origin(self, plugin: object) -> tuple[str, str]:
+        """The (distribution, version) whose entry point supplied a hook module."""
+        return self.origins.get(id(plugin), ("(unknown)", ""))
+
+    def distributions(self) -> set[str]:
+        return {distribution for distribution, _ in self.origins.values()}
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is not None or not name.startswith(f"{hookspecs.PROJECT}_"):
+            return opts
+        if not inspect.isroutine(inspect.getattr_static(plugin, name, None)):
+            return None
+        return {
+            "wrapper": False,
+            "hookwrapper": False,
+            "optionalhook": False,
+            "tryfirst": False,
+            "trylast": False,
+            "specname": None,
+        }
+
+
+@dataclass(frozen=True)
+class PluginSelection:
+    """Which installed plugins load: `ATOLL_PLUGINS` (only these) and `ATOLL_DISABLE_PLUGINS`."""
+
+    only: frozenset[str] | None = None
+    disabled: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_environment(cls) -> PluginSelection:
+        only = os.environ.get(LOAD_ONLY_ENV)
+        return cls(
+            only=None if only is None else _names(only),
+            disabled=_names(os.environ.get(DISABLE_ENV, "")),
+        )
+
+    def admits(self, entry_point: str, distribution: str) -> bool:
+        if distribution == HOST_DISTRIBUTION:
+            return True  # the host's own commands are what the other plugins plug into
+        names = {entry_point, distribution}
+        if names & self.disabled:
+            return False
+        return self.only is None or bool(names & self.only)
+
+    def check(self, installed: Iterable[tuple[str, str]]) -> None:
+        """Refuse a name that matches no installed plugin: a typo would load the wrong set."""
+        known = {name for pair in installed for name in pair}
+        for variable, names in (
+            (LOAD_ONLY_ENV, self.only or frozenset()),
+            (DISABLE_ENV, self.disabled),
+        ):
+            unknown = sorted(names - known)
+            if unknown:
+                raise RegistryError(
+                    f"{variable} names {', '.join(unknown)}, which no installed plugin is; "
+                    f"installed: {', '.join(sorted(d for _, d in installed))}"
+                )
+
+
+def _names(value: str) -> frozenset[str]:
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+def plugin_manager(selection: PluginSelection | None = None) -> AtollPluginManager:
+    """A pluggy manager with the selected installed `atoll` hook modules registered and checked.
+
+    A hook module that cannot be imported, a hook with the wrong arguments and a
+    hook that no hookspec names (what pluggy's `check_pending()` refuses) are
+    each one `RegistryError` naming the plugin, its distribution and the hook.
+    """
+    selection = selection or PluginSelection.from_environment()
+    manager = AtollPluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
-    manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    entry_points = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+    selection.check([(ep.name, _distribution_name(ep)) for ep in entry_points])
+    for ep in entry_points:
+        distribution = _distribution_name(ep)
+        if manager.has_plugin(ep.name) or not selection.admits(ep.name, distribution):
+            continue
+        where = f"plugin {ep.value} ({distribution})"
+        try:
+            module = ep.load()
+        except Exception as exc:  # whatever a broken hook module raises on import
+            raise RegistryError(
+                f"{where} failed to load: {type(exc).__name__}: {_first_line(exc)}; "
+                f"set {DISABLE_ENV}={distribution} to skip it"
+            ) from None
+        manager.origins[id(module)] = (distribution, ep.dist.version if ep.dist else "")
+        try:
+            manager.register(module, name=ep.name)
+        except pluggy.PluginValidationError as exc:
+            raise RegistryError(f"{where}: {_first_line(exc)}") from None
+    for name, caller in vars(manager.hook).items():
+        if name.startswith("_") or caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            distribution, _ = manager.origin(impl.plugin)
+            raise RegistryError(
+                f"plugin {impl.plugin_name} ({distribution}): {name}() is not an atoll hook; "
+                f"known hooks: {', '.join(HOOK_NAMES)}"
+            )
+    manager.check_pending()  # nothing left for it to refuse; kept as pluggy's own guard
     return manager
 
 
-def collect(manager: pluggy.PluginManager) -> list[Registration]:
+HOOK_NAMES = tuple(sorted(name for name in vars(hookspecs) if name.startswith("atoll_")))
+
+
+def _distribution_name(ep: metadata.EntryPoint) -> str:
+    return ep.dist.metadata["Name"] if ep.dist else "(unknown)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def collect(manager: AtollPluginManager) -> list[Registration]:
     """Call every hook and stamp each record with the distribution that made it."""
     records: list[Registration] = []
     for kind, hook_name in _HOOKS_BY_KIND.items():
         hook = getattr(manager.hook, hook_name)
         for impl in hook.get_hookimpls():
             result = impl.function() or []
-            distribution, version = _origin(manager, impl.plugin)
+            distribution, version = manager.origin(impl.plugin)
             for record in result:
                 if not isinstance(record, Registration) or record.kind != kind:
                     raise RegistryError(
@@ -183,13 +327,6 @@ def collect(manager: pluggy.PluginManager) -> list[Registration]:
                     )
                 records.append(record.with_origin(distribution, version))
     return records
-
-
-def _origin(manager: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
-    for registered, dist in manager.list_plugin_distinfo():
-        if registered is plugin:
-            return dist.metadata["Name"], dist.version
-    return "(unknown)", ""
 
 
 @cache

@@ -5,6 +5,9 @@ from __future__ import annotations
 from atoll.core.hookspecs import hookimpl
 from atoll.core.records import Kind, Registration
 
+# Reef's server (and git-lfs, which it needs); GPUs only when it trains.
+REQUIRES = ("reef", "git-lfs", "gpu")
+
 
 @hookimpl
 def atoll_job_plugins() -> list[Registration]:
@@ -14,6 +17,7 @@ def atoll_job_plugins() -> list[Registration]:
             Kind.JOB_PLUGIN,
             "atoll.stack.job_plugin:ReefStackPlugin",
             "Starts Reef (+ Ray, Slime/Megatron, SGLang) for a job and stops it at the end.",
+            requires=REQUIRES,
         )
     ]
 
@@ -26,5 +30,6 @@ def atoll_commands() -> list[Registration]:
             Kind.COMMAND,
             "atoll.stack.cli:app",
             "Render, start, inspect and stop the Reef stack of a Guidance-TTT run.",
+            requires=REQUIRES,
         )
     ]

@@ -13,18 +13,19 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from atoll.core.executables import find_executable
 from atoll.stack.errors import StackError
 
 TTTD_RECIPE = Path("recipes") / "tttd" / "recipe.py"
 
 
 def reef_executable(env: Mapping[str, str]) -> str:
-    """The `reef` command on the PATH of `env`."""
-    found = shutil.which("reef", path=env.get("PATH", ""))
+    """The `reef` command on the PATH of `env`, or beside the interpreter running atoll."""
+    found = find_executable("reef", path=env.get("PATH", ""))
     if found is None:
         raise StackError(
-            "no `reef` executable on PATH; install the Reef server (pip install reef-infra) "
-            "in the environment that runs atoll"
+            "no `reef` executable on PATH or beside this Python; install the Reef server "
+            "(pip install reef-infra) in the environment that runs atoll"
         )
     return found
 
