@@ -33,7 +33,7 @@ def test_plugins_list_shows_every_registration(venv_bin):
 
 def test_plugins_list_table_has_the_columns(venv_bin):
     out = run(venv_bin, "atoll", "plugins", "list", check=True).stdout
-    for column in ("Name", "Kind", "From", "Summary"):
+    for column in ("Name", "Kind", "Summary"):
         assert column in out
     assert "atoll-frontiercs-judge" in out
 

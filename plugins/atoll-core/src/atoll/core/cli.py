@@ -44,18 +44,43 @@ class _PluginCommandGroup(TyperGroup):
 
 
 def plugin_command(record: Registration) -> Any:
-    """The command behind a command or emitter record, whose target is a Typer app."""
+    """The command behind a command record, whose target is a Typer app."""
     target = import_target(record.target)
     if not isinstance(target, typer.Typer):
         raise RegistryError(
-            f"{record.distribution}: {record.kind.value} {record.name!r} targets {record.target}, "
+            f"{record.distribution}: command {record.name!r} targets {record.target}, "
             "which is not a Typer app"
         )
     command = typer.main.get_command(target)
     command.name = record.name
     if not command.help:
         command.help = record.summary
+    if record.extends_harbor:
+        command = _over_harbors(command)
     return command
+
+
+def _over_harbors(command: Any) -> Any:
+    """Harbor's command group of the same name, with the plugin's sub-commands added on top.
+
+    Everything Harbor's group does keeps working (`atoll task init` is Harbor's);
+    a plugin sub-command of the same name as one of Harbor's replaces it.
+    """
+    from harbor.cli.main import app as harbor_app
+
+    harbors = typer.main.get_command(harbor_app).commands.get(command.name)
+    if not isinstance(harbors, TyperGroup) or not isinstance(command, TyperGroup):
+        return command
+    return TyperGroup(
+        name=command.name,
+        commands={**harbors.commands, **command.commands},
+        callback=command.callback,
+        params=command.params,
+        help=command.help,
+        no_args_is_help=True,
+        context_settings=command.context_settings,
+        rich_markup_mode=getattr(harbors, "rich_markup_mode", None),
+    )
 
 
 def build(registry: Registry) -> TyperGroup:

@@ -15,7 +15,7 @@ def atoll_commands() -> list[Registration]:
             "atoll.core.plugins_cmd:app",
             "List installed atoll plugins, Harbor job plugins and where each command comes from.",
             # Harbor's `plugins list` shows its job plugins; this one shows those too.
-            replaces_harbor=True,
+            extends_harbor=True,
         ),
         Registration(
             "doctor",

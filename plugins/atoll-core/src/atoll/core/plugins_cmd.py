@@ -16,6 +16,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from atoll.core.harbor_commands import harbor_commands
 from atoll.core.records import Kind
@@ -49,7 +50,11 @@ def list_plugins(
         typer.echo(json.dumps(rows, indent=2))
         return
     console = Console(soft_wrap=False)
-    console.print(_wide_table(rows) if wide else _compact_table(rows, console.width))
+    if wide:
+        console.print(_wide_table(rows))
+        return
+    for line in _compact_lines(rows, console.width):
+        console.print(line, no_wrap=True, overflow="ellipsis")
 
 
 def listing(kind: Kind | None = None) -> list[dict[str, Any]]:
@@ -68,7 +73,7 @@ def listing(kind: Kind | None = None) -> list[dict[str, Any]]:
             "requires": list(r.requires),
             **({"job_plugins": list(r.job_plugins)} if r.kind in (Kind.AGENT, Kind.TASK) else {}),
             **({"dynamic": True} if r.dynamic else {}),
-            **({"replaces_harbor": r.replaces_harbor} if r.kind is Kind.COMMAND else {}),
+            **({"extends_harbor": r.extends_harbor} if r.kind is Kind.COMMAND else {}),
         }
         for r in records
     ]
@@ -101,7 +106,7 @@ def listing(kind: Kind | None = None) -> list[dict[str, Any]]:
                 "summary": str(command["summary"]),
                 "source": HARBOR,
                 "requires": [],
-                "replaces_harbor": False,
+                "extends_harbor": False,
             }
             for name, command in sorted(harbor_commands().items())
             if name not in ours and not command["hidden"]
@@ -117,27 +122,42 @@ def _harbor_version() -> str:
 
 
 def _origin(row: dict[str, Any]) -> str:
-    if row.get("replaces_harbor"):
-        return f"{row['distribution']} (for Harbor's)"
+    if row.get("extends_harbor"):
+        return f"{row['distribution']} + harbor"
     return row["distribution"]
 
 
-def _compact_table(rows: list[dict[str, Any]], width: int) -> Table:
-    """One line per row: the summary is cut to what the terminal has left."""
-    table = Table(title="atoll plugins", title_justify="left", box=None, pad_edge=False)
-    used = 0
-    for column, values in (
-        ("Name", [r["name"] for r in rows]),
-        ("Kind", [r["kind"] for r in rows]),
-        ("From", [_origin(r) for r in rows]),
-    ):
-        column_width = max([len(column), *map(len, values)])
-        table.add_column(column, no_wrap=True, width=column_width)
-        used += column_width + 2  # the padding between columns
-    table.add_column("Summary", no_wrap=True, overflow="ellipsis", width=max(12, width - used))
-    for row in rows:
-        table.add_row(row["name"], row["kind"], _origin(row), row["summary"])
-    return table
+def _compact_lines(rows: list[dict[str, Any]], width: int) -> list[Text]:
+    """One line per entry, under the distribution it comes from; summaries cut to the width.
+
+    A command that extends Harbor's command of the same name is marked `+harbor`.
+    """
+    names = [_name(r) for r in rows]
+    name_width = max(len("Name"), *map(len, names))
+    kind_width = max(len("Kind"), *(len(r["kind"]) for r in rows))
+    summary_width = max(12, width - 2 - name_width - 2 - kind_width - 2)
+
+    def line(name: str, kind: str, summary: str) -> Text:
+        if len(summary) > summary_width:
+            summary = summary[: summary_width - 1] + "…"
+        return Text(f"  {name:<{name_width}}  {kind:<{kind_width}}  {summary}".rstrip())
+
+    lines = [Text("atoll plugins", style="bold"), line("Name", "Kind", "Summary")]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, row in enumerate(rows):
+        groups.setdefault((row["distribution"], row["version"]), []).append(index)
+    for (distribution, version), members in groups.items():
+        header = Text(distribution, style="bold")
+        if version:
+            header.append(f" {version}")
+        header.truncate(width)
+        lines.append(header)
+        lines += [line(names[i], rows[i]["kind"], rows[i]["summary"]) for i in members]
+    return lines
+
+
+def _name(row: dict[str, Any]) -> str:
+    return f"{row['name']} +harbor" if row.get("extends_harbor") else row["name"]
 
 
 def _wide_table(rows: list[dict[str, Any]]) -> Table:

@@ -32,8 +32,10 @@ class Registration:
     docker, g++, git-lfs, reef, gpu, node, ...), which drives doctor's "needed
     by" column. `job_plugins` names the Harbor job plugins an agent or a task
     needs; `atoll run` adds them when the user names none. A command whose name
-    is a Harbor command's is refused, unless `replaces_harbor` says it stands in
-    for Harbor's on purpose (and then it must do at least what Harbor's does).
+    is a Harbor command's is refused, unless `extends_harbor` says it extends
+    Harbor's on purpose: then `atoll NAME` is Harbor's command group with the
+    plugin's sub-commands added (replacing Harbor's of the same name), so that
+    everything Harbor's `NAME` does keeps working.
 
     A task record with `dynamic` set is a task source that names its tasks
     itself: `name` is a prefix (`frontiercs/`) and `target` the import path
@@ -52,7 +54,7 @@ class Registration:
     requires: tuple[str, ...] = field(default_factory=tuple)
     job_plugins: tuple[str, ...] = ()
     dynamic: bool = False
-    replaces_harbor: bool = False
+    extends_harbor: bool = False
 
     def with_origin(self, distribution: str, version: str) -> Registration:
         return replace(self, distribution=distribution, version=version)

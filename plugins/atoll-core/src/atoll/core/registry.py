@@ -160,7 +160,7 @@ class Registry:
         """Refuse a plugin command that would silently hide a Harbor command of the same name."""
         taken = set(harbor_commands)
         for record in self.of_kind(Kind.COMMAND):
-            if record.name in taken and not record.replaces_harbor:
+            if record.name in taken and not record.extends_harbor:
                 raise RegistryError(
                     f"{record.distribution}: command {record.name!r} has the name of a Harbor "
                     "command, which it would hide; rename it"

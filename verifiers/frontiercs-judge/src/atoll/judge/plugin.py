@@ -55,7 +55,9 @@ def atoll_commands() -> list[Registration]:
             "task",
             Kind.COMMAND,
             "atoll.judge.task_cli:app",
-            "Write a FrontierCS problem as a Harbor task: atoll task frontiercs ID --out DIR.",
+            "Harbor's task commands, and a FrontierCS problem as a Harbor task: "
+            "atoll task frontiercs ID --out DIR.",
+            extends_harbor=True,
             requires=REQUIRES,
         ),
     ]
