@@ -18,7 +18,9 @@ TASK = TASKS / "sum-numbers"
 SOLVE = "print(sum(int(x) for x in open('numbers.txt')))\n"
 
 
-def harbor_trial(venv_bin: Path, env_name: str, jobs: Path, provider, key: str) -> dict:
+def harbor_trial(
+    venv_bin: Path, env_name: str, jobs: Path, provider, key: str, exit_status: int = 0
+) -> dict:
     done = subprocess.run(
         [str(venv_bin / "atoll"), "run", "-p", str(TASK), "--agent", "pi-docker"]
         + ["--env", env_name, "-o", str(jobs)]
@@ -36,7 +38,7 @@ def harbor_trial(venv_bin: Path, env_name: str, jobs: Path, provider, key: str) 
             "ATOLL_LOCAL_ROOT": str(jobs),
         },
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == exit_status, done.stdout[-3000:] + done.stderr[-3000:]
     (trial,) = [p for p in jobs.glob("*/*") if (p / "agent").is_dir()]
     return {"trial": trial, "result": json.loads((trial / "result.json").read_text())}
 
@@ -85,7 +87,8 @@ def test_a_provider_error_fails_the_trial_instead_of_scoring_it(
     provider.script = lambda request: Reply(status=503, error_message="overloaded")
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    run = harbor_trial(venv_bin, "atoll-local", jobs, provider, api_key)
+    # atoll run says the trial failed: exit 1, one line naming the exception type
+    run = harbor_trial(venv_bin, "atoll-local", jobs, provider, api_key, exit_status=1)
     exception = run["result"]["exception_info"]
     assert exception is not None and exception["exception_type"] == "PiRunFailed"
     assert "overloaded" in exception["exception_message"]

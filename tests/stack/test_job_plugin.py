@@ -156,8 +156,18 @@ def test_atoll_registry_lists_the_job_plugin_and_the_command(venv_bin):
         [str(venv_bin / "atoll"), "plugins", "list"], capture_output=True, text=True, timeout=60
     )
     assert listed.returncode == 0, listed.stderr
-    assert "reef-stack" in listed.stdout and "job plugin" in listed.stdout
-    assert "atoll.stack" in listed.stdout and "command" in listed.stdout
+    rows = {
+        (r["name"], r["kind"]): r
+        for r in json.loads(
+            subprocess.run(
+                [str(venv_bin / "atoll"), "plugins", "list", "--json"],
+                capture_output=True, text=True, timeout=60, check=True,
+            ).stdout
+        )
+    }  # fmt: skip
+    assert rows[("reef-stack", "job plugin")]["target"] == "atoll.stack.job_plugin:ReefStackPlugin"
+    assert rows[("stack", "command")]["target"] == "atoll.stack.cli:app"
+    assert "atoll-reef-stack" in listed.stdout and "reef-stack" in listed.stdout
 
 
 def test_interrupting_the_job_stops_the_stack(venv_bin, tmp_path, upstream, stack_env, mark):
