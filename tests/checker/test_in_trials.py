@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from support.trials import atoll_run, docker_engine, verifier_json
+from support.engine import docker_engine
+from support.trials import atoll_run, verifier_json
 
 from atoll.checker import Contract
 from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, BundleSpec, write_bundle

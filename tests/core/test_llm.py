@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 
 import pytest
 from support.openai_server import Reply, ScriptedOpenAIServer, StageScript
+from support.ports import free_port
 
 from atoll.core.ledger import BudgetExhausted, Ledger, State
 from atoll.core.llm import (
@@ -153,15 +153,9 @@ def test_server_error_is_uncertain(tmp_path: Path) -> None:
             _run(_complete(chat, _body(chat.endpoint)))
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_connection_never_made_is_released_and_retried(tmp_path: Path) -> None:
     endpoint = Endpoint(
-        base_url=f"http://127.0.0.1:{_closed_port()}/v1",
+        base_url=f"http://127.0.0.1:{free_port()}/v1",
         model="m",
         max_completion_tokens=10,
         connect_retries=2,

@@ -22,6 +22,7 @@ import pytest
 from conftest import ATOLL, KEY_ENV
 from scripted_solver import Steps, bash, solver, write
 from support.openai_server import ScriptedOpenAIServer
+from support.processes import children_of
 
 from atoll.pi.euler import curriculum
 
@@ -42,19 +43,6 @@ def provider() -> Iterator[ScriptedOpenAIServer]:
     # a little latency per model turn, so that a kill lands inside a round
     with ScriptedOpenAIServer(solver(scenarios, delay_s=0.4)) as server:
         yield server
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def test_kill_and_resume(
@@ -102,7 +90,7 @@ def test_kill_and_resume(
             break
         time.sleep(0.1)
     assert first.poll() is None, first.stderr.read().decode()[-2000:] if first.stderr else ""
-    pi_processes = children(first.pid)
+    pi_processes = children_of(first.pid)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
     for pid in pi_processes:  # Pi runs in its own process group: end what this test started

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 from conftest import emit
 from support.openai_server import ScriptedOpenAIServer
+from support.ports import free_port
 
 from atoll.core.ledger import Ledger
 from atoll.frontiersmith.config import RunConfig
@@ -67,9 +67,7 @@ def test_bad_flags(venv_bin, tmp_path, server, seed_file, change, fragments) -> 
 
 
 def test_unreachable_endpoint(venv_bin, tmp_path, server, seed_file) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     out = tmp_path / "out"
     args = _common(server, seed_file, out) + ["--budget", "5"]
     args[args.index("--base-url") + 1] = f"http://127.0.0.1:{port}/v1"

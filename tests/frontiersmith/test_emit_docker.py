@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from conftest import emit
+from support.engine import docker_engine
 from support.frontiersmith_model import KnapsackModel, seed_lines
 from support.openai_server import ScriptedOpenAIServer
-from support.trials import docker_engine
 
 from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, read_bundle
 

@@ -11,7 +11,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support.trials import atoll_run, docker_engine, verifier_json
+from support.engine import docker_engine
+from support.trials import atoll_run, verifier_json
 
 from atoll.checker import layout
 from atoll.frontiersmith.bundle import DEFAULT_BASE_IMAGE, read_bundle, write_bundle

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from support.reef_server import free_port
+from support.ports import free_port
 
 from atoll.judge.problems import BUILTIN_PROBLEMS
 

@@ -19,12 +19,10 @@ Two flavours of guidance script:
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
-import threading
 from typing import Any
 
-from support.openai_server import Reply
+from support.openai_server import NumberedScript, Reply
 
 MALFORMED = "I would widen the shelves, but I forgot the tags."
 FACTORS = ("1.0", "0.5", "2.0", "0", "1.5", "3.0", "0.75", "1.25", "2.5", "4.0")
@@ -89,17 +87,14 @@ def prompt_of(request: dict[str, Any]) -> str:
     return str((request.get("messages") or [{}])[-1].get("content", ""))
 
 
-class CountingGuidance:
+class CountingGuidance(NumberedScript):
     """Answer n: factor FACTORS[n mod 10]; every `malformed_every`-th answer has no guidance tags."""
 
     def __init__(self, malformed_every: int = 5) -> None:
+        super().__init__()
         self.malformed_every = malformed_every
-        self._count = itertools.count(1)
-        self._lock = threading.Lock()
 
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            number = next(self._count)
+    def answer(self, request: dict[str, Any], number: int) -> Reply:
         if self.malformed_every and number % self.malformed_every == 0:
             return Reply(content=MALFORMED, completion_tokens=11)
         return Reply(content=guidance_text(FACTORS[number % len(FACTORS)]), completion_tokens=17)

@@ -11,13 +11,11 @@ run resumes to completion.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import itertools
 import json
+import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +24,8 @@ from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPol
 from harbor.models.trial.paths import TrialPaths
 from packers import CountingGuidance, PackerExecutor
 from run_driver import run
-from support.openai_server import Reply
+from support.openai_server import NumberedScript, Reply
+from support.processes import children_of
 
 from atoll.core.environments.local import LocalEnvironment
 from atoll.guidance_ttt import resume
@@ -42,18 +41,15 @@ KEY = "sk-cancel-test-secret"
 SECRET_VARIABLES = ("REEF_URL", "REEF_TOKEN", "FRONTIERCS_JUDGE_URL", "OPENAI_API_KEY")
 
 
-class StallingExecutor:
+class StallingExecutor(NumberedScript):
     """Answers the first `answered` calls; every later call hangs far longer than the test."""
 
     def __init__(self, answered: int) -> None:
+        super().__init__()
         self.answered = answered
         self.inner = PackerExecutor()
-        self._count = itertools.count(1)
-        self._lock = threading.Lock()
 
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            number = next(self._count)
+    def answer(self, request: dict[str, Any], number: int) -> Reply:
         reply = self.inner(request)
         return reply if number <= self.answered else dataclasses.replace(reply, delay_s=120.0)
 
@@ -80,15 +76,6 @@ def _search_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("step")]
 
 
-def _children() -> set[int]:
-    """The live child processes of this test process."""
-    found: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        with contextlib.suppress(OSError):
-            found.update(int(pid) for pid in (task / "children").read_text().split())
-    return found
-
-
 def _settings(state_dir, executor_url: str) -> dict[str, Any]:
     return {
         "groups": 2,
@@ -109,7 +96,7 @@ def test_a_cancelled_agent_stops_its_embedded_judge_mid_judging(
         monkeypatch.delenv(name, raising=False)
     reset_reef_upstream.script = CountingGuidance(malformed_every=0)
     scripted_llm.script = PackerExecutor()
-    children_before = _children()
+    children_before = set(children_of(os.getpid()))
     harbor_env = {
         "REEF_URL": reef_server.url,
         "REEF_TOKEN": reef_server.token,
@@ -141,7 +128,7 @@ def test_a_cancelled_agent_stops_its_embedded_judge_mid_judging(
     assert stopped_in < 10.0, f"the search took {stopped_in:.1f} s to stop"
     assert _search_threads() == []
     assert not [t.name for t in threading.enumerate() if t.name == "embedded-judge"]
-    assert _children() <= children_before
+    assert set(children_of(os.getpid())) <= children_before
 
 
 def test_a_cancelled_agent_stops_at_once_and_a_rerun_finishes_the_run(

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 
 import pytest
 from packers import PackerExecutor, PromptGuidance
+from support.openai_server import acting_at
 from test_e2e_harbor_trial import atoll_run, trial_dir
 from test_faults_kill_and_resume import SALT
 
@@ -30,19 +30,14 @@ def test_a_judge_lost_after_a_commit_fails_the_trial_and_a_rerun_finishes_the_ru
 ):
     process, dying_judge = judge_process
     reset_reef_upstream.script = PromptGuidance(SALT)
+
+    def kill_judge() -> None:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    # G=1, R=2: calls 1-2 are step 0, call 3 is step 1
     packers = PackerExecutor()
-    calls = {"n": 0}
-    lock = threading.Lock()
-
-    def kill_judge_in_step_1(request):
-        with lock:
-            calls["n"] += 1
-            if calls["n"] == 3:  # G=1, R=2: calls 1-2 are step 0, call 3 is step 1
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
-        return packers(request)
-
-    scripted_llm.script = kill_judge_in_step_1
+    scripted_llm.script = acting_at(3, kill_judge, packers)
     settings = {
         "groups": 1,
         "rollouts": 2,

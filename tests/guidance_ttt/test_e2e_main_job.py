@@ -19,8 +19,8 @@ import httpx
 import pytest
 from packers import CountingGuidance, PackerExecutor
 from support.openai_server import ScriptedOpenAIServer
+from support.ports import free_port
 from support.processes import processes_mentioning
-from support.reef_server import free_port
 
 from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 
 import pytest
-from support.openai_server import Reply
+from support.openai_server import Reply, replies_first
 
 from atoll.guidance_ttt.executor import (
     Executor,
@@ -23,16 +22,7 @@ pytest_plugins = ["support.fixtures"]
 
 
 def _failing_then(statuses: list[int], content: str):
-    lock = threading.Lock()
-    queue = list(statuses)
-
-    def script(request):
-        with lock:
-            if queue:
-                return Reply(status=queue.pop(0))
-        return Reply(content=content)
-
-    return script
+    return replies_first([Reply(status=s) for s in statuses], lambda r: Reply(content=content))
 
 
 def test_local_preset_sends_temperature_zero_and_high_effort(scripted_llm):
@@ -76,14 +66,8 @@ def test_openrouter_preset_retries_transient_errors_then_succeeds(scripted_llm):
 
 
 def test_openrouter_preset_retries_a_200_answer_that_carries_an_error_object(scripted_llm):
-    lock = threading.Lock()
     answers = [Reply(error_in_body=True, error_message="provider returned error")] * 2
-
-    def script(request):
-        with lock:
-            return answers.pop(0) if answers else Reply(content="done")
-
-    scripted_llm.script = script
+    scripted_llm.script = replies_first(answers, lambda r: Reply(content="done"))
     spec = dataclasses.replace(
         executor_spec("openrouter", base_url=scripted_llm.base_url), retry_backoff_s=0.01
     )

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 from packers import PackerExecutor, PromptGuidance
+from support.openai_server import acting_at
 
 from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
@@ -112,18 +112,7 @@ def canonical(archive: dict[str, Any]) -> dict[str, Any]:
 
 def killing(script: Callable[[dict], Any], at: int, driver: Driver) -> Callable[[dict], Any]:
     """`script`, but the driver process is killed when request number `at` arrives."""
-    count = {"n": 0}
-    lock = threading.Lock()
-
-    def answer(request: dict) -> Any:
-        with lock:
-            count["n"] += 1
-            number = count["n"]
-        if number == at:
-            driver.kill()
-        return script(request)
-
-    return answer
+    return acting_at(at, driver.kill, script)
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 
 import pytest
 from packers import PackerExecutor, PromptGuidance
 from run_driver import run
-from support.openai_server import Reply
+from support.openai_server import Reply, acting_at, replies_first
 from test_faults_kill_and_resume import SALT, Driver
 
 from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
@@ -32,19 +31,12 @@ def test_a_judge_that_dies_mid_step_stops_the_step_with_a_clear_error(
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
     process, url = judge_process
     reset_reef_upstream.script = PromptGuidance(SALT)
-    packers = PackerExecutor()
-    calls = {"n": 0}
-    lock = threading.Lock()
 
-    def kill_judge_on_second_call(request):
-        with lock:
-            calls["n"] += 1
-            if calls["n"] == 2:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
-        return packers(request)
+    def kill_judge() -> None:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
-    scripted_llm.script = kill_judge_on_second_call
+    scripted_llm.script = acting_at(2, kill_judge, PackerExecutor())
     driver = Driver(tmp_path, reef_server, scripted_llm.base_url, url)
     environ = {"REEF_TOKEN": reef_server.token}
     with pytest.raises(StepFailed, match=r"step 0 stopped: judge failure.*unreachable"):
@@ -63,18 +55,8 @@ def test_executor_5xx_is_retried_without_sampling_guidance_again(
 ):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
     reset_reef_upstream.script = PromptGuidance(SALT)
-    packers = PackerExecutor()
-    failures = {"left": 2}
-    lock = threading.Lock()
-
-    def flaky(request):
-        with lock:
-            if failures["left"]:
-                failures["left"] -= 1
-                return Reply(status=503, error_message="overloaded")
-        return packers(request)
-
-    scripted_llm.script = flaky
+    overloaded = Reply(status=503, error_message="overloaded")
+    scripted_llm.script = replies_first([overloaded] * 2, PackerExecutor())
     driver = Driver(tmp_path, reef_server, scripted_llm.base_url, judge_url)
     environ = {"REEF_TOKEN": reef_server.token}
     guidance_before = len(reset_reef_upstream.chat_requests())

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 from support.openai_server import Reply
-from support.reef_server import free_port
+from support.ports import free_port
 
 from atoll.guidance_ttt.entries import Status, Verification
 from atoll.guidance_ttt.guidance import (

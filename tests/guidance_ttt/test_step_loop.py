@@ -12,7 +12,7 @@ from support.guidance_run import (
     step_context,
     write_task,
 )
-from support.openai_server import Reply
+from support.openai_server import Reply, numbered
 
 from atoll.guidance_ttt.entries import Status
 from atoll.guidance_ttt.library import run_dir
@@ -88,13 +88,8 @@ def test_an_executor_outage_stops_the_step_and_a_resume_finishes_it_without_resa
 ):
     reset_reef_upstream.script = GuidanceScript()
     healthy = ExecutorScript()
-    calls = {"n": 0}
-
-    def flaky(request):
-        calls["n"] += 1
-        return Reply(status=503) if calls["n"] > 2 else healthy(request)
-
-    scripted_llm.script = flaky
+    # The third executor call and every later one fail: the executor's server is down.
+    scripted_llm.script = numbered(lambda r, n: Reply(status=503) if n > 2 else healthy(r))
     before = len(reset_reef_upstream.chat_requests())
     task = write_task(tmp_path / "task")
     state_dir = tmp_path / "state"
@@ -169,17 +164,15 @@ def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
     guidance = GuidanceScript()
-    calls = {"n": 0}
 
-    def one_lost_one_refused(request):
-        calls["n"] += 1
-        if calls["n"] == 1:  # its answer comes after the client gave up: lost in transit
+    def one_lost_one_refused(request, number):
+        if number == 1:  # its answer comes after the client gave up: lost in transit
             return Reply(content="<guidance>late</guidance>", delay_s=8.0)
-        if calls["n"] == 2:  # the model's server fails; Reef answers with an error
+        if number == 2:  # the model's server fails; Reef answers with an error
             return Reply(status=503, error_message="overloaded")
         return guidance(request)
 
-    reset_reef_upstream.script = one_lost_one_refused
+    reset_reef_upstream.script = upstream = numbered(one_lost_one_refused)
     scripted_llm.script = ExecutorScript()
     task = write_task(tmp_path / "task")
     state_dir = tmp_path / "state"
@@ -199,7 +192,7 @@ def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
     context.limits = Limits(guidance=1, executor=1, judge=1)  # one call at a time
     summary = run_step(context, 0)
     # One generation attempt per slot: three slots, three calls, none sent again.
-    assert calls["n"] == 3
+    assert upstream.calls == 3
     assert summary.sampled == 3 and summary.failed_guidance_calls == 2
     assert summary.valid == 1 and summary.well_formed_guidance == 1
     assert library.archive.total_rollouts == 3  # each failed slot is a PUCT visit
@@ -222,7 +215,7 @@ def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
 
     library = Library.restore_committed(state_dir)
     again = run_step(step_context(library=library, **settings), 0)
-    assert calls["n"] == 3 and again.failed_guidance_calls == 2 and again.resumed_rollouts == 3
+    assert upstream.calls == 3 and again.failed_guidance_calls == 2 and again.resumed_rollouts == 3
     library.close()
 
 
@@ -269,7 +262,7 @@ def test_a_training_step_with_a_slot_reef_cannot_fill_stops_at_once(
 def test_a_judge_that_is_down_stops_the_step_and_scores_nothing(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm
 ):
-    from support.reef_server import free_port
+    from support.ports import free_port
 
     reset_reef_upstream.script = GuidanceScript()
     scripted_llm.script = ExecutorScript()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from support.judge import JUDGE_PROGRAMS, small_judge
-from support.reef_server import free_port
+from support.ports import free_port
 
 from atoll.guidance_ttt.archive import Archive, Rollout, Selection
 from atoll.guidance_ttt.contract import Direction, Language, TaskContract

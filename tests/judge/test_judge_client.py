@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 from judge_reference import row_ratio
+from support.ports import free_port
 
 from atoll.judge.client import Invalid, JudgeClient, JudgeUnavailable, Scored
 from atoll.judge.embedded import EmbeddedJudge
@@ -133,10 +133,7 @@ def test_a_final_result_is_read_once_and_kept(client_for) -> None:
 
 
 def test_connection_refused_raises(client_for) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed again before use: nothing listens there
-    client = client_for(f"http://127.0.0.1:{port}")
+    client = client_for(f"http://127.0.0.1:{free_port()}")  # nothing listens there
     with pytest.raises(JudgeUnavailable, match="unreachable"):
         client.score("int main(){}", deadline_s=5)
     assert client.health() is False

@@ -114,7 +114,7 @@ def test_a_socket_directory_that_is_not_a_judges_stops_the_job(tmp_path, venv_bi
 
 
 def test_a_named_judge_that_does_not_answer_stops_the_job_in_one_line(tmp_path, venv_bin):
-    from support.reef_server import free_port
+    from support.ports import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     done = oracle_run(venv_bin, tmp_path, judge_url=url)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,27 +18,19 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.ports import free_port
+from support.processes import pids_where, running, sandbox_cgroups_of
 
 from atoll.core.sandbox import owners
-from atoll.core.sandbox.cgroupfs import PARENT, ROOT
 from atoll.judge import leftovers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def groups_of(pid: int) -> list[Path]:
-    """The sandbox cgroups a process made (named `<pid>-...` or `<pid>.<start time>-...`)."""
-    return sorted(
-        group
-        for group in ROOT.glob(f"*/{PARENT}/{pid}[.-]*")
-        if group.is_dir() and not group.parent.parent.is_symlink()
-    )
+def _watches(pid: int, judge: int) -> bool:
+    """Whether `pid` is the sandbox reaper watching the process `judge`."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return b"atoll.core.sandbox.reaper" in argv and str(judge).encode() in argv
 
 
 def pids_in(groups: list[Path]) -> set[int]:
@@ -62,27 +53,6 @@ def programs_in(groups: list[Path]) -> set[int]:
         except OSError:
             continue
     return found
-
-
-def watcher_of(pid: int) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"atoll.core.sandbox.reaper" in argv and str(pid).encode() in argv:
-                return int(entry.name)
-    return None
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` runs (a zombie has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def wait_for(predicate, seconds: float, what: str) -> None:
@@ -129,7 +99,7 @@ class Judge:
         """Submit a program that never ends; return once its cases run in the sandbox."""
         response = httpx.post(f"{self.url}/submit", json={"pid": "0", "code": source.decode()})
         assert response.status_code == 200, response.text
-        wait_for(lambda: len(programs_in(groups_of(self.pid))) == 2, 60, "both cases run")
+        wait_for(lambda: len(programs_in(sandbox_cgroups_of(self.pid))) == 2, 60, "both cases run")
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -168,15 +138,17 @@ def judges(venv_bin: Path, slow_problems: Path, tmp_path: Path) -> Iterator:
     for judge in started:  # a kill: the watcher removes what each judge ran
         judge.kill()
     for judge in started:
-        wait_for(lambda judge=judge: not groups_of(judge.pid), 15, "the judges' groups go")
+        wait_for(lambda judge=judge: not sandbox_cgroups_of(judge.pid), 15, "the judges' groups go")
 
 
 def test_kill_9_leaves_no_sandboxed_process_and_no_cgroup(judges, sources) -> None:
     judge = judges("state").start()
     judge.run_forever_program(sources["sleeper"])
-    sandboxed = pids_in(groups_of(judge.pid))
+    sandboxed = pids_in(sandbox_cgroups_of(judge.pid))
     judge.kill()
-    wait_for(lambda: not groups_of(judge.pid), 15, "the killed judge's cgroups are removed")
+    wait_for(
+        lambda: not sandbox_cgroups_of(judge.pid), 15, "the killed judge's cgroups are removed"
+    )
     wait_for(lambda: not any(map(running, sandboxed)), 15, "its sandboxed processes end")
 
 
@@ -185,27 +157,27 @@ def test_a_restart_removes_what_a_killed_judge_of_its_state_dir_left(judges, sou
     killed = judges("state").start()
     killed.run_forever_program(sources["sleeper"])
     other.run_forever_program(sources["sleeper"])
-    watcher = watcher_of(killed.pid)
+    watcher = next(iter(pids_where(lambda pid: _watches(pid, killed.pid))), None)
     assert watcher is not None
     # Everything dies at once (a kill of the whole machine's user session, the OOM killer):
     # the judge and the watcher that would clean up after it.
     os.kill(watcher, signal.SIGKILL)
     wait_for(lambda: not running(watcher), 10, "the watcher is dead")
     killed.kill()
-    left = groups_of(killed.pid)
+    left = sandbox_cgroups_of(killed.pid)
     assert left, "nothing to clean up: the sandbox made no cgroup"
     # What escaped a sandbox's tie to the judge (set-up races) lives on in its groups.
     escaped = subprocess.Popen(["sleep", "600"])
     for group in left:
         (group / "cgroup.procs").write_text(str(escaped.pid))
-    other_groups = groups_of(other.pid)
+    other_groups = sandbox_cgroups_of(other.pid)
     other_running = pids_in(other_groups)
 
     restarted = judges("state").start()
 
-    assert groups_of(killed.pid) == []
+    assert sandbox_cgroups_of(killed.pid) == []
     assert escaped.wait(timeout=15) == -signal.SIGKILL
-    assert groups_of(other.pid) == other_groups
+    assert sandbox_cgroups_of(other.pid) == other_groups
     assert pids_in(other_groups) == other_running
     assert httpx.get(f"{restarted.url}/health").json() == {"ok": True}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from support.judge import small_judge
+from support.ports import free_port
 
 from atoll.judge import judge_socket
 from atoll.judge.relay import RelayError, UnixToTcpRelay
@@ -86,9 +87,7 @@ def test_the_relay_carries_the_judges_protocol_and_a_second_judge_is_refused(
 
 
 def test_a_relay_to_a_judge_that_is_gone_closes_the_connection(short_dir: Path) -> None:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = free_port()
     relay = UnixToTcpRelay(judge_socket.bind(short_dir), f"http://127.0.0.1:{port}")
     relay.start()
     try:
@@ -109,9 +108,7 @@ def test_the_relay_refuses_an_address_it_cannot_use(short_dir: Path) -> None:
 def test_serve_prints_the_socket_directory_and_removes_it_on_sigterm(
     venv_bin: Path, tmp_path: Path
 ) -> None:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [str(venv_bin / "atoll"), "judge", "serve", "--port", str(port),
          "--state-dir", str(tmp_path / "state")],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pi_support import KEY_ENV, call, say, turns
+from support.processes import processes_in
 
 from atoll.pi import container, workspace
 
@@ -74,20 +75,6 @@ def test_bad_rollouts_are_one_line_and_status_2(
     assert not (tmp_path / "r" / "record.json").exists()
 
 
-def _processes_in(directory: Path) -> list[int]:
-    """Pids whose working directory is under `directory` (Pi runs in the rollout's dir)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if cwd.startswith(str(directory)):
-                found.append(int(entry.name))
-    return found
-
-
 def _owned_containers(client: object, pid: int) -> list[str]:
     label = f"{container.OWNER_LABEL}={socket.gethostname()}:{pid}"
     return [c["Id"] for c in client.api.containers(all=True, filters={"label": label})]  # type: ignore[attr-defined]
@@ -125,7 +112,7 @@ def test_the_container_is_gone_after_the_atoll_process_is_killed(
         assert _wait(lambda: (out / "bridge.jsonl").exists() and provider.chat_requests(), 60)
         assert _wait(lambda: bool(_owned_containers(docker_client, process.pid)), 30)
         time.sleep(1.0)
-        assert _processes_in(out), "Pi is not running"
+        assert processes_in(out), "Pi is not running"
         process.send_signal(signum)
         process.wait(timeout=60)
     finally:
@@ -133,7 +120,7 @@ def test_the_container_is_gone_after_the_atoll_process_is_killed(
             process.kill()
             process.wait()
     assert _wait(lambda: not _owned_containers(docker_client, process.pid), 30)
-    assert _wait(lambda: not _processes_in(out), 15), "Pi outlived the atoll process"
+    assert _wait(lambda: not processes_in(out), 15), "Pi outlived the atoll process"
     left = list(spaces.iterdir())
     if signum == signal.SIGTERM:
         assert left == []  # unwound like Ctrl-C: the workspace went with the container

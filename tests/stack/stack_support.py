@@ -1,4 +1,4 @@
-"""Helpers of the stack tests: free ports, a process census by marker, the atoll command.
+"""Helpers of the stack tests: a process census by marker, the atoll command.
 
 Every process a test starts carries a unique marker in its environment (Reef
 passes its environment on to its services), so "no process left behind" is
@@ -8,38 +8,17 @@ the same machine.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
-from pathlib import Path
+
+from support.processes import processes_with_environment
 
 MARK_ENV = "ATOLL_STACK_TEST_MARK"
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def marked_processes(mark: str) -> list[int]:
     """Live (non-zombie) processes whose environment holds `MARK_ENV=mark`."""
-    needle = f"{MARK_ENV}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            if stat[stat.rindex(")") + 2] == "Z":
-                continue
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
+    return processes_with_environment(f"{MARK_ENV}={mark}")
 
 
 def atoll(

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from stack_support import atoll, free_port, marked_processes
+from stack_support import atoll, marked_processes
+from support.ports import free_port
 
 from atoll.stack import health
 

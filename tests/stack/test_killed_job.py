@@ -15,7 +15,7 @@ import subprocess
 import time
 
 import pytest
-from stack_support import free_port
+from support.ports import free_port
 from test_job_plugin import _harbor_argv, _harbor_env, _reward_and_receipt, _settles
 
 from atoll.stack import health

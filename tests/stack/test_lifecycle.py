@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from reef_client import ReefClient
-from stack_support import atoll, free_port, marked_processes
+from stack_support import atoll, marked_processes
+from support.ports import free_port
 
 from atoll.stack import health
 

@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from stack_support import free_port, marked_processes
+from stack_support import marked_processes
+from support.ports import free_port
 from support.reef_server import ReefServer
 
 from atoll.stack import health

@@ -7,14 +7,12 @@ embedded judge, so a step test exercises every wire the production run uses.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 from support.judge import JUDGE_PROGRAMS
-from support.openai_server import Reply
+from support.openai_server import NumberedScript, Reply
 
 from atoll.guidance_ttt.archive import Archive
 from atoll.guidance_ttt.contract import Task, load_task
@@ -64,17 +62,14 @@ def new_library(state_dir: Path, task: Task, groups: int) -> Library:
     return library
 
 
-class GuidanceScript:
+class GuidanceScript(NumberedScript):
     """Guidance answers by call number: every `malformed_every`-th answer has no guidance block."""
 
     def __init__(self, malformed_every: int = 0) -> None:
+        super().__init__()
         self.malformed_every = malformed_every
-        self._count = itertools.count(1)
-        self._lock = threading.Lock()
 
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            number = next(self._count)
+    def answer(self, request: dict[str, Any], number: int) -> Reply:
         if self.malformed_every and number % self.malformed_every == 0:
             return Reply(content="I would try something clever but forgot the tags.")
         return Reply(
@@ -82,19 +77,16 @@ class GuidanceScript:
         )
 
 
-class ExecutorScript:
+class ExecutorScript(NumberedScript):
     """Executor answers by call number: distinct valid programs, with a broken or empty one mixed in."""
 
     def __init__(self, broken_every: int = 0, empty_every: int = 0, variants: int = 0) -> None:
+        super().__init__()
         self.broken_every = broken_every
         self.empty_every = empty_every
         self.variants = variants  # > 0: programs repeat after this many (the judge's cache hits)
-        self._count = itertools.count(1)
-        self._lock = threading.Lock()
 
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            number = next(self._count)
+    def answer(self, request: dict[str, Any], number: int) -> Reply:
         if self.empty_every and number % self.empty_every == 0:
             return Reply(content="I could not write it.")
         program = BROKEN if self.broken_every and number % self.broken_every == 0 else SHELF

@@ -91,6 +91,68 @@ def stage_of(request: dict[str, Any]) -> str | None:
     return schema.get("name") if isinstance(schema, dict) else None
 
 
+class NumberedScript:
+    """A script whose answer may depend on the request's number: 1, 2, ... in order of arrival.
+
+    Requests arrive on threads of their own, so the count is kept under a
+    lock; `calls` is how many came. `arrived(number)` runs under that lock
+    as request `number` comes in, so what it does (kill a judge, say) has
+    happened before that request or any later one is answered. Subclass and
+    override `answer` (and `arrived`), or wrap a function with `numbered`.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._count_lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply | str:
+        with self._count_lock:
+            self.calls += 1
+            number = self.calls
+            self.arrived(number)
+        return self.answer(request, number)
+
+    def arrived(self, number: int) -> None:
+        """What happens as request `number` arrives; nothing by default."""
+
+    def answer(self, request: dict[str, Any], number: int) -> Reply | str:
+        raise NotImplementedError
+
+
+class _Numbered(NumberedScript):
+    def __init__(
+        self,
+        answer: Callable[[dict[str, Any], int], Reply | str],
+        at: dict[int, Callable[[], object]],
+    ) -> None:
+        super().__init__()
+        self._answer = answer
+        self._at = at
+
+    def arrived(self, number: int) -> None:
+        action = self._at.get(number)
+        if action is not None:
+            action()
+
+    def answer(self, request: dict[str, Any], number: int) -> Reply | str:
+        return self._answer(request, number)
+
+
+def numbered(answer: Callable[[dict[str, Any], int], Reply | str]) -> NumberedScript:
+    """A script answering `answer(request, number)`."""
+    return _Numbered(answer, {})
+
+
+def replies_first(replies: list[Reply], then: Script) -> NumberedScript:
+    """Answers request n with `replies[n - 1]` while there are any, every later one with `then`."""
+    return numbered(lambda r, n: replies[n - 1] if n <= len(replies) else then(r))
+
+
+def acting_at(number: int, action: Callable[[], object], script: Script) -> NumberedScript:
+    """`script`, with `action` done as request `number` arrives (before any later answer)."""
+    return _Numbered(lambda request, _number: script(request), {number: action})
+
+
 class StageScript:
     """A script that answers by STAGE (the json_schema name of the request's response_format).
 

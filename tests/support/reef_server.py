@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,14 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from support.openai_server import ScriptedOpenAIServer
+from support.ports import free_port
 
 STARTUP_TIMEOUT_S = 90.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ReefServer:

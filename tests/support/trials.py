@@ -14,27 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def docker_engine() -> str:
-    """DOCKER_HOST of an engine with atoll's base image; skip here without one, fail in CI."""
-    from atoll.core.sandbox import SandboxError
-    from atoll.core.sandbox.docker_backend import DockerBackend, engine_url
-
-    url = engine_url()
-    try:
-        DockerBackend(url).check()
-    except SandboxError as exc:
-        if in_ci():
-            pytest.fail(f"no usable Docker engine in CI: {exc}")
-        pytest.skip(f"no usable Docker engine: {exc}")
-    return url
-
 
 def atoll_run(
     jobs: Path,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polyomino_support import free_port
+from support.ports import free_port
 
 TASK_NAME = "polyomino_packing"
 JUDGE_START_DEADLINE_S = 60.0

@@ -3,13 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_env(**extra: str) -> dict[str, str]:

@@ -10,17 +10,15 @@ be exactly the seed's recorded score.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from polyomino_support import run_env
+from support.engine import docker_engine
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-BASE_IMAGE = "atoll/base:bookworm"
 
 
 def _atoll_run(
@@ -94,32 +92,10 @@ def test_no_judge_behind_the_socket_fails_the_trial_without_a_reward(
     assert "no judge socket at /run/frontiercs-judge/judge.sock" in stdout.read_text()
 
 
-def _private_engine() -> str:
-    """DOCKER_HOST of a running engine with the base image; fails in CI, skips elsewhere."""
-    import docker
-
-    from atoll.core.docker_engine.paths import default_docker_host
-
-    host = os.environ.get("DOCKER_HOST") or default_docker_host()
-    try:
-        client = docker.DockerClient(base_url=host, timeout=10)
-        try:
-            client.ping()
-            client.images.get(BASE_IMAGE)
-        finally:
-            client.close()
-    except Exception as exc:  # any failure means: no usable engine here
-        why = f"no Docker engine with {BASE_IMAGE} at {host} ({exc}); run `atoll docker up`"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return host
-
-
 @pytest.mark.docker
 def test_oracle_on_docker_gets_the_seed_score(
     venv_bin: Path, tmp_path: Path, recorded: dict[str, Any]
 ) -> None:
-    host = _private_engine()
+    host = docker_engine()
     trial = _atoll_run(venv_bin, "docker", tmp_path, DOCKER_HOST=host)
     _assert_seed_score(trial, recorded)

@@ -12,38 +12,27 @@ from pathlib import Path
 
 import pytest
 from support import ci
+from support.engine import CI_HINT, docker_engine
 
 from atoll.core.docker_engine import BASE_IMAGE, EnginePaths
-from atoll.core.sandbox import SandboxError
-from atoll.core.sandbox.docker_backend import DockerBackend, engine_url
 
 TASKS = Path(__file__).parent / "tasks"
-
-
-def need(ok: bool, why: str) -> None:
-    """Skip here, fail in CI: Docker-backed tests must really run there."""
-    ci.need(ok, why, "CI must run `atoll docker up` and export DOCKER_HOST first")
 
 
 @pytest.fixture(scope="session")
 def docker_host() -> str:
     """The DOCKER_HOST of a running engine that has the base image."""
-    url = engine_url()
-    backend = DockerBackend(url)
-    try:
-        backend.check()
-    except SandboxError as exc:
-        need(False, f"no usable Docker engine: {exc}")
-    return url
+    return docker_engine()
 
 
 @pytest.fixture(scope="session")
 def session_engine(docker_host: str) -> EnginePaths:
     """The default private engine, which these tests may query but never stop."""
     paths = EnginePaths.from_options()
-    need(
+    ci.need(
         docker_host == paths.docker_host,
         f"DOCKER_HOST is {docker_host}, not the private engine's {paths.docker_host}",
+        CI_HINT,
     )
     return paths
 

@@ -1,6 +1,6 @@
 """What only the Docker backend does: image pinning, labels, cleanup, engine errors.
 
-The behaviours every backend shares are in tests/core/sandbox (conformance).
+The behaviours every backend shares are checked by the conformance suite (tests/core/sandbox).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import time
 import docker
 import pytest
 
-from atoll.core.sandbox import Limits, Network, SandboxError, SandboxSpec, Status
+from atoll.core.sandbox import CancelToken, Limits, Network, SandboxError, SandboxSpec, Status
 from atoll.core.sandbox.docker_backend import LABEL, OWNER_LABEL, DockerBackend, owner
 from atoll.core.sandbox.docker_cgroup import leftovers as cgroup_leftovers
-from atoll.core.sandbox.supervise import CancelToken
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.processes import pids_mentioning
 
 from atoll.core.docker_engine import EnginePaths
 from atoll.core.docker_engine.base_image import tarball as base_tarball
@@ -108,19 +109,6 @@ def test_socket_held_by_a_stranger_is_left_alone(atoll_cmd, tmp_path, run_dir):
         stranger.close()
 
 
-def _dockerd_processes_for(run_dir: Path) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if str(run_dir).encode() in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
 def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run_dir):
     """A fresh engine: no debootstrap means a clear error; from the cache it comes up."""
     cached = base_tarball(session_engine)
@@ -175,6 +163,6 @@ def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run
         assert query(session_engine) is not None
     finally:
         atoll(atoll_cmd, "down", *args, env=env)
-        leftover = _dockerd_processes_for(run_dir)
+        leftover = pids_mentioning(str(run_dir))
         shutil.rmtree(state, ignore_errors=True)  # a whole image store: do not keep it
     assert leftover == []

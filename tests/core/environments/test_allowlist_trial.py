@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+from support import ci
 
 from atoll.core.environments import egress_rules
 
@@ -32,11 +32,7 @@ def _pending(server: socket.socket) -> int:
 
 
 def test_verifier_reaches_only_the_allowed_listener(venv_bin, tmp_path):
-    if not egress_rules.supported():
-        message = "allowlists need root and a working nft here"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
+    ci.need(egress_rules.supported(), "allowlists need root and a working nft here")
     allowed = socket.create_server(("127.0.0.1", 0), backlog=16)
     other = socket.create_server(("127.0.0.2", 0), backlog=16)
     task = tmp_path / "allowlist-verifier"

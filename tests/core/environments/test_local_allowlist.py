@@ -8,7 +8,6 @@ forbidden destination.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import TrialPaths
+from support import ci
 
 from atoll.core.environments import egress_rules
 from atoll.core.environments.local import LocalEnvironment
@@ -24,17 +24,11 @@ from atoll.core.environments.local import LocalEnvironment
 pytestmark = pytest.mark.timeout(120)
 
 TASK = Path(__file__).parent / "tasks" / "write-a-file"
-CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(autouse=True)
 def _needs_nftables() -> None:
-    if egress_rules.supported():
-        return
-    message = "allowlists need root and a working nft here"
-    if CI:
-        pytest.fail(message)
-    pytest.skip(message)
+    ci.need(egress_rules.supported(), "allowlists need root and a working nft here")
 
 
 @pytest.fixture

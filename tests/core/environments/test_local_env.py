@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from harbor.models.task.config import NetworkMode
+from support.processes import processes_of_uid
 
 from atoll.core.environments import dockerfile
 from atoll.core.environments.local import LocalEnvironment
@@ -34,27 +35,12 @@ def run(make_env, scenario, **env_options):
             uids = env.root.uids
             await env.stop(delete=True)
             assert not root.exists()
-            assert not _processes_of(uids)
+            assert not processes_of_uid(uids, zombies=True)
             assert created_groups() == []
 
     value = asyncio.run(main())
     assert [p for p in absent if os.path.lexists(p)] == [], "the box created paths on the host"
     return value
-
-
-def _processes_of(uids: range) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                line = next(
-                    x for x in (entry / "status").read_text().splitlines() if x.startswith("Uid:")
-                )
-            except (OSError, StopIteration):
-                continue
-            if int(line.split()[1]) in uids:
-                found.append(int(entry.name))
-    return found
 
 
 def test_box_layout_dockerfile_and_users(make_env):
@@ -125,7 +111,7 @@ def test_cancelled_exec_leaves_nothing_running(make_env):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        return _processes_of(env.root.uids)
+        return processes_of_uid(env.root.uids, zombies=True)
 
     assert run(make_env, scenario) == []
 

@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from atoll.core.sandbox.cgroupfs import PARENT, ROOT
+from support.processes import processes_of_uid, sandbox_cgroups_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -24,26 +23,9 @@ RUNNER = Path(__file__).with_name("sandbox_runner.py")
 TRIES = 12
 
 
-def processes_of(uid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            status = (entry / "status").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("Uid:") and int(line.split()[1]) == uid:
-                found.append(int(entry.name))
-    return found
-
-
-def groups_of(pid: int) -> list[Path]:
-    return [g for g in ROOT.glob(f"*/{PARENT}/{pid}[.-]*") if g.is_dir()]
-
-
 def settled(pid: int, uid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
-    while processes_of(uid) or groups_of(pid):
+    while processes_of_uid(uid, zombies=True) or sandbox_cgroups_of(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -62,6 +44,8 @@ def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup(test_uid: int
         runner.kill()
         runner.wait(timeout=30)
         if not settled(runner.pid, test_uid):
-            leaks.append((attempt, processes_of(test_uid), groups_of(runner.pid)))
+            leaks.append(
+                (attempt, processes_of_uid(test_uid, zombies=True), sandbox_cgroups_of(runner.pid))
+            )
             break
     assert leaks == []

@@ -36,6 +36,12 @@ def atoll_commands() -> list[Registration]:
             "atoll.core.emit_cmd:app",
             "Run a task emitter registered by a plugin (atoll emit NAME ...).",
         ),
+        Registration(
+            "sandbox",
+            Kind.COMMAND,
+            "atoll.core.sandbox_cmd:app",
+            "Check a sandbox backend (ours or a third party's) against the conformance suite.",
+        ),
     ]
 
 

@@ -42,9 +42,16 @@ from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from atoll.core.environments import compose_volumes, dockerfile, egress_rules, transfer
 from atoll.core.environments.trial_root import BLOCK, TrialRoot, TrialRootError, User, top_level
-from atoll.core.sandbox import Limits, Mount, Network, SandboxSpec, Status, get_backend
-from atoll.core.sandbox.bwrap_backend import BwrapBackend
-from atoll.core.sandbox.supervise import CancelToken
+from atoll.core.sandbox import (
+    CancelToken,
+    Limits,
+    Mount,
+    Network,
+    SandboxBackend,
+    SandboxSpec,
+    Status,
+    get_backend,
+)
 from atoll.core.sandbox.userns import UserNamespace
 
 MiB = 1024 * 1024
@@ -69,9 +76,7 @@ class LocalEnvironment(BaseEnvironment):
         self._volume_mounts: list[Mount] = []
         self._active: set[CancelToken] = set()
         super().__init__(*args, **kwargs)
-        self._backend = get_backend("bwrap")
-        if not isinstance(self._backend, BwrapBackend):
-            raise RuntimeError("atoll-local needs the bubblewrap sandbox backend")
+        self._backend: SandboxBackend = get_backend("bwrap")
 
     # --- what Harbor asks about the environment -------------------------------
 

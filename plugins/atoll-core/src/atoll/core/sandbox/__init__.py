@@ -1,12 +1,14 @@
 """Run untrusted commands in isolation, the same way on every backend.
 
 Describe the box once (`SandboxSpec`), pick a backend by name
-(`get_backend("bwrap")` or `get_backend("docker")`) and call `run`.
+(`get_backend("bwrap")` or `get_backend("docker")`) and call `run`. What every
+backend must do is checked by `atoll.core.sandbox.conformance`.
 """
 
 from __future__ import annotations
 
 from atoll.core.sandbox.base import SandboxBackend
+from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.factory import available_backends, backend_names, get_backend
 from atoll.core.sandbox.spec import (
     Limits,
@@ -20,6 +22,7 @@ from atoll.core.sandbox.spec import (
 )
 
 __all__ = [
+    "CancelToken",
     "Limits",
     "Mount",
     "Network",

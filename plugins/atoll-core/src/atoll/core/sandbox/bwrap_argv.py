@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from atoll.core.sandbox.spec import Mount, Network, SandboxError, SandboxSpec
+from atoll.core.sandbox.spec import Mount, Network, SandboxError, SandboxSpec, mount_target
 
 # Directories that hold programs and their libraries. On merged-/usr systems
 # the top-level ones are symlinks into /usr and are recreated as symlinks.
@@ -60,14 +60,6 @@ NAMESPACE_ROOT_CAPS = (
 _SWITCH_CAPS = ("setuid", "setgid", "setpcap")
 
 
-def check_target(target: str) -> str:
-    """An absolute, normalised in-box path, or SandboxError."""
-    path = PurePosixPath(target)
-    if not path.is_absolute() or ".." in path.parts or str(path) == "/":
-        raise SandboxError(f"sandbox mount target must be an absolute path below /: {target!r}")
-    return str(path)
-
-
 def _system_binds() -> list[str]:
     args: list[str] = []
     for d in SYSTEM_DIRS:
@@ -94,17 +86,17 @@ def _mount_args(mounts: Sequence[Mount]) -> list[str]:
     args: list[str] = []
     # bubblewrap would create missing parents of a mount point with mode 0700;
     # make those that live on the root tmpfs traversable instead.
-    targets = {PurePosixPath(check_target(m.target)) for m in mounts}
+    targets = {PurePosixPath(mount_target(m.target)) for m in mounts}
     parents = {p for t in targets for p in t.parents if str(p) != "/"}
     for parent in sorted(parents, key=lambda p: len(p.parts)):
         if not any(parent == t or parent.is_relative_to(t) for t in targets):
             args += ["--perms", "0755", "--dir", str(parent)]
     # Parents before children, so a nested mount lands on top of its parent.
-    for m in sorted(mounts, key=lambda m: len(PurePosixPath(check_target(m.target)).parts)):
+    for m in sorted(mounts, key=lambda m: len(PurePosixPath(mount_target(m.target)).parts)):
         source = os.fspath(m.source)
         if not os.path.exists(source):
             raise SandboxError(f"sandbox mount source does not exist: {source}")
-        args += ["--bind" if m.writable else "--ro-bind", source, check_target(m.target)]
+        args += ["--bind" if m.writable else "--ro-bind", source, mount_target(m.target)]
     return args
 
 
@@ -125,7 +117,7 @@ def bwrap_argv(
     """
     if not argv:
         raise SandboxError("nothing to run: the command is empty")
-    targets = {check_target(m.target) for m in spec.mounts}
+    targets = {mount_target(m.target) for m in spec.mounts}
     namespace_root = spec.user_namespace is not None and spec.uid == 0
     kept = NAMESPACE_ROOT_CAPS if namespace_root else _SWITCH_CAPS
     args = [

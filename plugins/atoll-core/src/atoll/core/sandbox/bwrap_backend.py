@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.bwrap_argv import bwrap_argv
-from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.cancel import CancelToken
+from atoll.core.sandbox.cgroups import RunCgroup, created_groups
 from atoll.core.sandbox.classify import classify, split_exit_code
 from atoll.core.sandbox.spec import (
     Limits,
@@ -32,7 +33,7 @@ from atoll.core.sandbox.spec import (
     SandboxSpec,
     Status,
 )
-from atoll.core.sandbox.supervise import CancelToken, Outcome, supervise
+from atoll.core.sandbox.supervise import Outcome, supervise
 
 # What allocation failures look like when only RLIMIT_AS guards memory.
 _ALLOC_FAILURE = re.compile(
@@ -102,6 +103,7 @@ class BwrapBackend(SandboxBackend):
     """Runs each command in fresh bubblewrap namespaces as an unprivileged uid."""
 
     name = "bwrap"
+    supports_pipes = True
 
     def __init__(self) -> None:
         self._checked = False
@@ -138,7 +140,6 @@ class BwrapBackend(SandboxBackend):
         pipes: Pipes | None = None,
         cancel: CancelToken | None = None,
     ) -> SandboxResult:
-        """As SandboxBackend.run; `cancel` lets another thread end the run early."""
         try:
             self.check()
         except SandboxError:
@@ -146,6 +147,10 @@ class BwrapBackend(SandboxBackend):
                 pipes.close()
             raise
         return self._run(argv, spec, stdin, cancel, pipes)
+
+    def leftovers(self) -> list[str]:
+        """This process's per-run cgroups that still exist."""
+        return [str(group) for group in created_groups()]
 
     def _run(
         self,

@@ -18,12 +18,14 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
 from atoll.core.sandbox.base import SandboxBackend
+from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.classify import Why, classify, split_exit_code
 from atoll.core.sandbox.docker_cgroup import ContainerCgroup
+from atoll.core.sandbox.docker_cgroup import leftovers as cgroup_leftovers
 from atoll.core.sandbox.docker_stream import AttachedStreams, raw_socket
 from atoll.core.sandbox.spec import (
     Limits,
@@ -32,10 +34,8 @@ from atoll.core.sandbox.spec import (
     SandboxError,
     SandboxResult,
     SandboxSpec,
+    mount_target,
 )
-
-if TYPE_CHECKING:
-    from atoll.core.sandbox.supervise import CancelToken
 
 LABEL = "atoll.sandbox"
 # Which process made a container, so that one process can audit its own leftovers.
@@ -139,14 +139,15 @@ class DockerBackend(SandboxBackend):
             raise SandboxError(f"cannot inspect image {reference}: {_api_message(exc)}") from exc
 
     def leftovers(self, everyone: bool = False) -> list[str]:
-        """IDs of this process's sandbox containers that still exist (none between runs).
+        """This process's sandbox containers (IDs) and per-run cgroups that still exist.
 
-        With `everyone`, those of every process using this engine.
+        With `everyone`, the sandbox containers of every process using this engine.
         """
         client = self._connect()
         label = f"{LABEL}=1" if everyone else f"{OWNER_LABEL}={owner()}"
         found = client.api.containers(all=True, filters={"label": label}, quiet=True)
-        return [str(entry["Id"]) for entry in found]
+        containers = [str(entry["Id"]) for entry in found]
+        return containers if everyone else containers + [str(g) for g in cgroup_leftovers()]
 
     # -- one run --------------------------------------------------------------
 
@@ -159,7 +160,6 @@ class DockerBackend(SandboxBackend):
         pipes: Pipes | None = None,
         cancel: CancelToken | None = None,
     ) -> SandboxResult:
-        """As SandboxBackend.run; `cancel` lets another thread end the run early."""
         if pipes is not None:
             pipes.close()
             raise SandboxError(
@@ -279,8 +279,7 @@ def _validate(argv: Sequence[str], spec: SandboxSpec) -> None:
     for mount in spec.mounts:
         if not mount.source.exists():
             raise SandboxError(f"mount source {mount.source} does not exist")
-        if not mount.target.startswith("/"):
-            raise SandboxError(f"mount target {mount.target!r} must be an absolute path")
+        mount_target(mount.target)
 
 
 def _container_config(

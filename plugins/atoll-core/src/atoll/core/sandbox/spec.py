@@ -2,7 +2,7 @@
 
 One spec, several backends (bubblewrap, Docker): callers describe the box once
 and pick a backend by name; every backend must pass the same adversarial
-conformance suite (tests/core/sandbox).
+conformance suite (`atoll.core.sandbox.conformance`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 MiB = 1024 * 1024
 
@@ -131,3 +131,15 @@ class SandboxResult:
 
 class SandboxError(Exception):
     """The sandbox itself failed (not the program in it): an infrastructure error."""
+
+
+def mount_target(target: str) -> str:
+    """`target` as an absolute, normalised in-box path below /, or SandboxError.
+
+    Every backend refuses the same targets: a relative one, `/` itself, and
+    one with `..` in it (which would name a different place than it reads as).
+    """
+    path = PurePosixPath(target)
+    if not path.is_absolute() or ".." in path.parts or str(path) == "/":
+        raise SandboxError(f"sandbox mount target must be an absolute path below /: {target!r}")
+    return str(path)

@@ -16,36 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.capture import Capture
 from atoll.core.sandbox.classify import Why
 
 _CHUNK = 65536
-
-
-class CancelToken:
-    """Lets another thread stop a run early: `cancel()` wakes the supervisor.
-
-    A pipe rather than a threading.Event, so the supervisor's one `select`
-    notices it without polling.
-    """
-
-    def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._write, False)
-        self.cancelled = False
-
-    def fileno(self) -> int:
-        return self._read
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        with contextlib.suppress(OSError):
-            os.write(self._write, b"x")
-
-    def close(self) -> None:
-        for fd in (self._read, self._write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 @dataclass
