@@ -364,7 +364,7 @@ class _Retry:
     def wait_s(self, base_s: float, attempt: int) -> float:
         if self.retry_after_s is not None:
             return min(self.retry_after_s, 60.0)
-        return min(60.0, base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+        return min(60.0, base_s * 2.0 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
     def __str__(self) -> str:
         return self.why

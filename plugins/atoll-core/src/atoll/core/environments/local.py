@@ -32,6 +32,7 @@ import shlex
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import (
@@ -42,7 +43,15 @@ from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from atoll.core.environments import compose_volumes, dockerfile, egress_rules, transfer
 from atoll.core.environments.trial_root import BLOCK, TrialRoot, TrialRootError, User, top_level
-from atoll.core.sandbox import Limits, Mount, Network, SandboxSpec, Status, get_backend
+from atoll.core.sandbox import (
+    Limits,
+    Mount,
+    Network,
+    SandboxResult,
+    SandboxSpec,
+    Status,
+    get_backend,
+)
 from atoll.core.sandbox.bwrap_backend import BwrapBackend
 from atoll.core.sandbox.supervise import CancelToken
 from atoll.core.sandbox.userns import UserNamespace
@@ -61,7 +70,7 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=256, thread_name_prefix="atoll-local"
 class LocalEnvironment(BaseEnvironment):
     """Harbor environment: one bubblewrap box per trial, no container engine."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._root: TrialRoot | None = None
         self._userns: UserNamespace | None = None
         self._plan = dockerfile.Plan()
@@ -361,7 +370,7 @@ class LocalEnvironment(BaseEnvironment):
         timeout_sec: float | None = None,
         stdin: bytes | None = None,
         output_bytes: int = EXEC_OUTPUT_BYTES,
-    ):
+    ) -> SandboxResult:
         spec = self._spec(user, cwd, env, self._limits(timeout_sec, output_bytes))
         token = CancelToken()
         self._active.add(token)

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from atoll.core.sandbox.spec import Pipes, SandboxResult, SandboxSpec
+
+if TYPE_CHECKING:
+    from atoll.core.sandbox.supervise import CancelToken
 
 
 class SandboxBackend(ABC):
@@ -31,6 +35,7 @@ class SandboxBackend(ABC):
         stdin: bytes | None = None,
         *,
         pipes: Pipes | None = None,
+        cancel: CancelToken | None = None,
     ) -> SandboxResult:
         """Run `argv` inside the box described by `spec` and report how it ended.
 
@@ -38,5 +43,7 @@ class SandboxBackend(ABC):
         failure of the sandbox itself raises SandboxError. With `pipes`, the
         program reads and writes those descriptors (the backend closes them)
         and the result's stdout is empty; a backend that cannot join a program
-        to host pipes raises SandboxError, after closing them.
+        to host pipes raises SandboxError, after closing them. `cancel` lets
+        another thread end the run early: it is killed and reported as out
+        of wall time.
         """

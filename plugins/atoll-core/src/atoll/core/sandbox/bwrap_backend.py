@@ -301,6 +301,8 @@ def _result(
     has_cgroup: bool,
 ) -> SandboxResult:
     ws = outcome.wait_status
+    exit_code: int | None
+    sig: int | None
     if os.WIFSIGNALED(ws):
         exit_code, sig = None, os.WTERMSIG(ws)
     else:
