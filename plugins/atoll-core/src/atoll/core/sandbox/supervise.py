@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import selectors
 import subprocess
 import time
@@ -51,7 +52,7 @@ class CancelToken:
 @dataclass
 class Outcome:
     wait_status: int
-    rusage: object
+    rusage: resource.struct_rusage
     wall_seconds: float
     stdout: bytes
     stderr: bytes
