@@ -68,7 +68,8 @@ def _over_harbors(command: Any) -> Any:
     """
     from harbor.cli.main import app as harbor_app
 
-    harbors = typer.main.get_command(harbor_app).commands.get(command.name)
+    harbor = typer.main.get_command(harbor_app)
+    harbors = harbor.commands.get(command.name) if isinstance(harbor, TyperGroup) else None
     if not isinstance(harbors, TyperGroup) or not isinstance(command, TyperGroup):
         return command
     return TyperGroup(
@@ -92,7 +93,7 @@ def build(registry: Registry) -> TyperGroup:
         raise RegistryError("Harbor's command line is not a Typer group; is Harbor 0.20 installed?")
     group = _PluginCommandGroup(
         name="atoll",
-        commands=harbor.commands,
+        commands=dict(harbor.commands),
         callback=harbor.callback,
         params=harbor.params,
         help=(

@@ -342,9 +342,11 @@ class PaidChat:
 
     def _cost(self, usage: Mapping[str, Any] | None, receipt_id: int) -> int:
         """The usage's exact cost; without a usable usage, the whole reservation (worst case)."""
+        if usage is None:
+            return self.ledger.receipt(receipt_id).reserved_micro
         try:
-            prompt = int(usage["prompt_tokens"])  # type: ignore[index]
-            completion = int(usage["completion_tokens"])  # type: ignore[index]
+            prompt = int(usage["prompt_tokens"])
+            completion = int(usage["completion_tokens"])
         except (TypeError, KeyError, ValueError):
             return self.ledger.receipt(receipt_id).reserved_micro
         if prompt < 0 or completion < 0:
@@ -364,7 +366,7 @@ class _Retry:
     def wait_s(self, base_s: float, attempt: int) -> float:
         if self.retry_after_s is not None:
             return min(self.retry_after_s, 60.0)
-        return min(60.0, base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+        return min(60.0, base_s * 2.0 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
     def __str__(self) -> str:
         return self.why

@@ -124,7 +124,7 @@ def _harbor_version() -> str:
 def _origin(row: dict[str, Any]) -> str:
     if row.get("extends_harbor"):
         return f"{row['distribution']} + harbor"
-    return row["distribution"]
+    return str(row["distribution"])
 
 
 def _compact_lines(rows: list[dict[str, Any]], width: int) -> list[Text]:

@@ -29,7 +29,7 @@ from atoll.core.registry import Registry
 NO_DEFAULT_PLUGINS = "--no-default-plugins"
 LOCAL_ENV = "atoll-local"
 DOCKER_ENV = "docker"
-PING_TIMEOUT_S = 1.0
+PING_TIMEOUT_S = 1
 
 # The job-starting commands: the ones with --plugin and a job-wide --env.
 JOB_COMMANDS: tuple[tuple[str, ...], ...] = (("run",), ("job", "start"), ("jobs", "start"))
@@ -83,10 +83,10 @@ def default_plugins(
                 named.append(record.name)
                 plugins += [p for p in record.job_plugins if p not in plugins]
     if task_dir is not None:
-        record = registry.task_record(task_dir)
-        if record is not None and record.job_plugins:
-            named.append(record.name)
-            plugins += [p for p in record.job_plugins if p not in plugins]
+        task = registry.task_record(task_dir)
+        if task is not None and task.job_plugins:
+            named.append(task.name)
+            plugins += [p for p in task.job_plugins if p not in plugins]
     return plugins, named
 
 
@@ -115,7 +115,7 @@ def choose_environment(task_dir: Path | None) -> EnvironmentChoice:
         if image is None:
             return EnvironmentChoice(DOCKER_ENV, f"a Docker engine answers at {where}")
         try:
-            client.api.inspect_image(image)
+            client.images.get(image)
         except ImageNotFound:
             return EnvironmentChoice(
                 LOCAL_ENV,

@@ -93,6 +93,4 @@ def atoll_task_sources() -> list[Registration]:
 
 def task_dir(name: str) -> Path:
     """The task's copy packaged in the wheel, or the repository's in an editable install."""
-    return packaged_task_dir(
-        "atoll-frontiercs-judge", "atoll.judge", name, Path(__file__).resolve().parents[5]
-    )
+    return packaged_task_dir("atoll.judge", name, Path(__file__).resolve().parents[5])

@@ -88,9 +88,10 @@ def image_recipe(client: Any, tag: str = BASE_IMAGE) -> str | None:
 
 def read_record(paths: EnginePaths) -> dict[str, Any] | None:
     try:
-        return json.loads(paths.base_record.read_text())
+        record = json.loads(paths.base_record.read_text())
     except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) else None
 
 
 def _record(paths: EnginePaths, image: BaseImage) -> None:

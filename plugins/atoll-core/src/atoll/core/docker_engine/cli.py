@@ -59,7 +59,7 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(1)
 
 
-def _client(paths: EnginePaths, timeout: float = 600.0) -> Any:
+def _client(paths: EnginePaths, timeout: int = 600) -> Any:
     import docker
 
     return docker.DockerClient(base_url=paths.docker_host, timeout=timeout, version="auto")

@@ -79,7 +79,7 @@ def socket_answers(path: Path) -> bool:
     return True
 
 
-def query(paths: EnginePaths, timeout: float = 5.0) -> EngineInfo | None:
+def query(paths: EnginePaths, timeout: int = 5) -> EngineInfo | None:
     """Version details of the engine on our socket, or None when nothing answers."""
     import docker
     from docker.errors import DockerException
@@ -154,7 +154,7 @@ def start(paths: EnginePaths, deadline_s: float = START_DEADLINE_S) -> EngineInf
                 f"dockerd exited with status {process.returncode} while starting; "
                 f"its log ({paths.log_file}) ends with:\n{tail(paths.log_file, since=offset)}"
             )
-        info = query(paths, timeout=2.0)
+        info = query(paths, timeout=2)
         if info is not None:
             return EngineInfo(process.pid, info.socket, info.version, info.api_version)
         time.sleep(0.2)
@@ -169,7 +169,7 @@ def wait_owned(paths: EnginePaths, pid: int, deadline_s: float = START_DEADLINE_
     """Wait for our already-running dockerd (perhaps still starting) to answer."""
     give_up = time.monotonic() + deadline_s
     while time.monotonic() < give_up:
-        info = query(paths, timeout=2.0)
+        info = query(paths, timeout=2)
         if info is not None:
             return info
         if not _alive(pid):

@@ -99,7 +99,9 @@ def _entry(entry: Any, path: Path) -> BindVolume | None:
 
 def _split_outside_variables(entry: str) -> list[str]:
     """`SOURCE:TARGET[:MODE]`, where a `${VAR:-x}` in any part keeps its own colons."""
-    parts, current, depth = [], [], 0
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for i, char in enumerate(entry):
         if char == "{" and i > 0 and entry[i - 1] == "$":
             depth += 1

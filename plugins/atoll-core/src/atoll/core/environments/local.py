@@ -32,6 +32,7 @@ import shlex
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import (
@@ -48,6 +49,7 @@ from atoll.core.sandbox import (
     Mount,
     Network,
     SandboxBackend,
+    SandboxResult,
     SandboxSpec,
     Status,
     get_backend,
@@ -68,7 +70,7 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=256, thread_name_prefix="atoll-local"
 class LocalEnvironment(BaseEnvironment):
     """Harbor environment: one bubblewrap box per trial, no container engine."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._root: TrialRoot | None = None
         self._userns: UserNamespace | None = None
         self._plan = dockerfile.Plan()
@@ -366,7 +368,7 @@ class LocalEnvironment(BaseEnvironment):
         timeout_sec: float | None = None,
         stdin: bytes | None = None,
         output_bytes: int = EXEC_OUTPUT_BYTES,
-    ):
+    ) -> SandboxResult:
         spec = self._spec(user, cwd, env, self._limits(timeout_sec, output_bytes))
         token = CancelToken()
         self._active.add(token)

@@ -252,9 +252,9 @@ class BwrapBackend(SandboxBackend):
             )
         ru = outcome.rusage
         if cpu is None:  # without cpuacct: what bwrap itself reaped (a lower bound)
-            cpu = ru.ru_utime + ru.ru_stime  # type: ignore[attr-defined]
+            cpu = ru.ru_utime + ru.ru_stime
         if peak is None:
-            peak = ru.ru_maxrss * 1024  # type: ignore[attr-defined]
+            peak = ru.ru_maxrss * 1024
         return _result(outcome, limits, cpu, peak, oom, hit_memory, group is not None)
 
     def _supervise(
@@ -306,6 +306,8 @@ def _result(
     has_cgroup: bool,
 ) -> SandboxResult:
     ws = outcome.wait_status
+    exit_code: int | None
+    sig: int | None
     if os.WIFSIGNALED(ws):
         exit_code, sig = None, os.WTERMSIG(ws)
     else:

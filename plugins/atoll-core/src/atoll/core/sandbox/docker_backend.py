@@ -367,20 +367,20 @@ def _remove(client: Any, container_id: str) -> None:
     from docker.errors import APIError, NotFound
     from requests.exceptions import RequestException
 
-    last: Exception | None = None
-    for _attempt in range(3):
+    attempts = 3
+    for attempt in range(1, attempts + 1):
         try:
             client.api.remove_container(container_id, force=True)
             return
         except NotFound:
             return
         except (APIError, RequestException) as exc:
-            last = exc
+            if attempt == attempts:
+                raise SandboxError(
+                    f"sandbox container {container_id[:12]} could not be removed "
+                    f"({_api_message(exc)}); remove it with `docker rm -f {container_id[:12]}`"
+                ) from exc
             time.sleep(0.2)
-    raise SandboxError(
-        f"sandbox container {container_id[:12]} could not be removed ({_api_message(last)}); "
-        f"remove it with `docker rm -f {container_id[:12]}`"
-    )
 
 
 def _result(

@@ -45,9 +45,9 @@ def get_backend(name: str) -> SandboxBackend:
                 f"sandbox backend {name!r} cannot be loaded ({exc}); "
                 "reinstall atoll-core with its dependencies (`uv sync`)"
             ) from exc
-        backend = getattr(module, class_name)()
-        _instances[name] = backend
-        return backend
+        created: SandboxBackend = getattr(module, class_name)()
+        _instances[name] = created
+        return created
 
 
 def available_backends() -> list[str]:

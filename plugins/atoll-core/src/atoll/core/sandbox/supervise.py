@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import selectors
 import subprocess
 import time
@@ -26,7 +27,7 @@ _CHUNK = 65536
 @dataclass
 class Outcome:
     wait_status: int
-    rusage: object
+    rusage: resource.struct_rusage
     wall_seconds: float
     stdout: bytes
     stderr: bytes
