@@ -28,6 +28,7 @@ from support.openai_server import NumberedScript, Reply
 from support.processes import children_of
 
 from atoll.core.environments.local import LocalEnvironment
+from atoll.core.sandbox import reaper
 from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.agent import GuidanceTTTAgent
 from atoll.guidance_ttt.library import run_dir
@@ -96,6 +97,9 @@ def test_a_cancelled_agent_stops_its_embedded_judge_mid_judging(
         monkeypatch.delenv(name, raising=False)
     reset_reef_upstream.script = CountingGuidance(malformed_every=0)
     scripted_llm.script = PackerExecutor()
+    # The process's one sandbox watcher lives as long as the process, by design: start it
+    # now, so that what the run leaves is measured whether or not a sandbox ran before.
+    reaper.ensure_started()
     children_before = set(children_of(os.getpid()))
     harbor_env = {
         "REEF_URL": reef_server.url,
