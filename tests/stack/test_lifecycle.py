@@ -228,6 +228,15 @@ def test_no_reef_anywhere_is_one_clear_error(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_during_start_stops_what_was_started(tmp_path, upstream, stack_env, mark):
+    # A `reef` that takes its time to start, so the interrupt surely lands before Reef is
+    # healthy, however busy the machine: the command is then still starting it.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    real = shutil.which("reef", path=stack_env["PATH"])
+    assert real is not None
+    (tools / "reef").write_text(f'#!/bin/sh\nsleep 60\nexec {real} "$@"\n')
+    (tools / "reef").chmod(0o755)
+    stack_env = {**stack_env, "PATH": f"{tools}:{stack_env['PATH']}"}
     stack_dir = tmp_path / "stack"
     command = subprocess.Popen(
         [sys.executable, "-m", "atoll.core.cli", "stack", "up", "--training", "off",
