@@ -152,6 +152,9 @@ int main() {
 }
 """
 GUESS_BLIND = '#include <cstdio>\nint main(){printf("! 1\\n");fflush(stdout);}\n'
+# Reads the interactor's first line, answers and leaves: whatever the interactor does next
+# happens after the program is gone (no race with the interactor's first write).
+GUESS_READ_ONCE = '#include <cstdio>\nint main(){long long n; scanf("%lld",&n); printf("! 1\\n"); fflush(stdout);}\n'
 GUESS_SILENT = '#include <cstdio>\nint main(){long long n; scanf("%lld",&n); for(;;){}}\n'
 GUESS_SLEEPER = (
     "#include <cstdio>\n#include <unistd.h>\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from harbor.models.trajectories.trajectory import Trajectory
 from pi_support import KEY_ENV, TASKS, call, say, turns
+from support.engine import docker_engine
 from support.openai_server import Reply
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -36,6 +37,8 @@ def harbor_trial(
             "TERM": "dumb",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no network: the bundled cost map
             "ATOLL_LOCAL_ROOT": str(jobs),
+            # Harbor's docker environment talks to the engine the tests use
+            **({"DOCKER_HOST": docker_engine()} if env_name == "docker" else {}),
         },
     )
     assert done.returncode == exit_status, done.stdout[-3000:] + done.stderr[-3000:]
