@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Any
 from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
-from atoll.guidance_ttt.reef_runtime import RUN_DIR_ENV
+from atoll.core import reef_env
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions, options_from_kwargs
-from atoll.stack.render import TOKEN_ENV
 
 if TYPE_CHECKING:
     from harbor.job import Job
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
     from atoll.guidance_ttt.config import GuidanceConfig
 
 STACK_SUBDIR = "reef-stack"
-URL_ENV = "REEF_URL"
 
 
 class ReefStackPlugin(BaseJobPlugin):
@@ -65,9 +63,9 @@ class ReefStackPlugin(BaseJobPlugin):
             return
         try:
             config = self._guidance_config(job)
-            if not os.environ.get(TOKEN_ENV, "").strip():
+            if reef_env.named_token() is None:
                 # Lives only in this process's environment and its children's; never on disk.
-                os.environ[TOKEN_ENV] = secrets.token_urlsafe(24)
+                os.environ[reef_env.TOKEN_ENV] = secrets.token_urlsafe(24)
             planned = launcher.plan(
                 config, self.options, stack_dir=Path(job.job_dir) / STACK_SUBDIR
             )
@@ -77,7 +75,7 @@ class ReefStackPlugin(BaseJobPlugin):
             atexit.register(self.stop)
             self._install_sigterm()
             orphans.take_over(
-                self._state_dir, planned.stack_dir, os.environ[TOKEN_ENV], self._console
+                self._state_dir, planned.stack_dir, os.environ[reef_env.TOKEN_ENV], self._console
             )
             # Recorded before anything starts: a kill at any later moment leaves a Reef
             # that the run's next job knows to be a killed job's.
@@ -92,9 +90,9 @@ class ReefStackPlugin(BaseJobPlugin):
             self._forget()
             raise
         self.reef_url = state.reef_url
-        os.environ[URL_ENV] = state.reef_url
+        os.environ[reef_env.URL_ENV] = state.reef_url
         # Where Reef's runtime files name its trainer's Ray cluster, for the training gate.
-        os.environ[RUN_DIR_ENV] = str(state.run_dir or planned.placement.run_dir)
+        os.environ[reef_env.RUN_DIR_ENV] = str(state.run_dir or planned.placement.run_dir)
         self._console.print(f"reef-stack: Reef at {state.reef_url}")
 
     async def on_job_end(self, job_result: JobResult) -> None:
@@ -104,16 +102,18 @@ class ReefStackPlugin(BaseJobPlugin):
         """A Reef that `REEF_URL` already names is the job's, left running; a dead one is an error."""
         from atoll.stack import health
 
-        named = os.environ.get(URL_ENV, "").strip().rstrip("/")
-        if not named:
+        named = reef_env.named_url()
+        if named is None:
             return False
         if not health.is_reef(named):
             raise SystemExit(
-                f"reef-stack: error: {URL_ENV}={named} does not answer as Reef (GET /healthz); "
-                f"start that Reef, or unset {URL_ENV} to start one for the job"
+                f"reef-stack: error: {reef_env.URL_ENV}={named} does not answer as Reef (GET /healthz); "
+                f"start that Reef, or unset {reef_env.URL_ENV} to start one for the job"
             )
         self.reef_url = named
-        self._console.print(f"reef-stack: using the Reef at {named} ({URL_ENV}; left running)")
+        self._console.print(
+            f"reef-stack: using the Reef at {named} ({reef_env.URL_ENV}; left running)"
+        )
         return True
 
     def _guidance_config(self, job: Job) -> GuidanceConfig:
