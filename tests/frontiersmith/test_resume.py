@@ -101,6 +101,44 @@ def test_sigkill_mid_stage_then_reconcile_and_resume(venv_bin: Path, tmp_path: P
     assert all(canonical_json(r.request) for r in receipts)
 
 
+def test_sigterm_stops_like_ctrl_c_once_requests_in_flight_settle(
+    venv_bin: Path, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(seed_lines(["t1"]))
+    out = tmp_path / "out"
+    model = KnapsackModel()
+    model.hold = ("solve", "t1")
+    with ScriptedOpenAIServer(model.script) as server:
+        process = subprocess.Popen(
+            [str(venv_bin / "atoll"), "emit", "frontiersmith", *_flags(server, seeds, out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=emit_env(tmp_path),
+            cwd=tmp_path,
+        )
+        try:
+            assert model.held.wait(timeout=120), "the run never reached the held request"
+            process.send_signal(signal.SIGTERM)
+            time.sleep(1.0)
+            model.release.set()  # the request in flight settles, then the run stops
+            _, err = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err[-3000:]
+    assert "stopping: waiting for requests in flight to settle" in err
+    assert "Traceback" not in err
+    summary = json.loads((out / "run.json").read_text())
+    assert summary["stop"]["reason"] == "interrupted"
+    (run_dir,) = (out / "runs").iterdir()
+    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+        assert all(
+            r.state not in (State.RESERVED, State.DISPATCHED) for r in ledger.receipts()
+        )  # none left open
+
+
 def test_budget_exhaustion_stops_cleanly_with_nothing_half_written(
     venv_bin: Path, tmp_path: Path
 ) -> None:

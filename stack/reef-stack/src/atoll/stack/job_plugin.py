@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
 from atoll.core import reef_env
+from atoll.core.termination import UnwindOnSigterm
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions, options_from_kwargs
 
@@ -51,7 +51,7 @@ class ReefStackPlugin(BaseJobPlugin):
         self._state_dir: Path | None = None
         self.reef_url: str | None = None
         self._stopped = True
-        self._previous_sigterm: Any = None
+        self._sigterm = UnwindOnSigterm()  # SIGTERM unwinds, so atexit stops the stack
         self._console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     async def on_job_start(self, job: Job) -> None:
@@ -73,7 +73,7 @@ class ReefStackPlugin(BaseJobPlugin):
             self._state_dir = planned.placement.state_dir
             self._stopped = False
             atexit.register(self.stop)
-            self._install_sigterm()
+            self._sigterm.install()
             orphans.take_over(
                 self._state_dir, planned.stack_dir, os.environ[reef_env.TOKEN_ENV], self._console
             )
@@ -144,32 +144,9 @@ class ReefStackPlugin(BaseJobPlugin):
         launcher.down(self.stack_dir, self._console, grace_s=self.options.grace_s)
         if self._state_dir is not None:
             orphans.release(self._state_dir)
-        self._restore_sigterm()
+        self._sigterm.restore()
 
     def _forget(self) -> None:
         self._stopped = True
         atexit.unregister(self.stop)
-        self._restore_sigterm()
-
-    def _install_sigterm(self) -> None:
-        """Turn SIGTERM into a normal exit so that atexit stops the stack."""
-        try:
-            current = signal.getsignal(signal.SIGTERM)
-            if current in (signal.SIG_DFL, None):
-                self._previous_sigterm = current
-                signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        except ValueError:  # not the main thread: leave signals to the host
-            pass
-
-    def _restore_sigterm(self) -> None:
-        if self._previous_sigterm is not None:
-            try:
-                if signal.getsignal(signal.SIGTERM) is _exit_on_sigterm:
-                    signal.signal(signal.SIGTERM, self._previous_sigterm)
-            except ValueError:
-                pass
-            self._previous_sigterm = None
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+        self._sigterm.restore()
