@@ -4,8 +4,8 @@ Two gaps of a bare `atoll run --agent X --task Y` are filled, each announced
 on one stderr line so that nothing happens silently:
 
 - job plugins: an agent's or a task's registration may name the Harbor job
-  plugins it needs (`Registration.job_plugins`: the judge a task's verifier
-  scores with, the stack an agent trains on); they are added as
+  plugins it needs (`Registration.job_plugins`, the judge a task's verifier
+  scores with, and an agent's `stack`, the stack it trains on); they are added as
   `--plugin NAME` when the command line has no `--plugin` at all. `--no-default-plugins` (consumed
   here, never seen by Harbor) or any `--plugin` of one's own opts out.
 - the environment: without `--env` (or a `-c` job config), `docker` when a
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from atoll.core.argv import END_OF_OPTIONS, starts_command, values
 from atoll.core.names import AGENT_FLAGS, ENV_FLAGS, PATH_FLAGS
-from atoll.core.records import Kind
+from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry
 
 NO_DEFAULT_PLUGINS = "--no-default-plugins"
@@ -77,16 +77,13 @@ def default_plugins(
     """The job plugins the named agents and the task declare (in order, once each), and whose."""
     plugins: list[str] = []
     named: list[str] = []
-    for value in agents:
-        for record in registry.of_kind(Kind.AGENT):
-            if value in (record.name, record.target) and record.job_plugins:
-                named.append(record.name)
-                plugins += [p for p in record.job_plugins if p not in plugins]
+    records: list[Registration | None] = [registry.agent(value) for value in agents]
     if task_dir is not None:
-        task = registry.task_record(task_dir)
-        if task is not None and task.job_plugins:
-            named.append(task.name)
-            plugins += [p for p in task.job_plugins if p not in plugins]
+        records.append(registry.task_record(task_dir))
+    for record in records:
+        if record is not None and record.needed_job_plugins:
+            named.append(record.name)
+            plugins += [p for p in record.needed_job_plugins if p not in plugins]
     return plugins, named
 
 

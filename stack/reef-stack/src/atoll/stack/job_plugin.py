@@ -1,7 +1,12 @@
 """The `reef-stack` Harbor job plugin: Reef up for the job, down at its end.
 
 `harbor run --plugin reef-stack --pk key=value ...` takes the same options as
-`atoll stack up`. A Reef that `REEF_URL` names is used as it is (and must
+`atoll stack up`. The stack's config is `--pk config=FILE` when given, else
+the one the job's agent hands over: an agent whose registration declares
+`StackUse("reef-stack", "module:function")` has that function turn its
+Harbor options (`--ak`, `--model`) into a `GuidanceConfig` or a mapping of
+its settings (the first such agent of the job, when several are); else
+the defaults. A Reef that `REEF_URL` names is used as it is (and must
 answer). Otherwise, at job start the stack is started (or found running) with
 its state and logs under `<job_dir>/reef-stack`, and `REEF_URL` and
 `REEF_TOKEN` are set in this process's environment for the job's agents. At
@@ -18,6 +23,7 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +34,13 @@ from atoll.core import reef_env
 from atoll.core.termination import UnwindOnSigterm
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions, options_from_kwargs
+from atoll.stack.plugin import JOB_PLUGIN
 
 if TYPE_CHECKING:
     from harbor.job import Job
     from harbor.models.job.result import JobResult
 
+    from atoll.core.stack_use import HandedConfig
     from atoll.guidance_ttt.config import GuidanceConfig
 
 STACK_SUBDIR = "reef-stack"
@@ -62,7 +70,7 @@ class ReefStackPlugin(BaseJobPlugin):
         if self._use_named_reef():
             return
         try:
-            config = self._guidance_config(job)
+            config = self.config_for(job)
             if reef_env.named_token() is None:
                 # Lives only in this process's environment and its children's; never on disk.
                 os.environ[reef_env.TOKEN_ENV] = secrets.token_urlsafe(24)
@@ -116,21 +124,17 @@ class ReefStackPlugin(BaseJobPlugin):
         )
         return True
 
-    def _guidance_config(self, job: Job) -> GuidanceConfig:
-        from atoll.guidance_ttt.agent import agent_config
+    def config_for(self, job: Job) -> GuidanceConfig:
+        """`--pk config=FILE`, else the config the job's agent hands over, else the defaults."""
+        from atoll.core.stack_use import StackConfigError, handed_config
         from atoll.guidance_ttt.config import ConfigError, load_config
 
         try:
             if self.options.config is not None:
                 return load_config(self.options.config)
-            for agent in job.config.agents:
-                # Harbor keeps `--agent module:Class` in `name`, a config file's in `import_path`.
-                where = f"{agent.import_path or ''} {agent.name or ''}"
-                if "atoll.guidance_ttt" in where or agent.name == "guidance-ttt":
-                    # The agent's own reading of its kwargs (aliases, --model), so both agree.
-                    return agent_config(agent.kwargs, agent.model_name)
-            return load_config(None)
-        except ConfigError as exc:
+            handed = handed_config(JOB_PLUGIN, job.config.agents)
+            return load_config(None) if handed is None else config_from(handed)
+        except (ConfigError, StackConfigError) as exc:
             raise StackError(str(exc)) from None
 
     def stop(self) -> None:
@@ -150,3 +154,22 @@ class ReefStackPlugin(BaseJobPlugin):
         self._stopped = True
         atexit.unregister(self.stop)
         self._sigterm.restore()
+
+
+def config_from(handed: HandedConfig) -> GuidanceConfig:
+    """The agent's config as the stack reads it: a GuidanceConfig, or a mapping of its settings."""
+    from atoll.core.stack_use import agent_label
+    from atoll.guidance_ttt.config import ConfigError, GuidanceConfig, load_config
+
+    if isinstance(handed.config, GuidanceConfig):
+        return handed.config
+    if isinstance(handed.config, Mapping):
+        try:
+            return load_config(None, handed.config)
+        except ConfigError as exc:
+            raise StackError(f"{agent_label(handed.agent)}: {exc}") from None
+    target = handed.agent.stack.config if handed.agent.stack else "its stack config"
+    raise StackError(
+        f"{agent_label(handed.agent)}: {target} returned {type(handed.config).__name__}, "
+        "not a GuidanceConfig or a mapping of its settings"
+    )
