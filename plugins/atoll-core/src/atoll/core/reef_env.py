@@ -17,6 +17,8 @@ URL_ENV = "REEF_URL"
 TOKEN_ENV = "REEF_TOKEN"
 #: Reef's run directory, whose runtime files name the Ray cluster its trainer joined.
 RUN_DIR_ENV = "REEF_RUN_DIR"
+#: A Reef source checkout (its `recipes/` cookbook), which a training stack needs.
+HOME_ENV = "REEF_HOME"
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8900

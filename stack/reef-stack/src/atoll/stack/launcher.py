@@ -78,7 +78,7 @@ def _preflight(plan: Plan, env: dict[str, str]) -> None:
             f"{reef_env.TOKEN_ENV} is not set; export the bearer token Reef should accept"
         )
     if plan.training:
-        preflight.reef_home(plan.options.reef_home or env.get("REEF_HOME"))
+        preflight.reef_home(plan.options.reef_home, env)
         if preflight.gpu_count(env) == 0:
             raise StackError(
                 "training needs GPUs and nvidia-smi lists none on this machine; "
