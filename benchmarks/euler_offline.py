@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core.sizes import KiB
 from atoll.pi.euler import curriculum, gate, importer, record_input, report
 from atoll.pi.euler import store as stores
 
@@ -128,7 +129,7 @@ def main(problems: int = 900, rows: int = 20_000, repeats: int = 5) -> None:
         read = _median(lambda: importer.read_zip(root / "euler.zip"), repeats)
         table.add_row(
             "read zip (detect, parse, extract text)",
-            f"{problems} problems, {size >> 10} KiB",
+            f"{problems} problems, {size // KiB} KiB",
             f"{read:.3f} s",
             f"{1e3 * read / problems:.2f} ms",
         )

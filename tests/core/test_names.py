@@ -61,6 +61,21 @@ def test_short_names_become_import_paths_and_task_paths():
     ]
 
 
+def test_every_spelling_harbor_accepts_is_rewritten():
+    argv = ["run", "-atiny-agent", "--env=tiny-env", "-ttiny_task", "-o", "jobs"]
+    assert resolve(argv, REGISTRY) == [
+        "run",
+        "-a",
+        "pkg.agent:TinyAgent",
+        "--env",
+        "pkg.env:TinyEnv",
+        "--path",
+        "/somewhere/tiny_task",
+        "-o",
+        "jobs",
+    ]
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -100,9 +115,10 @@ def test_unknown_agent_lists_atoll_and_harbor_agents():
     assert "tiny-agent" in caught.value.known and "oracle" in caught.value.known
 
 
-def test_a_task_name_and_a_path_together_are_refused():
+@pytest.mark.parametrize("path", [["-p", "elsewhere"], ["-pelsewhere"], ["--path=elsewhere"]])
+def test_a_task_name_and_a_path_together_are_refused(path):
     with pytest.raises(UsageError):
-        resolve(["run", "-t", "tiny_task", "-p", "elsewhere"], REGISTRY)
+        resolve(["run", "-t", "tiny_task", *path], REGISTRY)
 
 
 # A dynamic task source: `fam/<x>` names tasks it writes; `fam/decline` is left to Harbor.

@@ -166,6 +166,17 @@ def test_job_plugins_are_declared_alike_to_harbor_and_to_atoll():
     assert ours, "no job plugin found: the check would pass vacuously"
 
 
+def test_every_agents_stack_is_an_installed_job_plugin_with_an_importable_config():
+    from atoll.core.targets import import_target
+
+    registry = load()
+    stacked = [r for r in registry.of_kind(Kind.AGENT) if r.stack is not None]
+    assert stacked, "no agent declares a stack: the check would pass vacuously"
+    for record in stacked:
+        assert registry.find(Kind.JOB_PLUGIN, record.stack.plugin), (record.name, record.stack)
+        assert callable(import_target(record.stack.config)), (record.name, record.stack)
+
+
 def test_every_doctor_check_is_needed_by_someone(venv_bin):
     from atoll.core.doctor import checks, needed_by
 

@@ -76,3 +76,5 @@ def test_the_jobs_directory_is_found_as_harbor_finds_it(tmp_path):
     assert jobs_dir(["run", "-c", str(config)]) == Path("from-config")
     assert jobs_dir(["run", "-c", str(tmp_path / "absent.yaml")]) == Path("jobs")
     assert jobs_dir(["run", "--agent", "oracle"]) == Path("jobs")
+    assert jobs_dir(["run", "-oout3"]) == Path("out3")  # click's attached short value
+    assert jobs_dir(["run", "--", "-o", "not-an-option"]) == Path("jobs")

@@ -36,20 +36,31 @@ def _flags(server: ScriptedOpenAIServer, seeds: Path, out: Path, budget: str = "
     ]  # fmt: skip
 
 
-def test_sigkill_mid_stage_then_reconcile_and_resume(venv_bin: Path, tmp_path: Path) -> None:
+def _holding_one_seed(tmp_path: Path, seed: str) -> tuple[Path, Path, KnapsackModel]:
+    """Seeds, output directory and a model that holds the seed's `solve` answer until released."""
     seeds = tmp_path / "seeds.jsonl"
-    seeds.write_text(seed_lines(["k1"]))
-    out = tmp_path / "out"
+    seeds.write_text(seed_lines([seed]))
     model = KnapsackModel()
-    model.hold = ("solve", "k1")
+    model.hold = ("solve", seed)
+    return seeds, tmp_path / "out", model
+
+
+def _start_emit(
+    venv_bin: Path, tmp_path: Path, server: ScriptedOpenAIServer, seeds: Path, out: Path, **popen
+) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(venv_bin / "atoll"), "emit", "frontiersmith", *_flags(server, seeds, out)],
+        stderr=subprocess.PIPE,
+        env=emit_env(tmp_path),
+        cwd=tmp_path,
+        **popen,
+    )
+
+
+def test_sigkill_mid_stage_then_reconcile_and_resume(venv_bin: Path, tmp_path: Path) -> None:
+    seeds, out, model = _holding_one_seed(tmp_path, "k1")
     with ScriptedOpenAIServer(model.script) as server:
-        process = subprocess.Popen(
-            [str(venv_bin / "atoll"), "emit", "frontiersmith", *_flags(server, seeds, out)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=emit_env(tmp_path),
-            cwd=tmp_path,
-        )
+        process = _start_emit(venv_bin, tmp_path, server, seeds, out, stdout=subprocess.DEVNULL)
         try:
             assert model.held.wait(timeout=120), "the run never reached the held request"
             time.sleep(1.0)  # the other answers of the stage settle meanwhile
@@ -99,6 +110,35 @@ def test_sigkill_mid_stage_then_reconcile_and_resume(venv_bin: Path, tmp_path: P
     for key, count in sent.items():
         assert count == 1 + again.get(key, 0), "a request was sent again without being reconciled"
     assert all(canonical_json(r.request) for r in receipts)
+
+
+def test_sigterm_stops_like_ctrl_c_once_requests_in_flight_settle(
+    venv_bin: Path, tmp_path: Path
+) -> None:
+    seeds, out, model = _holding_one_seed(tmp_path, "t1")
+    with ScriptedOpenAIServer(model.script) as server:
+        process = _start_emit(
+            venv_bin, tmp_path, server, seeds, out, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert model.held.wait(timeout=120), "the run never reached the held request"
+            process.send_signal(signal.SIGTERM)
+            time.sleep(1.0)
+            model.release.set()  # the request in flight settles, then the run stops
+            _, err = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err[-3000:]
+    assert "stopping: waiting for requests in flight to settle" in err
+    assert "Traceback" not in err
+    summary = json.loads((out / "run.json").read_text())
+    assert summary["stop"]["reason"] == "interrupted"
+    (run_dir,) = (out / "runs").iterdir()
+    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+        assert all(
+            r.state not in (State.RESERVED, State.DISPATCHED) for r in ledger.receipts()
+        )  # none left open
 
 
 def test_budget_exhaustion_stops_cleanly_with_nothing_half_written(

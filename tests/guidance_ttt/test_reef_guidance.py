@@ -162,6 +162,16 @@ def test_endpoint_from_environment_hides_token(monkeypatch):
         ReefEndpoint.resolve("localhost:8900")
 
 
+def test_blank_reef_variables_count_as_unset():
+    # As the stack and `atoll doctor` read them: a blank token is no token, a blank URL no URL.
+    endpoint = ReefEndpoint.resolve(
+        environ={"REEF_URL": " http://127.0.0.1:9/ ", "REEF_TOKEN": " "}
+    )
+    assert endpoint == ReefEndpoint("http://127.0.0.1:9", None)
+    with pytest.raises(ReefSettingsError, match="no Reef URL"):
+        ReefEndpoint.resolve(environ={"REEF_URL": "  "})
+
+
 def test_slot_outside_grid_is_refused():
     with pytest.raises(ValueError, match="outside"):
         GridSlot(step=0, group=2, rollout=0, groups_per_step=2, rollouts_per_group=1)

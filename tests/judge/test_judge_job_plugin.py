@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -122,3 +123,41 @@ def test_a_named_judge_that_does_not_answer_stops_the_job_in_one_line(tmp_path, 
     assert f"FRONTIERCS_JUDGE_URL={url} does not answer GET /health" in done.stderr
     assert "Traceback" not in done.stderr
     assert not list((tmp_path / "jobs").glob("*/*/result.json"))
+
+
+# A program that runs a Harbor job itself (no `harbor run`, whose CLI handles SIGTERM):
+# the plugin's start hook as Harbor calls it, then the job's long middle.
+EMBEDDING_PROGRAM = """
+import asyncio, sys, time
+from pathlib import Path
+from atoll.judge.job_plugin import FrontierCSJudgePlugin
+
+class Job:  # what the plugin reads of Harbor's Job
+    job_dir = Path(sys.argv[1])
+
+plugin = FrontierCSJudgePlugin()
+asyncio.run(plugin.on_job_start(Job()))
+print("started", flush=True)
+time.sleep(120)
+"""
+
+
+def test_sigterm_to_a_program_running_a_job_stops_the_judge_it_started(tmp_path, venv_bin):
+    env = {"PATH": f"{venv_bin}:/usr/bin:/bin", "HOME": str(tmp_path), "TERM": "dumb"}
+    program = subprocess.Popen(
+        [str(venv_bin / "python"), "-c", EMBEDDING_PROGRAM, str(tmp_path / "job")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert program.stdout is not None
+        assert program.stdout.readline() == "started\n", program.stderr.read()  # type: ignore[union-attr]
+        program.send_signal(signal.SIGTERM)
+        _, err = program.communicate(timeout=60)
+    finally:
+        if program.poll() is None:
+            program.kill()
+    url, socket_dir = ANNOUNCED.search(err).groups()
+    assert program.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    assert not Path(socket_dir).exists()  # removed by the plugin's stop, not left to a sweep
+    assert not answers(url)

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from atoll.core import reef_env
 from atoll.guidance_ttt.presets import DEFAULT_PRESET, UnknownPreset, preset, spellings
 
 
@@ -101,7 +102,7 @@ class GuidanceConfig(BaseModel):
     state_dir: Path = Field(
         Path("guidance-state"), description="Directory of the archive, journals and resume state."
     )
-    reef_url: str = Field("http://127.0.0.1:8900", description="Base URL of the Reef server.")
+    reef_url: str = Field(reef_env.DEFAULT_URL, description="Base URL of the Reef server.")
     # Where and under which name the guidance model is served when training is off: Reef
     # proxies to it. Locations, not identity: `guidance_model` already names the policy.
     guidance_base_url: str | None = Field(

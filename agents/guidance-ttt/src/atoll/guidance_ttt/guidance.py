@@ -17,13 +17,13 @@ cancelled run can abort an inference that is still generating.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from atoll.core import reef_env
 from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
 from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.entries import Verification
@@ -37,8 +37,6 @@ SCENARIO_HEADER = "x-reef-scenario"
 # Reports and status reads are small; only an inference may take long.
 SHORT_TIMEOUT_S = 60.0
 ALGORITHM = "ttt-discover"
-REEF_URL_ENV = "REEF_URL"
-REEF_TOKEN_ENV = "REEF_TOKEN"
 
 
 class ReefSettingsError(ValueError):
@@ -96,11 +94,10 @@ class ReefEndpoint:
         environ: Mapping[str, str] | None = None,
     ) -> ReefEndpoint:
         """Flags first, then `REEF_URL` / `REEF_TOKEN` from `environ` (default: the process's)."""
-        env = os.environ if environ is None else environ
-        url = url or env.get(REEF_URL_ENV)
-        token = token or env.get(REEF_TOKEN_ENV) or None
+        url = url or reef_env.named_url(environ)
+        token = token or reef_env.named_token(environ)
         if not url:
-            raise ReefSettingsError(f"no Reef URL: pass --reef-url or set {REEF_URL_ENV}")
+            raise ReefSettingsError(f"no Reef URL: pass --reef-url or set {reef_env.URL_ENV}")
         if not url.startswith(("http://", "https://")):
             raise ReefSettingsError(f"Reef URL must start with http:// or https://, got {url!r}")
         return cls(url.rstrip("/"), token)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from atoll.core.hookspecs import hookimpl
-from atoll.core.records import Kind, Registration
+from atoll.core.records import Kind, Registration, StackUse
 
 
 @hookimpl
@@ -16,7 +16,9 @@ def atoll_agents() -> list[Registration]:
             "Test-time training of a guidance model through Reef: a PUCT search over "
             "scored programs, one whole run per trial.",
             # `atoll run` adds these when no --plugin is given: the judge and Reef for the job.
-            job_plugins=("frontiercs-judge", "reef-stack"),
+            job_plugins=("frontiercs-judge",),
+            # Reef's stack, configured by the agent's own reading of its options.
+            stack=StackUse("reef-stack", "atoll.guidance_ttt.agent:agent_config"),
             # guidance goes through Reef; GPUs only with training=on
             requires=("reef", "gpu"),
         )

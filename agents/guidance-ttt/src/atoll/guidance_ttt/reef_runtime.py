@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
+from atoll.core.reef_env import RUN_DIR_ENV
 from atoll.guidance_ttt.config import default_stack_dir
 
-RUN_DIR_ENV = "REEF_RUN_DIR"
 RUNTIME_FILE = "runtime.yaml"
 # Reef's run directory inside a stack directory.
 RUN_SUBDIR = "reef-run"

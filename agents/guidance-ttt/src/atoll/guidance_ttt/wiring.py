@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from atoll.core import reef_env
 from atoll.guidance_ttt import controller, reef_runtime, resume
 from atoll.guidance_ttt.bridge import (
     JOB_MARKER_FILE,
@@ -38,7 +39,7 @@ from atoll.guidance_ttt.config import (
 )
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import REEF_URL_ENV, GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, judge_url
 from atoll.guidance_ttt.seed import read_seed
 
@@ -62,9 +63,10 @@ class Services:
 
 def with_reef_url(config: GuidanceConfig, environ: Mapping[str, str]) -> GuidanceConfig:
     """`REEF_URL` from the environment, unless a kwarg or the config file named Reef's URL."""
-    if "reef_url" in config.model_fields_set or not environ.get(REEF_URL_ENV):
+    named = reef_env.named_url(environ)
+    if "reef_url" in config.model_fields_set or named is None:
         return config
-    return config.model_copy(update={"reef_url": environ[REEF_URL_ENV]})
+    return config.model_copy(update={"reef_url": named})
 
 
 @contextmanager
@@ -137,7 +139,7 @@ def training_bridge(
         raise ReefRuntimeMissing(
             f"training=on reads the Ray cluster of Reef's trainer from Reef's runtime files, and "
             f"{run_dir} has none: start Reef with the reef-stack job plugin or `atoll stack up`, "
-            f"or set {reef_runtime.RUN_DIR_ENV} to the run directory of the Reef that trains this run"
+            f"or set {reef_env.RUN_DIR_ENV} to the run directory of the Reef that trains this run"
         )
     return ReefTrainingBridge(
         guidance.status,

@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from atoll.core.sizes import KiB, MiB
 from atoll.pi.target import BridgeFailure, FileError, ToolTarget, new_token
 
 # Written files up to this size are kept in the record as text.
-KEEP_WRITTEN_BYTES = 256 * 1024
-MAX_LINE = 64 * 1024 * 1024
+KEEP_WRITTEN_BYTES = 256 * KiB
+MAX_LINE = 64 * MiB
 
 
 class Bridge:

@@ -6,13 +6,14 @@ a rollout that ended in an infrastructure error exits 1 (its record is kept).
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from atoll.core.termination import sigterm_unwinds
 
 app = typer.Typer(
     help="The Pi coding agent: its pinned install, the rollout image, and single rollouts.",
@@ -116,8 +117,9 @@ def run_cmd(
             files=sources,
             **({"image": image_ref} if image_ref else {}),
         )
-        _terminate_as_interrupt()
-        record = rollout.run(request, say=lambda line: _err.print(line))
+        # SIGTERM unwinds like Ctrl-C, so the rollout's container and workspace are removed.
+        with sigterm_unwinds(interrupt=True):
+            record = rollout.run(request, say=lambda line: _err.print(line))
     except (
         settings.SettingsError,
         rollout.RolloutRefused,
@@ -145,15 +147,6 @@ def _pair(item: str, option: str) -> tuple[str, str]:
     if not sep or not key:
         _fail(f"{option} takes KEY=VALUE, got {item!r}")
     return key, value
-
-
-def _terminate_as_interrupt() -> None:
-    """SIGTERM unwinds like Ctrl-C, so the rollout's container and workspace are removed."""
-
-    def interrupt(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _summary(record: Any) -> None:

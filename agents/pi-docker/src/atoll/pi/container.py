@@ -27,6 +27,7 @@ from typing import Any
 
 from atoll.core.sandbox.docker_backend import engine_url
 from atoll.core.sandbox.docker_stream import raw_socket
+from atoll.core.sizes import MiB
 
 ROLLOUT_UID = 10001  # the image's `rollout` user: every tool call runs as it
 KEEPER_UID = 10002  # the container's own process: not signallable by the tools
@@ -34,7 +35,6 @@ WORKDIR = "/workspace"
 LABEL = "atoll.pi.rollout"
 OWNER_LABEL = "atoll.pi.owner"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-MiB = 1024 * 1024
 
 
 class ContainerError(RuntimeError):

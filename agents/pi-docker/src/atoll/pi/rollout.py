@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atoll.core.sizes import MiB
 from atoll.pi import image as rollout_image
 from atoll.pi import install, workspace
 from atoll.pi.container import (
@@ -256,7 +257,7 @@ def _collect(host_workspace: Path, run_dir: Path) -> tuple[list[dict[str, Any]],
         for relative, path, size in workspace.regular_files(host_workspace):
             digest = hashlib.sha256()
             with contextlib.suppress(OSError), workspace.open_regular(path) as handle:
-                for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                for chunk in iter(lambda h=handle: h.read(MiB), b""):
                     digest.update(chunk)
             listing.append({"path": relative, "bytes": size, "sha256": digest.hexdigest()})
         copied = workspace.copy_out(host_workspace, run_dir / "workspace")

@@ -32,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from atoll.core.sizes import KiB, MiB
 from atoll.pi import pi_config
 from atoll.pi.bridge import Bridge
 from atoll.pi.events import EventLog, compact_update, is_update
@@ -44,8 +45,8 @@ EXTENSION_FILE = "atoll_bridge.ts"
 HELLO_TIMEOUT_S = 60.0
 ABORT_GRACE_S = 15.0
 TERM_GRACE_S = 5.0
-READ_CHUNK = 1 << 16
-MAX_READ_BYTES = 8 * 1024 * 1024
+READ_CHUNK = 64 * KiB
+MAX_READ_BYTES = 8 * MiB
 # Host variables Pi may need besides the key: reaching the endpoint through a proxy.
 PASSED_THROUGH = (
     "HTTP_PROXY",

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from atoll.core.sizes import KiB, MiB
+
 Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 
 # An environment variable's name: Pi would run a value starting with "!" as a shell command.
@@ -46,13 +48,13 @@ class PiSettings(BaseModel):
     max_turns: int = Field(30, ge=1, description="Model turns before Pi is aborted.")
     timeout_s: float = Field(900.0, gt=0, description="Wall clock of the whole run, in seconds.")
     max_output_bytes: int = Field(
-        64 * 1024 * 1024, ge=1024, description="Bytes of Pi event stream before Pi is aborted."
+        64 * MiB, ge=KiB, description="Bytes of Pi event stream before Pi is aborted."
     )
     command_timeout_s: float = Field(
         300.0, gt=0, description="Longest one bash command may run (a shorter model timeout wins)."
     )
     command_output_bytes: int = Field(
-        1024 * 1024, ge=1024, description="Bytes kept of each command's stdout and of its stderr."
+        MiB, ge=KiB, description="Bytes kept of each command's stdout and of its stderr."
     )
     context_window: int = Field(128_000, ge=1024, description="The model's context window.")
     max_tokens: int = Field(16_384, ge=1, description="Max output tokens of one model call.")

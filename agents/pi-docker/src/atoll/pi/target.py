@@ -22,9 +22,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
+from atoll.core.sizes import KiB
+
 PID_DIR = "/tmp/.atoll-pi"
 # Raw bytes per write command: its base64 stays well under one argument's 128 KiB limit.
-WRITE_CHUNK = 64 * 1024
+WRITE_CHUNK = 64 * KiB
 # Exit statuses of the read command, and what each means to the tools.
 _READ_ERRORS = {
     3: "ENOENT: no such file or directory",

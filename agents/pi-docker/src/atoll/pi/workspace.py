@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from atoll.core.sizes import MiB
 from atoll.pi.container import ROLLOUT_UID, pid_alive
 
 PREFIX = "atoll-pi-ws-"
 ROOT_ENV = "ATOLL_PI_WORKSPACES"
-KEEP_FILE_BYTES = 1024 * 1024
-KEEP_TOTAL_BYTES = 16 * 1024 * 1024
+KEEP_FILE_BYTES = MiB
+KEEP_TOTAL_BYTES = 16 * MiB
 
 
 class WorkspaceError(ValueError):

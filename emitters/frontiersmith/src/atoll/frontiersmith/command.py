@@ -8,7 +8,6 @@ writes the collection report whatever way the run ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import time
@@ -20,6 +19,7 @@ from rich.table import Table
 
 from atoll.core.ledger import LedgerError
 from atoll.core.llm import EndpointError, PaidChat
+from atoll.core.termination import loop_signal_handlers
 from atoll.frontiersmith.config import ConfigError
 from atoll.frontiersmith.display import Display
 from atoll.frontiersmith.outcome import Outcome
@@ -119,17 +119,14 @@ async def execute(prepared: Prepared, console: Console) -> int:
                 if task is not asyncio.current_task(loop):
                     task.cancel()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, interrupt)
     try:
-        with display.live(journal):
-            await run_seeds(prepared.seeds, ctx, state, journal, on_outcome)
+        with loop_signal_handlers(loop, interrupt, (signal.SIGINT, signal.SIGTERM)):
+            try:
+                with display.live(journal):
+                    await run_seeds(prepared.seeds, ctx, state, journal, on_outcome)
+            finally:
+                await chat.aclose()
     finally:
-        await chat.aclose()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signum)
         stop = state.stop or StopReason.INTERRUPTED
         summary = build_summary(
             run_id=run.run_id,

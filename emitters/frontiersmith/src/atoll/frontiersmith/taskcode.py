@@ -28,7 +28,7 @@ from atoll.checker import Contract, grader_source
 from atoll.checker import Limits as GradingLimits
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atoll.core.sandbox import Limits, Mount, Network, SandboxError, SandboxSpec, get_backend
-from atoll.core.sandbox.spec import MiB
+from atoll.core.sizes import KiB, MiB
 
 FILES = {"generator": "generator.py", "scorer": "scorer.py", "feasibility": "feasibility.py"}
 SANDBOX_PYTHON = "/usr/bin/python3"
@@ -40,7 +40,7 @@ CHECK_LIMITS = Limits(
     file_size_bytes=16 * MiB,
     open_files=256,
     stdout_bytes=4 * MiB,
-    stderr_bytes=64 * 1024,
+    stderr_bytes=64 * KiB,
 )
 
 _EXAMPLES_PROBE = r"""

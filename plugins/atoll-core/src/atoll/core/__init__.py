@@ -5,6 +5,6 @@ short name must not pull in Harbor's job machinery or any backend.
 """
 
 from atoll.core.hookspecs import hookimpl
-from atoll.core.records import Kind, Registration
+from atoll.core.records import Kind, Registration, StackUse
 
-__all__ = ["Kind", "Registration", "hookimpl"]
+__all__ = ["Kind", "Registration", "StackUse", "hookimpl"]

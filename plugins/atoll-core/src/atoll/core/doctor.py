@@ -14,12 +14,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core import reef_env
 from atoll.core.executables import find_executable
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry, load
 from atoll.core.targets import import_target
-
-DEFAULT_REEF_URL = "http://127.0.0.1:8900"
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def check_git_lfs() -> Finding:
 
 
 def check_reef() -> Finding:
-    url = os.environ.get("REEF_URL", DEFAULT_REEF_URL).rstrip("/")
+    url = reef_env.url()
     try:
         with urllib.request.urlopen(f"{url}/healthz", timeout=3) as response:
             ok = response.status == 200

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from atoll.core.run_defaults import option_values
+from atoll.core.argv import values
+from atoll.core.run_defaults import CONFIG_FLAGS
 
 RESULT_FILE = "result.json"
 
@@ -48,7 +49,7 @@ class JobWatch:
 
     def __init__(self, args: Sequence[str]) -> None:
         self.jobs_dir = jobs_dir(args)
-        names = option_values(args, ("--job-name",))
+        names = values(args, ("--job-name",))
         self.job_name = names[-1] if names else None
         self._before = _results(self.jobs_dir)
 
@@ -68,10 +69,10 @@ class JobWatch:
 
 def jobs_dir(args: Sequence[str]) -> Path:
     """Where Harbor writes this command's job: `-o`, else the `-c` file's, else `jobs`."""
-    given = option_values(args, ("-o", "--jobs-dir"))
+    given = values(args, ("-o", "--jobs-dir"))
     if given:
         return Path(given[-1])
-    configs = option_values(args, ("-c", "--config"))
+    configs = values(args, CONFIG_FLAGS)
     if configs:
         try:
             data = yaml.safe_load(Path(configs[-1]).read_text(encoding="utf-8"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from atoll.core.argv import occurrences, starts_command
 from atoll.core.records import Kind
 from atoll.core.registry import Registry, UnknownName
 
@@ -32,12 +33,18 @@ class _Slot:
     flags: tuple[str, ...]
 
 
+AGENT_FLAGS = ("--agent", "-a")
+ENV_FLAGS = ("--env", "-e")
+PATH_FLAGS = ("--path", "-p")
+
 _SLOTS = (
-    _Slot(Kind.AGENT, ("--agent", "-a")),
-    _Slot(Kind.ENVIRONMENT, ("--env", "-e")),
+    _Slot(Kind.AGENT, AGENT_FLAGS),
+    _Slot(Kind.ENVIRONMENT, ENV_FLAGS),
     _Slot(Kind.VERIFIER, ("--verifier",)),
     _Slot(Kind.TASK, ("--task", "-t")),
 )
+_SLOT_OF = {flag: slot for slot in _SLOTS for flag in slot.flags}
+_FLAGS = tuple(_SLOT_OF)
 
 
 def harbor_agent_names() -> set[str]:
@@ -74,51 +81,29 @@ def _known_names(registry: Registry, kind: Kind) -> list[str]:
 
 
 def is_run_command(argv: Sequence[str]) -> bool:
-    words = [a for a in argv if not a.startswith("-")][:2]
-    return any(tuple(words[: len(cmd)]) == cmd for cmd in RUN_COMMANDS)
+    return starts_command(argv, RUN_COMMANDS)
 
 
 def resolve(argv: Sequence[str], registry: Registry) -> list[str]:
     """Return argv with atoll short names replaced; raise UnknownName on a bad one."""
-    out: list[str] = []
-    i = 0
     args = list(argv)
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            out.extend(args[i:])
-            break
-        slot, value, inline = _match(arg)
-        if slot is None:
-            out.append(arg)
-            i += 1
-            continue
-        if not inline:
-            if i + 1 >= len(args):
-                out.append(arg)  # let Harbor report the missing value
-                i += 1
-                continue
-            value = args[i + 1]
-            i += 1
-        i += 1
-        out.extend(_rewrite(slot, arg.split("=", 1)[0], value, registry))
-    if sum(1 for a in out if a in ("-p", "--path") or a.startswith("--path=")) > 1:
+    out: list[str] = []
+    done = 0
+    for found in occurrences(args, _FLAGS):
+        out.extend(args[done : found.start])
+        if found.value is None:
+            out.extend(args[found.start : found.stop])  # let Harbor report the missing value
+        else:
+            out.extend(_rewrite(_SLOT_OF[found.flag], found.flag, found.value, registry))
+        done = found.stop
+    out.extend(args[done:])
+    if len(list(occurrences(out, PATH_FLAGS))) > 1:
         raise UsageError("--task names a local task directory; do not also pass --path")
     return out
 
 
 class UsageError(Exception):
     """A command line that cannot be handed to Harbor as it is."""
-
-
-def _match(arg: str) -> tuple[_Slot | None, str, bool]:
-    for slot in _SLOTS:
-        for flag in slot.flags:
-            if arg == flag:
-                return slot, "", False
-            if flag.startswith("--") and arg.startswith(flag + "="):
-                return slot, arg.split("=", 1)[1], True
-    return None, "", False
 
 
 def _rewrite(slot: _Slot, flag: str, value: str, registry: Registry) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from atoll.core import reef_env
 from atoll.core.hookspecs import hookimpl
 from atoll.core.records import Kind, Registration
 
@@ -66,7 +67,7 @@ _CHECKS = (
     ("bwrap", "check_bwrap", "bubblewrap, the process sandbox."),
     ("g++", "check_gxx", "A C++ compiler for judged programs."),
     ("git-lfs", "check_git_lfs", "git-lfs, which Reef's server needs."),
-    ("reef", "check_reef", "A Reef server at REEF_URL."),
+    ("reef", "check_reef", f"A Reef server at {reef_env.URL_ENV}."),
     ("gpu", "check_gpu", "NVIDIA GPUs, for training."),
 )
 

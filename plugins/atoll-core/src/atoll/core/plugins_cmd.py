@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import json
+from dataclasses import asdict
 from typing import Any
 
 import typer
@@ -71,7 +72,12 @@ def listing(kind: Kind | None = None) -> list[dict[str, Any]]:
             "summary": r.summary,
             "source": "atoll",
             "requires": list(r.requires),
-            **({"job_plugins": list(r.job_plugins)} if r.kind in (Kind.AGENT, Kind.TASK) else {}),
+            **(
+                {"job_plugins": list(r.needed_job_plugins)}
+                if r.kind in (Kind.AGENT, Kind.TASK)
+                else {}
+            ),
+            **({"stack": asdict(r.stack)} if r.stack is not None else {}),
             **({"dynamic": True} if r.dynamic else {}),
             **({"extends_harbor": r.extends_harbor} if r.kind is Kind.COMMAND else {}),
         }

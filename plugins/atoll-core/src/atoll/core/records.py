@@ -22,6 +22,24 @@ class Kind(StrEnum):
 
 
 @dataclass(frozen=True)
+class StackUse:
+    """An agent's stack: the Harbor job plugin that starts it, and how the agent's options configure it.
+
+    `plugin` names the job plugin (`reef-stack`). `config` is the import path
+    (`module:function`) of the agent's own reading of its Harbor options,
+    `(kwargs: Mapping[str, Any], model_name: str | None) -> config`: the
+    agent's `--ak` pairs and `--model` in, the config the stack starts from
+    out (the stack plugin documents what it accepts). The stack plugin finds
+    the agent's record through the registry and calls it, so a stack names
+    no agent, any agent can use a stack, and both read one set of options
+    the same way.
+    """
+
+    plugin: str
+    config: str
+
+
+@dataclass(frozen=True)
 class Registration:
     """One thing a plugin adds, by name.
 
@@ -31,7 +49,10 @@ class Registration:
     what the machine must have for it (keys of `atoll doctor`'s checks: bwrap,
     docker, g++, git-lfs, reef, gpu, node, ...), which drives doctor's "needed
     by" column. `job_plugins` names the Harbor job plugins an agent or a task
-    needs; `atoll run` adds them when the user names none. A command whose name
+    needs; `atoll run` adds them when the user names none. An agent's `stack`
+    (a `StackUse`) names the job plugin that starts its stack and how the
+    agent's options configure that stack; its plugin counts as one of the
+    agent's job plugins. A command whose name
     is a Harbor command's is refused, unless `extends_harbor` says it extends
     Harbor's on purpose: then `atoll NAME` is Harbor's command group with the
     plugin's sub-commands added (replacing Harbor's of the same name), so that
@@ -55,6 +76,14 @@ class Registration:
     job_plugins: tuple[str, ...] = ()
     dynamic: bool = False
     extends_harbor: bool = False
+    stack: StackUse | None = None
+
+    @property
+    def needed_job_plugins(self) -> tuple[str, ...]:
+        """The job plugins a run of this agent or task needs: `job_plugins`, then the stack's."""
+        if self.stack is None or self.stack.plugin in self.job_plugins:
+            return self.job_plugins
+        return (*self.job_plugins, self.stack.plugin)
 
     def with_origin(self, distribution: str, version: str) -> Registration:
         return replace(self, distribution=distribution, version=version)

@@ -107,6 +107,18 @@ class Registry:
     def find(self, kind: Kind, name: str) -> Registration | None:
         return self._records[kind].get(name)
 
+    def agent(self, *spellings: str | None) -> Registration | None:
+        """The agent record that one of `spellings` names: by its short name or its import path.
+
+        Harbor holds an agent as `--agent` gave it (`guidance-ttt` resolved
+        to `module:Class`) or as a job config's `import_path` names it.
+        """
+        wanted = {s for s in spellings if s}
+        for record in self.of_kind(Kind.AGENT):
+            if record.name in wanted or record.target in wanted:
+                return record
+        return None
+
     def task_dir(self, name: str) -> Path:
         found = self.resolve_task(name)
         if found is None:

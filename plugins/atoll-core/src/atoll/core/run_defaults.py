@@ -4,8 +4,8 @@ Two gaps of a bare `atoll run --agent X --task Y` are filled, each announced
 on one stderr line so that nothing happens silently:
 
 - job plugins: an agent's or a task's registration may name the Harbor job
-  plugins it needs (`Registration.job_plugins`: the judge a task's verifier
-  scores with, the stack an agent trains on); they are added as
+  plugins it needs (`Registration.job_plugins`, the judge a task's verifier
+  scores with, and an agent's `stack`, the stack it trains on); they are added as
   `--plugin NAME` when the command line has no `--plugin` at all. `--no-default-plugins` (consumed
   here, never seen by Harbor) or any `--plugin` of one's own opts out.
 - the environment: without `--env` (or a `-c` job config), `docker` when a
@@ -23,10 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from atoll.core.records import Kind
+from atoll.core.argv import END_OF_OPTIONS, starts_command, values
+from atoll.core.names import AGENT_FLAGS, ENV_FLAGS, PATH_FLAGS
+from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry
 
 NO_DEFAULT_PLUGINS = "--no-default-plugins"
+CONFIG_FLAGS = ("-c", "--config")
 LOCAL_ENV = "atoll-local"
 DOCKER_ENV = "docker"
 PING_TIMEOUT_S = 1
@@ -36,8 +39,7 @@ JOB_COMMANDS: tuple[tuple[str, ...], ...] = (("run",), ("job", "start"), ("jobs"
 
 
 def is_job_command(argv: Sequence[str]) -> bool:
-    words = [a for a in argv if not a.startswith("-")][:2]
-    return any(tuple(words[: len(cmd)]) == cmd for cmd in JOB_COMMANDS)
+    return starts_command(argv, JOB_COMMANDS)
 
 
 def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]]:
@@ -51,10 +53,8 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
     if "--help" in head:
         return head + tail, []
     notes: list[str] = []
-    if not opted_out and not option_values(head, ("--plugin",)):
-        added, agents = default_plugins(
-            option_values(head, ("--agent", "-a")), registry, _task_dir(head)
-        )
+    if not opted_out and not values(head, ("--plugin",)):
+        added, agents = default_plugins(values(head, AGENT_FLAGS), registry, _task_dir(head))
         if added:
             head += [word for name in added for word in ("--plugin", name)]
             notes.append(
@@ -62,7 +62,7 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
                 f"{', '.join(agents)}); pass your own --plugin, or {NO_DEFAULT_PLUGINS}, "
                 "to choose otherwise"
             )
-    if not option_values(head, ("--env", "-e", "--environment-import-path", "-c", "--config")):
+    if not values(head, (*ENV_FLAGS, "--environment-import-path", *CONFIG_FLAGS)):
         choice = choose_environment(_task_dir(head))
         target = _environment_target(choice.name, registry)
         if target is not None:
@@ -77,16 +77,13 @@ def default_plugins(
     """The job plugins the named agents and the task declare (in order, once each), and whose."""
     plugins: list[str] = []
     named: list[str] = []
-    for value in agents:
-        for record in registry.of_kind(Kind.AGENT):
-            if value in (record.name, record.target) and record.job_plugins:
-                named.append(record.name)
-                plugins += [p for p in record.job_plugins if p not in plugins]
+    records: list[Registration | None] = [registry.agent(value) for value in agents]
     if task_dir is not None:
-        task = registry.task_record(task_dir)
-        if task is not None and task.job_plugins:
-            named.append(task.name)
-            plugins += [p for p in task.job_plugins if p not in plugins]
+        records.append(registry.task_record(task_dir))
+    for record in records:
+        if record is not None and record.needed_job_plugins:
+            named.append(record.name)
+            plugins += [p for p in record.needed_job_plugins if p not in plugins]
     return plugins, named
 
 
@@ -188,26 +185,14 @@ def base_image(dockerfile: Path) -> str | None:
 
 
 def _split(args: list[str]) -> tuple[list[str], list[str]]:
-    if "--" in args:
-        at = args.index("--")
+    if END_OF_OPTIONS in args:
+        at = args.index(END_OF_OPTIONS)
         return args[:at], args[at:]
     return args, []
 
 
-def option_values(args: Sequence[str], flags: tuple[str, ...]) -> list[str]:
-    """Every value given to any of `flags` (`--flag V` or `--flag=V`)."""
-    found: list[str] = []
-    for i, arg in enumerate(args):
-        for flag in flags:
-            if arg == flag and i + 1 < len(args):
-                found.append(args[i + 1])
-            elif flag.startswith("--") and arg.startswith(flag + "="):
-                found.append(arg.split("=", 1)[1])
-    return found
-
-
 def _task_dir(args: Sequence[str]) -> Path | None:
-    paths = option_values(args, ("--path", "-p"))
+    paths = values(args, PATH_FLAGS)
     return Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else None
 
 

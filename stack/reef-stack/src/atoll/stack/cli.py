@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
+from atoll.core import reef_env
 from atoll.stack.errors import StackError
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ STACK_DIR = typer.Option(
     None, "--stack-dir", help="State file, serve.yaml and logs (default: <state_dir>/stack)."
 )
 REEF_HOME = typer.Option(
-    None, "--reef-home", envvar="REEF_HOME", help="Reef source checkout (holds recipes/tttd)."
+    None, "--reef-home", envvar=reef_env.HOME_ENV, help="Reef source checkout (holds recipes/tttd)."
 )
 
 
@@ -140,7 +141,7 @@ def render(
                     validate.resolve(path, reef_home=checkout(reef_home))
                     checked = f"fully resolved with the tttd recipe of {reef_home}"
                 else:
-                    checked = "public layout only; set REEF_HOME to resolve the tttd recipe too"
+                    checked = f"public layout only; set {reef_env.HOME_ENV} to resolve the tttd recipe too"
             _err.print(f"reef-infra's loader accepts this file ({checked})")
         _out.out(text, end="")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from atoll.core.reef_env import HOME_ENV
 from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.guidance_ttt.presets import preset
 from atoll.stack import preflight
@@ -39,8 +40,8 @@ def reef_command(plan: Plan, env: Mapping[str, str], serve_yaml: Path) -> Comman
         url, model = plan.upstream
         argv += ["--inference.upstream-url", url, "--inference.upstream-model", model]
         return Command(tuple(argv), reef_env, plan.stack_dir)
-    home = preflight.reef_home(plan.options.reef_home or env.get("REEF_HOME"))
-    reef_env["REEF_HOME"] = str(home)
+    home = preflight.reef_home(plan.options.reef_home, env)
+    reef_env[HOME_ENV] = str(home)
     reef_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(home), env.get("PYTHONPATH", "")) if p)
     reef_env["CUDA_VISIBLE_DEVICES"] = plan.options.trainer_gpus
     return Command(tuple(argv), reef_env, home)

@@ -1,7 +1,12 @@
 """The `reef-stack` Harbor job plugin: Reef up for the job, down at its end.
 
 `harbor run --plugin reef-stack --pk key=value ...` takes the same options as
-`atoll stack up`. A Reef that `REEF_URL` names is used as it is (and must
+`atoll stack up`. The stack's config is `--pk config=FILE` when given, else
+the one the job's agent hands over: an agent whose registration declares
+`StackUse("reef-stack", "module:function")` has that function turn its
+Harbor options (`--ak`, `--model`) into a `GuidanceConfig` or a mapping of
+its settings (the first such agent of the job, when several are); else
+the defaults. A Reef that `REEF_URL` names is used as it is (and must
 answer). Otherwise, at job start the stack is started (or found running) with
 its state and logs under `<job_dir>/reef-stack`, and `REEF_URL` and
 `REEF_TOKEN` are set in this process's environment for the job's agents. At
@@ -18,26 +23,27 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
-import signal
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
-from atoll.guidance_ttt.reef_runtime import RUN_DIR_ENV
+from atoll.core import reef_env
+from atoll.core.termination import UnwindOnSigterm
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions, options_from_kwargs
-from atoll.stack.render import TOKEN_ENV
+from atoll.stack.plugin import JOB_PLUGIN
 
 if TYPE_CHECKING:
     from harbor.job import Job
     from harbor.models.job.result import JobResult
 
+    from atoll.core.stack_use import HandedConfig
     from atoll.guidance_ttt.config import GuidanceConfig
 
 STACK_SUBDIR = "reef-stack"
-URL_ENV = "REEF_URL"
 
 
 class ReefStackPlugin(BaseJobPlugin):
@@ -53,7 +59,7 @@ class ReefStackPlugin(BaseJobPlugin):
         self._state_dir: Path | None = None
         self.reef_url: str | None = None
         self._stopped = True
-        self._previous_sigterm: Any = None
+        self._sigterm = UnwindOnSigterm()  # SIGTERM unwinds, so atexit stops the stack
         self._console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     async def on_job_start(self, job: Job) -> None:
@@ -64,10 +70,10 @@ class ReefStackPlugin(BaseJobPlugin):
         if self._use_named_reef():
             return
         try:
-            config = self._guidance_config(job)
-            if not os.environ.get(TOKEN_ENV, "").strip():
+            config = self.config_for(job)
+            if reef_env.named_token() is None:
                 # Lives only in this process's environment and its children's; never on disk.
-                os.environ[TOKEN_ENV] = secrets.token_urlsafe(24)
+                os.environ[reef_env.TOKEN_ENV] = secrets.token_urlsafe(24)
             planned = launcher.plan(
                 config, self.options, stack_dir=Path(job.job_dir) / STACK_SUBDIR
             )
@@ -75,9 +81,9 @@ class ReefStackPlugin(BaseJobPlugin):
             self._state_dir = planned.placement.state_dir
             self._stopped = False
             atexit.register(self.stop)
-            self._install_sigterm()
+            self._sigterm.install()
             orphans.take_over(
-                self._state_dir, planned.stack_dir, os.environ[TOKEN_ENV], self._console
+                self._state_dir, planned.stack_dir, os.environ[reef_env.TOKEN_ENV], self._console
             )
             # Recorded before anything starts: a kill at any later moment leaves a Reef
             # that the run's next job knows to be a killed job's.
@@ -92,9 +98,9 @@ class ReefStackPlugin(BaseJobPlugin):
             self._forget()
             raise
         self.reef_url = state.reef_url
-        os.environ[URL_ENV] = state.reef_url
+        os.environ[reef_env.URL_ENV] = state.reef_url
         # Where Reef's runtime files name its trainer's Ray cluster, for the training gate.
-        os.environ[RUN_DIR_ENV] = str(state.run_dir or planned.placement.run_dir)
+        os.environ[reef_env.RUN_DIR_ENV] = str(state.run_dir or planned.placement.run_dir)
         self._console.print(f"reef-stack: Reef at {state.reef_url}")
 
     async def on_job_end(self, job_result: JobResult) -> None:
@@ -104,33 +110,31 @@ class ReefStackPlugin(BaseJobPlugin):
         """A Reef that `REEF_URL` already names is the job's, left running; a dead one is an error."""
         from atoll.stack import health
 
-        named = os.environ.get(URL_ENV, "").strip().rstrip("/")
-        if not named:
+        named = reef_env.named_url()
+        if named is None:
             return False
         if not health.is_reef(named):
             raise SystemExit(
-                f"reef-stack: error: {URL_ENV}={named} does not answer as Reef (GET /healthz); "
-                f"start that Reef, or unset {URL_ENV} to start one for the job"
+                f"reef-stack: error: {reef_env.URL_ENV}={named} does not answer as Reef (GET /healthz); "
+                f"start that Reef, or unset {reef_env.URL_ENV} to start one for the job"
             )
         self.reef_url = named
-        self._console.print(f"reef-stack: using the Reef at {named} ({URL_ENV}; left running)")
+        self._console.print(
+            f"reef-stack: using the Reef at {named} ({reef_env.URL_ENV}; left running)"
+        )
         return True
 
-    def _guidance_config(self, job: Job) -> GuidanceConfig:
-        from atoll.guidance_ttt.agent import agent_config
+    def config_for(self, job: Job) -> GuidanceConfig:
+        """`--pk config=FILE`, else the config the job's agent hands over, else the defaults."""
+        from atoll.core.stack_use import StackConfigError, handed_config
         from atoll.guidance_ttt.config import ConfigError, load_config
 
         try:
             if self.options.config is not None:
                 return load_config(self.options.config)
-            for agent in job.config.agents:
-                # Harbor keeps `--agent module:Class` in `name`, a config file's in `import_path`.
-                where = f"{agent.import_path or ''} {agent.name or ''}"
-                if "atoll.guidance_ttt" in where or agent.name == "guidance-ttt":
-                    # The agent's own reading of its kwargs (aliases, --model), so both agree.
-                    return agent_config(agent.kwargs, agent.model_name)
-            return load_config(None)
-        except ConfigError as exc:
+            handed = handed_config(JOB_PLUGIN, job.config.agents)
+            return load_config(None) if handed is None else config_from(handed)
+        except (ConfigError, StackConfigError) as exc:
             raise StackError(str(exc)) from None
 
     def stop(self) -> None:
@@ -144,32 +148,28 @@ class ReefStackPlugin(BaseJobPlugin):
         launcher.down(self.stack_dir, self._console, grace_s=self.options.grace_s)
         if self._state_dir is not None:
             orphans.release(self._state_dir)
-        self._restore_sigterm()
+        self._sigterm.restore()
 
     def _forget(self) -> None:
         self._stopped = True
         atexit.unregister(self.stop)
-        self._restore_sigterm()
+        self._sigterm.restore()
 
-    def _install_sigterm(self) -> None:
-        """Turn SIGTERM into a normal exit so that atexit stops the stack."""
+
+def config_from(handed: HandedConfig) -> GuidanceConfig:
+    """The agent's config as the stack reads it: a GuidanceConfig, or a mapping of its settings."""
+    from atoll.core.stack_use import agent_label
+    from atoll.guidance_ttt.config import ConfigError, GuidanceConfig, load_config
+
+    if isinstance(handed.config, GuidanceConfig):
+        return handed.config
+    if isinstance(handed.config, Mapping):
         try:
-            current = signal.getsignal(signal.SIGTERM)
-            if current in (signal.SIG_DFL, None):
-                self._previous_sigterm = current
-                signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        except ValueError:  # not the main thread: leave signals to the host
-            pass
-
-    def _restore_sigterm(self) -> None:
-        if self._previous_sigterm is not None:
-            try:
-                if signal.getsignal(signal.SIGTERM) is _exit_on_sigterm:
-                    signal.signal(signal.SIGTERM, self._previous_sigterm)
-            except ValueError:
-                pass
-            self._previous_sigterm = None
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+            return load_config(None, handed.config)
+        except ConfigError as exc:
+            raise StackError(f"{agent_label(handed.agent)}: {exc}") from None
+    target = handed.agent.stack.config if handed.agent.stack else "its stack config"
+    raise StackError(
+        f"{agent_label(handed.agent)}: {target} returned {type(handed.config).__name__}, "
+        "not a GuidanceConfig or a mapping of its settings"
+    )

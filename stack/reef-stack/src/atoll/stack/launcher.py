@@ -19,6 +19,7 @@ from pathlib import Path
 from filelock import FileLock
 from rich.console import Console
 
+from atoll.core import reef_env
 from atoll.core.docker_engine.files import tail
 from atoll.core.durable import atomic_write_bytes
 from atoll.stack import commands, health, preflight, processes, reef_run_dir
@@ -26,7 +27,7 @@ from atoll.stack import state as state_file
 from atoll.stack.errors import StackError
 from atoll.stack.planning import Plan, mode, plan
 from atoll.stack.processes import Recorded
-from atoll.stack.render import RUN_SUBDIR, TOKEN_ENV
+from atoll.stack.render import RUN_SUBDIR
 from atoll.stack.state import StackState
 
 __all__ = ["Plan", "down", "plan", "status_lines", "up"]
@@ -72,10 +73,12 @@ def _preflight(plan: Plan, env: dict[str, str]) -> None:
         )
     preflight.reef_executable(env)
     preflight.require_git_lfs(env)
-    if not env.get(TOKEN_ENV, "").strip():
-        raise StackError(f"{TOKEN_ENV} is not set; export the bearer token Reef should accept")
+    if reef_env.named_token(env) is None:
+        raise StackError(
+            f"{reef_env.TOKEN_ENV} is not set; export the bearer token Reef should accept"
+        )
     if plan.training:
-        preflight.reef_home(plan.options.reef_home or env.get("REEF_HOME"))
+        preflight.reef_home(plan.options.reef_home, env)
         if preflight.gpu_count(env) == 0:
             raise StackError(
                 "training needs GPUs and nvidia-smi lists none on this machine; "

@@ -13,10 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from atoll.core import reef_env
 from atoll.stack.errors import StackError
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8900
 #: GPUs of the default split: the trainer (and its colocated SGLang) on 0,1, the local executor on 2.
 TRAINER_GPUS = "0,1"
 EXECUTOR_GPU = "2"
@@ -36,7 +35,7 @@ class StackOptions(BaseModel):
     port: int | None = Field(
         None, ge=1, le=65535, description="Reef's port; default: the config's."
     )
-    host: str = DEFAULT_HOST
+    host: str = reef_env.DEFAULT_HOST
     reef_home: str | None = Field(None, description="Reef source checkout; default: $REEF_HOME.")
     stack_dir: Path | None = Field(None, description="State file, serve.yaml and logs.")
     ready_timeout_s: float | None = Field(None, gt=0, description="Health deadline in seconds.")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from atoll.core.hookspecs import hookimpl
 from atoll.core.records import Kind, Registration
 
+# The job plugin's name, as agents name it in `StackUse` and `--plugin` names it.
+JOB_PLUGIN = "reef-stack"
 # Reef's server (and git-lfs, which it needs); GPUs only when it trains.
 REQUIRES = ("reef", "git-lfs", "gpu")
 
@@ -13,7 +15,7 @@ REQUIRES = ("reef", "git-lfs", "gpu")
 def atoll_job_plugins() -> list[Registration]:
     return [
         Registration(
-            "reef-stack",
+            JOB_PLUGIN,
             Kind.JOB_PLUGIN,
             "atoll.stack.job_plugin:ReefStackPlugin",
             "Starts Reef (+ Ray, Slime/Megatron, SGLang) for a job and stops it at the end.",

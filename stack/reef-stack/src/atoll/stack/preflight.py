@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from atoll.core import reef_env
 from atoll.core.executables import find_executable
 from atoll.stack.errors import StackError
 
@@ -37,22 +38,25 @@ def require_git_lfs(env: Mapping[str, str]) -> None:
         )
 
 
-def reef_home(value: str | None) -> Path:
-    """The Reef source checkout whose `recipes/` cookbook holds the tttd recipe."""
+def reef_home(option: str | None, env: Mapping[str, str]) -> Path:
+    """The Reef source checkout whose `recipes/` cookbook holds the tttd recipe.
+
+    `--reef-home` (`option`), else `REEF_HOME` in `env`.
+    """
+    name = reef_env.HOME_ENV
+    value = option or env.get(name)
     if not value:
         raise StackError(
-            "REEF_HOME is not set; point it at a Reef source checkout (it holds recipes/tttd, "
+            f"{name} is not set; point it at a Reef source checkout (it holds recipes/tttd, "
             "which the reef-infra wheel lacks)"
         )
     home = Path(value).expanduser().resolve()
     if not home.is_dir():
-        raise StackError(
-            f"REEF_HOME={value} is not a directory; point it at a Reef source checkout"
-        )
+        raise StackError(f"{name}={value} is not a directory; point it at a Reef source checkout")
     if not (home / TTTD_RECIPE).is_file():
         raise StackError(
-            f"REEF_HOME={value} has no tttd recipe ({TTTD_RECIPE} is missing); "
-            "point REEF_HOME at a Reef source checkout"
+            f"{name}={value} has no tttd recipe ({TTTD_RECIPE} is missing); "
+            f"point {name} at a Reef source checkout"
         )
     return home
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from atoll.core import reef_env
 from atoll.guidance_ttt.config import (
     GuidanceConfig,
     reef_state_dir,
@@ -32,8 +33,7 @@ from atoll.guidance_ttt.config import (
 from atoll.guidance_ttt.reef_runtime import DEFAULT_ACTOR, DEFAULT_NAMESPACE, RUN_SUBDIR
 from atoll.stack.errors import StackError
 
-TOKEN_ENV = "REEF_TOKEN"
-TOKEN_REFERENCE = "${" + TOKEN_ENV + ":?}"
+TOKEN_REFERENCE = "${" + reef_env.TOKEN_ENV + ":?}"
 TTTD_RECIPE = "recipes.tttd.recipe:TTTDRecipe"
 #: The record-only recipe of reef-infra: receipts and reports, no weight updates.
 RECORD_ONLY_RECIPE = "recipe"
@@ -86,7 +86,7 @@ def reef_address(config: GuidanceConfig, port: int | None) -> tuple[str, int]:
     parts = urlsplit(config.reef_url)
     if parts.scheme != "http" or not parts.hostname:
         raise StackError(
-            f"reef_url {config.reef_url!r} must be an http:// URL of this machine, e.g. http://127.0.0.1:8900"
+            f"reef_url {config.reef_url!r} must be an http:// URL of this machine, e.g. {reef_env.DEFAULT_URL}"
         )
     return parts.hostname, port or parts.port or 80
 
@@ -226,7 +226,10 @@ def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str
 
 def to_yaml(document: dict[str, Any], *, upstream: tuple[str, str] | None = None) -> str:
     """The file's text; a search-only stack names its upstream flags in a header comment."""
-    header = "# Reef serve.yaml rendered by atoll from the Guidance-TTT config; the token is read from $REEF_TOKEN.\n"
+    header = (
+        "# Reef serve.yaml rendered by atoll from the Guidance-TTT config; "
+        f"the token is read from ${reef_env.TOKEN_ENV}.\n"
+    )
     if upstream is not None:
         header += (
             "# search-only (training off): reef serve -c serve.yaml "

@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+from atoll.core import reef_env
 from atoll.guidance_ttt.bridge import scenario_progress
 from atoll.guidance_ttt.config import load_config
 from atoll.guidance_ttt.entries import Status, Verification
@@ -73,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m atoll.stack.smoke", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--config", type=Path, default=None, help="Guidance-TTT config file.")
-    parser.add_argument("--reef-url", default=None, help="Reef URL (default: $REEF_URL).")
+    parser.add_argument(
+        "--reef-url", default=None, help=f"Reef URL (default: ${reef_env.URL_ENV})."
+    )
     parser.add_argument(
         "--deadline", type=float, default=1800.0, help="Seconds to wait for training."
     )

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atoll.core.sizes import MiB
+
 FORMAT = "atoll.task-bundle/1"
 HASH_FIELD = "bundle_hash"
 HASH_PREFIX = "sha256:"
@@ -44,7 +46,7 @@ FILES: dict[str, int] = {
 }
 DIRS = ("environment", "solution", "tests")
 DIR_MODE = 0o755
-MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_FILE_BYTES = 16 * MiB
 
 
 class LayoutError(Exception):
@@ -118,7 +120,7 @@ def _read(path: Path) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise LayoutError(f"{path} changed into a special file while being read")
         chunks, total = [], 0
-        while chunk := os.read(fd, 1 << 20):
+        while chunk := os.read(fd, MiB):
             chunks.append(chunk)
             total += len(chunk)
             if total > MAX_FILE_BYTES:

@@ -20,10 +20,11 @@ from pydantic import (
     ValidationError,
 )
 
+from atoll.core.sizes import MiB
 from atoll.judge.store import MAX_SID
 
 LANG_ALIASES = ("c++", "cpp", "cpp17", "cxx", "g++", "gnu++17")
-MAX_SOURCE_BYTES = 1024 * 1024
+MAX_SOURCE_BYTES = MiB
 MAX_PID_CHARS = 64
 MAX_LANG_CHARS = 32
 

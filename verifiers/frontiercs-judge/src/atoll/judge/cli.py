@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core.sizes import MiB
 from atoll.judge.checkout import HOME_ENV, ProblemSet
 from atoll.judge.embedded import JudgeSetup, serve
 from atoll.judge.engine import JudgeInfrastructureError, UnknownProblem
@@ -130,7 +131,7 @@ def score_command(
             f"[{style}]{case['status']}[/{style}]",
             f"{case['scoreRatio']:.9f}",
             f"{case['time'] / 1e9:.3f}",
-            f"{case['memory'] / 2**20:.1f}",
+            f"{case['memory'] / MiB:.1f}",
             case["msg"][:60],
         )
     console.print(table)
@@ -187,7 +188,7 @@ def problems_command(
             p.judged_by,
             str(len(p.cases)),
             f"{p.limits.cpu_seconds:g} s",
-            f"{p.limits.memory_bytes // 2**20} MiB",
+            f"{p.limits.memory_bytes // MiB} MiB",
             p.title[:40],
         )
     console.print(table)

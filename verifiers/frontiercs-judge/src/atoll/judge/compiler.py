@@ -26,7 +26,7 @@ from pathlib import Path
 
 from atoll.core.durable import fsync_dir, fsync_file
 from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSpec, Status
-from atoll.core.sandbox.spec import MiB
+from atoll.core.sizes import KiB, MiB
 
 COMPILER = "g++"
 FLAGS = ("-O2", "-pipe", "-static", "-s", "-std=gnu++17")
@@ -40,10 +40,10 @@ COMPILE_LIMITS = Limits(
     processes=16,
     file_size_bytes=256 * MiB,
     open_files=256,
-    stdout_bytes=64 * 1024,
-    stderr_bytes=64 * 1024,
+    stdout_bytes=64 * KiB,
+    stderr_bytes=64 * KiB,
 )
-MAX_MESSAGE = 8 * 1024
+MAX_MESSAGE = 8 * KiB
 
 
 class CompileError(Exception):

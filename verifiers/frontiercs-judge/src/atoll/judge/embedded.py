@@ -10,7 +10,6 @@ unix socket (see `judge_socket`), which is how trials without a network reach it
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import tempfile
 import threading
@@ -22,6 +21,7 @@ from pathlib import Path
 import uvicorn
 
 from atoll.core.sandbox import owners
+from atoll.core.termination import sigterm_unwinds
 from atoll.judge import judge_socket, leftovers, read_deadline
 from atoll.judge.checkout import ProblemSet, assemble, configured_home
 from atoll.judge.engine import Engine
@@ -123,15 +123,11 @@ def serve(
         config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")
         # uvicorn re-raises the signal that stopped it; SIGTERM's default action
         # would end the process before the socket directory is removed.
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        uvicorn.Server(config).run(sockets=[tcp, unix])
+        with sigterm_unwinds():
+            uvicorn.Server(config).run(sockets=[tcp, unix])
     finally:
         unix.close()
         judge_socket.remove(directory, created=created)
-
-
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 class EmbeddedJudge:

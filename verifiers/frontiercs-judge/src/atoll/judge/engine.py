@@ -44,7 +44,7 @@ from atoll.core.sandbox import (
     Status,
     get_backend,
 )
-from atoll.core.sandbox.spec import MiB
+from atoll.core.sizes import MiB
 from atoll.judge import testlib_message
 from atoll.judge.compiler import (
     CompileCache,

@@ -4,8 +4,8 @@ The agent's scorer finds the judge through `FRONTIERCS_JUDGE_URL`; a task's
 verifier, which has no network, through the unix socket in
 `FRONTIERCS_JUDGE_SOCKET_DIR`. At job start the plugin finds, relays or
 starts the judge (see `provision.JudgeForTrials`), with the embedded judge's
-compile cache under `<job_dir>/frontiercs-judge`; at job end, on Ctrl-C or
-at exit, it stops what it started and restores both variables.
+compile cache under `<job_dir>/frontiercs-judge`; at job end, on Ctrl-C, on
+SIGTERM or at exit, it stops what it started and restores both variables.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
+from atoll.core.termination import UnwindOnSigterm
 from atoll.judge.embedded import JUDGE_URL_ENV
 from atoll.judge.provision import JudgeForTrials, JudgeNotReady
 
@@ -38,6 +39,7 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
                 f"set {JUDGE_URL_ENV} to use a judge that is already running"
             )
         self._judge: JudgeForTrials | None = None
+        self._sigterm = UnwindOnSigterm()  # SIGTERM unwinds, so atexit stops the judge
         self._console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     @property
@@ -50,6 +52,7 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
             say=lambda message: self._console.print(f"frontiercs-judge: {message}"),
         )
         atexit.register(self.stop)
+        self._sigterm.install()
         try:
             judge.start()
         except JudgeNotReady as exc:
@@ -65,3 +68,4 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
         judge, self._judge = self._judge, None
         if judge is not None:
             judge.stop()
+        self._sigterm.restore()

@@ -28,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from atoll.core.sizes import GiB, KiB, MiB
+
 DEFAULT_TIME = "1s"
 DEFAULT_MEMORY = "256m"
 DEFAULT_CHECKER = "chk.cc"
@@ -35,7 +37,7 @@ DEFAULT_INTERACTOR = "interactor.cc"
 
 _DURATION = re.compile(r"^([\d.]+)\s*(ms|s)?$", re.IGNORECASE)
 _SIZE = re.compile(r"^([\d.]+)\s*(k|m|g|)$|^([\d.]+)$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_SIZE_UNITS = {"": 1, "k": KiB, "m": MiB, "g": GiB}
 _JS_FLOAT_PREFIX = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from atoll.core.sizes import MiB
 from atoll.judge.verdict import CheckResult
 
 BUILTIN_PROBLEMS = Path(__file__).parent / "problems"
@@ -150,7 +151,7 @@ def load_problem(directory: Path) -> Problem:
         limits = Limits(
             cpu_seconds=float(config["cpu_seconds"]),
             wall_seconds=float(config["wall_seconds"]),
-            memory_bytes=int(config["memory_mib"]) * 1024 * 1024,
+            memory_bytes=int(config["memory_mib"]) * MiB,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProblemError(f"{config_path}: missing or bad field {exc}") from None

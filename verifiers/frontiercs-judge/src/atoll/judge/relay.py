@@ -17,7 +17,9 @@ import ssl
 import threading
 from urllib.parse import urlsplit
 
-CHUNK_BYTES = 64 * 1024
+from atoll.core.sizes import KiB
+
+CHUNK_BYTES = 64 * KiB
 
 
 class RelayError(Exception):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atoll.core.sizes import MiB
 from atoll.judge.compiler import FLAGS
 from atoll.judge.engine import Engine
 from atoll.judge.problems import Mode, Problem
@@ -141,7 +142,7 @@ def _seed_record(problem: Problem, program: bytes, judged: dict[str, Any]) -> di
 
 def _limits_line(problem: Problem) -> str:
     times = sorted({case.limits.cpu_seconds for case in problem.cases})
-    memories = sorted({case.limits.memory_bytes // 2**20 for case in problem.cases})
+    memories = sorted({case.limits.memory_bytes // MiB for case in problem.cases})
     time = f"{times[0]:g} s" if len(times) == 1 else f"{times[0]:g} to {times[-1]:g} s"
     memory = f"{memories[0]} MiB" if len(memories) == 1 else f"{memories[0]} to {memories[-1]} MiB"
     return f"{time} of CPU time (all threads together) and {memory} of memory per test case"
@@ -185,7 +186,7 @@ higher is better.
 
 
 def _contract(problem: Problem) -> dict[str, str]:
-    memory = problem.limits.memory_bytes // 2**20
+    memory = problem.limits.memory_bytes // MiB
     dialogue = (
         " and talks with the judge's interactor over stdin/stdout"
         if (problem.mode is Mode.INTERACTIVE)

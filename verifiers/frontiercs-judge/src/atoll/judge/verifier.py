@@ -26,11 +26,11 @@ from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 
 from atoll.core.durable import atomic_write_text
+from atoll.judge.api import MAX_SOURCE_BYTES
 from atoll.judge.client import DEFAULT_DEADLINE_S, Invalid, JudgeClient, Outcome, Scored
 from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge
 
 DEFAULT_SOLUTION_PATH = "/workspace/solution.cpp"
-MAX_SOURCE_BYTES = 1024 * 1024
 
 
 class FrontierCSJudgeVerifier(BaseVerifier):

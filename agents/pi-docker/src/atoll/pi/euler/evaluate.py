@@ -16,15 +16,14 @@ with status `error`: never a score, and retried on the next run.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from atoll.core.termination import loop_signal_handlers
 from atoll.pi.euler import gate, prompts, record_input, rows
 from atoll.pi.euler.curriculum import Attempt
 from atoll.pi.euler.store import Store
@@ -334,13 +333,8 @@ def run_to_end(coroutine: Any) -> Any:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        try:
+        with loop_signal_handlers(loop, task.cancel):
             return await coroutine
-        finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signal.SIGTERM)
 
     try:
         return asyncio.run(main())

@@ -30,15 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atoll.core.sizes import GiB, MiB
 from atoll.pi.euler import answers as answer_format
 from atoll.pi.euler import htmltext
 from atoll.pi.euler.store import Catalog, Problem
 
 MAX_MEMBERS = 100_000
-MAX_MEMBER_BYTES = 64 * 1024 * 1024
-MAX_TOTAL_BYTES = 1024 * 1024 * 1024
+MAX_MEMBER_BYTES = 64 * MiB
+MAX_TOTAL_BYTES = GiB
 MAX_RATIO = 200  # uncompressed / compressed, for members over RATIO_FLOOR
-RATIO_FLOOR = 1024 * 1024
+RATIO_FLOOR = MiB
 SOURCE_URL = "https://projecteuler.net/problem={number}"
 
 _STATEMENT_FILE = re.compile(r"^(?:problem|prob|p|euler)?[\s_#-]*0*(\d{1,4})$", re.I)
@@ -115,7 +116,7 @@ def read_zip(path: Path) -> Catalog:
 def _sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+        for block in iter(lambda: handle.read(MiB), b""):
             digest.update(block)
     return digest.hexdigest()
 

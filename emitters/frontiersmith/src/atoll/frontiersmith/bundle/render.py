@@ -13,6 +13,7 @@ from typing import Any
 from atoll.checker import GRADER_VERSION, Limits, grader_source
 from atoll.checker import layout as bundle_layout
 from atoll.checker.layout import BundleFile
+from atoll.core import sizes
 from atoll.frontiersmith.bundle.spec import (
     AGENT_USER,
     CPUS,
@@ -97,24 +98,17 @@ WORKDIR /workspace
 """
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} bytes"
-
-
 def render_limits(limits: Limits) -> str:
     rows = [
         ("CPU time", f"{limits.cpu_seconds:g} s"),
         ("Wall clock", f"{limits.wall_seconds:g} s"),
-        ("Memory (address space)", _size(limits.memory_bytes)),
+        ("Memory (address space)", sizes.exact(limits.memory_bytes)),
         ("Processes (including threads)", str(limits.processes)),
         ("Open files", str(limits.open_files)),
-        ("Size of a file it writes", _size(limits.file_size_bytes)),
-        ("Standard output", _size(limits.stdout_bytes)),
-        ("Standard error kept", _size(limits.stderr_bytes)),
-        ("Program size", _size(limits.source_bytes)),
+        ("Size of a file it writes", sizes.exact(limits.file_size_bytes)),
+        ("Standard output", sizes.exact(limits.stdout_bytes)),
+        ("Standard error kept", sizes.exact(limits.stderr_bytes)),
+        ("Program size", sizes.exact(limits.source_bytes)),
     ]
     return "\n".join(["| Limit | Value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
 

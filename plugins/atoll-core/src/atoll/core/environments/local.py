@@ -55,11 +55,11 @@ from atoll.core.sandbox import (
     get_backend,
 )
 from atoll.core.sandbox.userns import UserNamespace
+from atoll.core.sizes import GiB, MiB
 
-MiB = 1024 * 1024
 DEFAULT_WORKDIR = "/app"
 EXEC_OUTPUT_BYTES = 64 * MiB
-TRANSFER_BYTES = 1024 * MiB
+TRANSFER_BYTES = GiB
 EXEC_PROCESSES = 4096
 
 # Execs block a thread each for as long as the command runs (agents run for

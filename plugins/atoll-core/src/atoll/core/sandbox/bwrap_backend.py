@@ -34,6 +34,7 @@ from atoll.core.sandbox.spec import (
     Status,
 )
 from atoll.core.sandbox.supervise import Outcome, supervise
+from atoll.core.sizes import KiB
 
 # What allocation failures look like when only RLIMIT_AS guards memory.
 _ALLOC_FAILURE = re.compile(
@@ -71,14 +72,14 @@ def _prelude(limits: Limits, group: RunCgroup | None, userns: tuple[int, str] | 
         soft = max(1, math.ceil(limits.cpu_seconds))
         lines += [f"ulimit -S -t {soft}", f"ulimit -H -t {soft + 1}"]
     if limits.stack_bytes is not None:
-        lines.append(f"ulimit -s {max(1, limits.stack_bytes // 1024)}")
+        lines.append(f"ulimit -s {max(1, limits.stack_bytes // KiB)}")
     address_space = limits.address_space_bytes
     if limits.memory_bytes is not None and (group is None or group.memory is None):
         # Without a memory cgroup, RLIMIT_AS is the only memory guard left.
         fallback = limits.memory_bytes
         address_space = fallback if address_space is None else min(address_space, fallback)
     if address_space is not None:
-        lines.append(f"ulimit -v {max(1, address_space // 1024)}")
+        lines.append(f"ulimit -v {max(1, address_space // KiB)}")
     if limits.processes is not None and (group is None or not group.limits_processes):
         flag = "-p" if _SHELL.endswith("dash") else "-u"  # dash spells RLIMIT_NPROC -p
         lines.append(f"ulimit {flag} {limits.processes + _SANDBOX_OWN_PROCESSES}")
@@ -254,7 +255,7 @@ class BwrapBackend(SandboxBackend):
         if cpu is None:  # without cpuacct: what bwrap itself reaped (a lower bound)
             cpu = ru.ru_utime + ru.ru_stime
         if peak is None:
-            peak = ru.ru_maxrss * 1024
+            peak = ru.ru_maxrss * KiB
         return _result(outcome, limits, cpu, peak, oom, hit_memory, group is not None)
 
     def _supervise(

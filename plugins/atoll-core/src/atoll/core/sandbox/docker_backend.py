@@ -36,6 +36,7 @@ from atoll.core.sandbox.spec import (
     SandboxSpec,
     mount_target,
 )
+from atoll.core.sizes import KiB
 
 LABEL = "atoll.sandbox"
 # Which process made a container, so that one process can audit its own leftovers.
@@ -350,7 +351,7 @@ def _entrypoint(argv: Sequence[str], limits: Limits) -> dict[str, list[str]]:
     """
     if limits.address_space_bytes is None:
         return {"entrypoint": [argv[0]], "command": list(argv[1:])}
-    kib = max(1, limits.address_space_bytes // 1024)
+    kib = max(1, limits.address_space_bytes // KiB)
     script = f'ulimit -v {kib} && exec "$@"'
     return {"entrypoint": ["/bin/sh", "-c", script, "sandbox"], "command": list(argv)}
 

@@ -16,8 +16,10 @@ import time
 from typing import Any
 
 from atoll.core.sandbox.capture import Capture
+from atoll.core.sizes import KiB
 
 _HEADER = 8
+_CHUNK = 64 * KiB  # bytes per socket read or write
 _STDOUT, _STDERR = 1, 2
 
 
@@ -55,7 +57,7 @@ class AttachedStreams:
                     if not ready:
                         continue
                     try:
-                        sent = self._sock.send(view[:65536])
+                        sent = self._sock.send(view[:_CHUNK])
                     except BlockingIOError:
                         continue
                     view = view[sent:]
@@ -73,7 +75,7 @@ class AttachedStreams:
             return
         while True:
             try:
-                chunk = self._sock.recv(65536)
+                chunk = self._sock.recv(_CHUNK)
             except BlockingIOError:
                 break
             except OSError:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-MiB = 1024 * 1024
+from atoll.core.sizes import KiB, MiB
 
 # The unprivileged identity untrusted code runs as unless a spec says otherwise.
 # 65534 is `nobody` on Debian; it owns nothing on the host.
@@ -47,7 +47,7 @@ class Limits:
     file_size_bytes: int | None = 64 * MiB
     open_files: int | None = 256
     stdout_bytes: int = 1 * MiB
-    stderr_bytes: int = 64 * 1024
+    stderr_bytes: int = 64 * KiB
     cpus: float | None = None  # CPU bandwidth (cores); None: no cap
     stack_bytes: int | None = None  # RLIMIT_STACK; None: the system's default
     address_space_bytes: int | None = None  # RLIMIT_AS of the program itself; None: none

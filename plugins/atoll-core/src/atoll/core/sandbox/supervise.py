@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.capture import Capture
 from atoll.core.sandbox.classify import Why
+from atoll.core.sizes import KiB
 
-_CHUNK = 65536
+_CHUNK = 64 * KiB
 
 
 @dataclass

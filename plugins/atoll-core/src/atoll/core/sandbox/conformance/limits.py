@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.conformance.suite import Box, describe, expect
-from atoll.core.sandbox.spec import Limits, MiB, Status
+from atoll.core.sandbox.spec import Limits, Status
+from atoll.core.sizes import MiB
 
 
 def py(code: str) -> list[str]:

@@ -23,7 +23,8 @@ from typing import Any
 
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.conformance import audit
-from atoll.core.sandbox.spec import Limits, MiB, SandboxError, SandboxResult, SandboxSpec
+from atoll.core.sandbox.spec import Limits, SandboxError, SandboxResult, SandboxSpec
+from atoll.core.sizes import MiB
 
 # In-box paths the checks mount onto; a mount left at one of them on the host is a leak.
 BOX_PATHS = ("/data", "/box-ro", "/box-work", "/tools", "/app", "/logs")

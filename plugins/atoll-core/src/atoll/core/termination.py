@@ -1,0 +1,99 @@
+"""SIGTERM that unwinds like any other ending, so that cleanup code runs.
+
+Python's default action for SIGTERM ends the process on the spot: no
+`finally`, no `atexit`. Whatever atoll starts for a job (a Reef stack, a
+judge, a container, a socket directory) is stopped by code of that kind, so
+a `kill`, a scheduler's stop or a CI timeout must leave through it too. Here
+SIGTERM becomes an exception raised in the main thread: `SystemExit(143)`
+(the status a shell reports for a process SIGTERM ended) or, for code whose
+cleanup is written for Ctrl-C, `KeyboardInterrupt`.
+
+Only the default action is replaced: a host that handles SIGTERM itself
+(Harbor, a test runner, an application embedding atoll) keeps its handler,
+and off the main thread, where Python cannot set handlers, nothing changes.
+Event loops use `loop_signal_handlers`: the loop runs the callback instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
+from typing import Any
+
+
+class UnwindOnSigterm:
+    """Installs SIGTERM -> exception while the default action is in place; `restore` undoes it.
+
+    For a lifetime that spans calls (a Harbor job plugin's start and end
+    hooks); `sigterm_unwinds` is the same for one block of code.
+    """
+
+    def __init__(self, interrupt: bool = False) -> None:
+        self.interrupt = interrupt
+        self._previous: Any = None
+        self._installed = False
+
+    def install(self) -> bool:
+        """Whether the handler is now in place (False: a host's handler or not the main thread)."""
+        if self._installed:
+            return True
+        try:
+            current = signal.getsignal(signal.SIGTERM)
+            if current not in (signal.SIG_DFL, None):
+                return False
+            signal.signal(signal.SIGTERM, self._handle)
+        except ValueError:  # not the main thread: signals are the host's
+            return False
+        self._previous, self._installed = current, True
+        return True
+
+    def restore(self) -> None:
+        """Put the previous action back, unless someone replaced ours meanwhile (idempotent)."""
+        if not self._installed:
+            return
+        self._installed = False
+        with contextlib.suppress(ValueError):
+            if signal.getsignal(signal.SIGTERM) == self._handle:
+                signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.interrupt:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def sigterm_unwinds(interrupt: bool = False) -> Iterator[None]:
+    """Within the block, SIGTERM raises SystemExit(143), or KeyboardInterrupt with `interrupt`."""
+    handler = UnwindOnSigterm(interrupt)
+    handler.install()
+    try:
+        yield
+    finally:
+        handler.restore()
+
+
+@contextlib.contextmanager
+def loop_signal_handlers(
+    loop: asyncio.AbstractEventLoop,
+    callback: Callable[[], object],
+    signals: Iterable[signal.Signals] = (signal.SIGTERM,),
+) -> Iterator[None]:
+    """Within the block, the running loop calls `callback` on each of `signals`.
+
+    Where the loop cannot take signal handlers (not the main thread, not a
+    Unix loop) nothing is installed and the signals keep their actions.
+    """
+    chosen = tuple(signals)
+    for signum in chosen:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, callback)
+    try:
+        yield
+    finally:
+        for signum in chosen:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)

@@ -1,0 +1,169 @@
+"""A second agent, from a third-party distribution, gets the Reef stack through its registration.
+
+The distribution registers `reef-probe` (the probe agent of these tests) with
+`StackUse("reef-stack", ...)` and a function that turns the agent's own
+options into the stack's settings. `atoll run --agent reef-probe` then adds
+the job plugin, and the stack starts from what that function made of the
+agent's `--ak` and `--model`, with no `--pk` at all: the stack never names
+the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from harbor.models.job.config import JobConfig
+from harbor.models.trial.config import AgentConfig
+from stack_support import marked_processes
+from support.distributions import install_plugin_distribution
+from support.ports import free_port
+
+from atoll.core.records import Kind, Registration, StackUse
+from atoll.core.stack_use import HandedConfig
+from atoll.guidance_ttt.agent import agent_config
+from atoll.guidance_ttt.config import load_config
+from atoll.stack import health
+from atoll.stack.errors import StackError
+from atoll.stack.job_plugin import ReefStackPlugin, config_from
+
+pytestmark = pytest.mark.timeout(300)
+
+HERE = Path(__file__).parent
+TASK = HERE / "tasks" / "reef-receipt"
+LOCAL_ENV = "atoll.core.environments.local:LocalEnvironment"
+
+HOOKS = """
+from atoll.core import Kind, Registration, StackUse, hookimpl
+
+@hookimpl
+def atoll_agents():
+    return [Registration(
+        "reef-probe", Kind.AGENT, "reef_probe_agent:ReefProbeAgent", "One chat through Reef.",
+        stack=StackUse("reef-stack", "probe_stack:stack_settings"),
+    )]
+"""
+
+# The agent's own option names, which are not the stack's.
+STACK_SETTINGS = """
+def stack_settings(options, model_name):
+    return {
+        "training": "off",
+        "state_dir": options["records"],
+        "reef_url": options["reef"],
+        "guidance_base_url": options["guide"],
+        "guidance_model": model_name,
+    }
+"""
+
+
+@pytest.mark.slow
+def test_a_third_party_agent_declares_the_stack_and_hands_it_its_options(
+    venv_bin, tmp_path, upstream, stack_env, mark
+):
+    site = install_plugin_distribution(
+        tmp_path / "site",
+        "atoll-reef-probe",
+        {"probe_hooks": HOOKS, "probe_stack": STACK_SETTINGS},
+        {"atoll": {"reef-probe": "probe_hooks"}},
+    )
+    port = free_port()
+    for name in ("jobs", "roots", "home"):
+        (tmp_path / name).mkdir()
+    env = {k: v for k, v in stack_env.items() if k != "REEF_TOKEN"}  # the plugin makes one
+    env.update(HOME=str(tmp_path / "home"), PYTHONPATH=f"{site}:{HERE}",
+               ATOLL_LOCAL_ROOT=str(tmp_path / "roots"), HARBOR_TELEMETRY="0")  # fmt: skip
+    argv = [
+        str(venv_bin / "atoll"), "run", "-y", "--agent", "reef-probe", "--model", "guide",
+        "-p", str(TASK), "--env", LOCAL_ENV, "-o", str(tmp_path / "jobs"),
+        "--ak", f"records={tmp_path / 'probe-state'}", "--ak", f"reef=http://127.0.0.1:{port}",
+        "--ak", f"guide={upstream.base_url}",
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "atoll: added --plugin reef-stack (needed by reef-probe)" in done.stderr
+    assert "reef-stack: search-only (training off)" in done.stderr
+    (job_dir,) = [p.parent for p in (tmp_path / "jobs").glob("*/result.json")]
+    (evals,) = json.loads((job_dir / "result.json").read_text())["stats"]["evals"].values()
+    assert evals["n_errors"] == 0 and list(evals["reward_stats"]["reward"]) == ["1.0"]
+    (receipt,) = job_dir.glob("*/agent/receipt.json")
+    # Reef listened where the agent's `reef` option said, and proxied to its `guide` endpoint,
+    assert json.loads(receipt.read_text())["reef_url"] == f"http://127.0.0.1:{port}"
+    assert len(upstream.chat_requests()) == 1
+    # and kept its records under the agent's `records` directory.
+    assert (tmp_path / "probe-state" / "reef" / "agent-record").is_dir()
+    assert marked_processes(mark) == []
+    assert not health.healthy(f"http://127.0.0.1:{port}")
+
+
+def test_a_config_the_stack_cannot_use_is_one_line_naming_the_agent(
+    venv_bin, tmp_path, stack_env, mark
+):
+    site = install_plugin_distribution(
+        tmp_path / "site",
+        "atoll-reef-probe",
+        {
+            "probe_hooks": HOOKS,
+            "probe_stack": "def stack_settings(options, model_name):\n"
+            "    return {'groups': options.get('groups', 0)}\n",
+        },
+        {"atoll": {"reef-probe": "probe_hooks"}},
+    )
+    (tmp_path / "roots").mkdir()
+    env = {**stack_env, "HOME": str(tmp_path), "PYTHONPATH": f"{site}:{HERE}",
+           "ATOLL_LOCAL_ROOT": str(tmp_path / "roots"), "HARBOR_TELEMETRY": "0"}  # fmt: skip
+    argv = [
+        str(venv_bin / "atoll"), "run", "-y", "--agent", "reef-probe", "-p", str(TASK),
+        "--env", LOCAL_ENV, "-o", str(tmp_path / "jobs"), "--ak", "groups=0",
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env, check=False
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Traceback" not in output
+    (line,) = [line for line in output.splitlines() if "reef-stack: error:" in line]
+    assert line.startswith(
+        "reef-stack: error: agent 'reef-probe' (atoll-reef-probe): setting 'groups': "
+    )
+    assert marked_processes(mark) == []
+
+
+def _job(*agents: AgentConfig) -> SimpleNamespace:
+    """What the plugin reads of Harbor's Job: its config's agents."""
+    return SimpleNamespace(config=JobConfig(agents=list(agents)))
+
+
+def test_guidance_ttt_hands_the_stack_its_own_reading_of_its_options(tmp_path):
+    agent = AgentConfig(
+        name="atoll.guidance_ttt.agent:GuidanceTTTAgent",
+        kwargs={"g": "3", "state_dir": str(tmp_path / "state"), "reef_url": "http://127.0.0.1:9"},
+        model_name="Qwen/Qwen3-0.6B",
+    )
+    config = ReefStackPlugin().config_for(_job(AgentConfig(name="oracle"), agent))
+    assert config == agent_config(agent.kwargs, agent.model_name)  # the agent's reading, alias g
+    assert (config.groups, config.guidance_model) == (3, "Qwen/Qwen3-0.6B")
+    assert config.reef_url == "http://127.0.0.1:9"
+
+
+def test_a_job_without_such_an_agent_gets_the_defaults_and_a_config_file_wins(tmp_path):
+    assert ReefStackPlugin().config_for(_job(AgentConfig(name="oracle"))) == load_config(None)
+    run_toml = tmp_path / "run.toml"
+    run_toml.write_text("groups = 5\n")
+    guidance = AgentConfig(name="guidance-ttt", kwargs={"groups": "3"})
+    chosen = ReefStackPlugin(config=str(run_toml)).config_for(_job(guidance))
+    assert chosen.groups == 5
+
+
+def test_a_config_function_must_return_the_stacks_config_or_its_settings():
+    agent = Registration(
+        "odd", Kind.AGENT, "m:A", "x", "atoll-odd", stack=StackUse("reef-stack", "m:settings")
+    )
+    assert config_from(HandedConfig(agent, {"groups": 2})).groups == 2
+    with pytest.raises(StackError, match=r"^agent 'odd' \(atoll-odd\): m:settings returned list, "):
+        config_from(HandedConfig(agent, ["groups", 2]))
