@@ -9,7 +9,10 @@ any text survive Harbor's string-typed exec.
 A bash command runs under `timeout` (which leads its own process group, whose
 id is written to a pid file so that a cancel can kill the whole group), with
 stdout and stderr each kept to their last N bytes by `tail`, so a program that
-prints without end costs its time limit, not the host's memory.
+prints without end costs its time limit, not the host's memory. The script
+ends only after the tails have printed: an environment may stop whatever is
+left once its exec's main process exits (atoll-local does), and output still
+in a tail would be lost.
 """
 
 from __future__ import annotations
@@ -38,6 +41,25 @@ _READ_ERRORS = {
 # `timeout` exits 124 when it stopped the command, 137 when it had to SIGKILL it.
 _TIMEOUT_STATUSES = (124, 137)
 KILL_GRACE_S = 2
+
+
+# The tails print what they kept once every writer of their pipe has gone: the command,
+# and any background process it left holding its output (Pi's own bash tool waits
+# for those too). They get until the command's deadline; then the command's process
+# group is stopped, and the status is `timeout`'s own 124.
+_WAIT_FOR_OUTPUT = """\
+polls=0
+while kill -0 "$out" 2>/dev/null || kill -0 "$err" 2>/dev/null; do
+  if [ "$SECONDS" -ge {deadline} ] && [ -n "$group" ]; then
+    kill -TERM -- "-$group" 2>/dev/null; sleep {grace}; kill -KILL -- "-$group" 2>/dev/null
+    rc=124; group=
+  elif [ "$SECONDS" -ge $(({deadline} + 3 * {grace})) ]; then
+    exit "$rc"  # held by a process outside the group: what the tails kept is lost
+  fi
+  polls=$((polls + 1))
+  if [ "$polls" -le 10 ]; then sleep 0.001; elif [ "$polls" -le 60 ]; then sleep 0.01; else sleep 0.2; fi
+done
+wait "$out" "$err" 2>/dev/null"""
 
 
 class ExecResultLike(Protocol):
@@ -103,13 +125,24 @@ class ToolTarget:
         limit = self.command_timeout_s if not timeout_s else min(timeout_s, self.command_timeout_s)
         keep = self.output_bytes + 1  # one byte more than kept tells that output was cut
         seconds = max(1, math.ceil(limit))
+        pid_file = f"{PID_DIR}/{token}.pid"
         script = "\n".join(
             [
                 f"cd -- {shlex.quote(cwd)} || exit 1",
                 f"mkdir -p {PID_DIR} 2>/dev/null",
-                f"exec > >(tail -c {keep}) 2> >(tail -c {keep} >&2)",
-                f"echo $$ > {PID_DIR}/{token}.pid 2>/dev/null",
-                f"exec timeout -k {KILL_GRACE_S}s {seconds}s bash -c {shlex.quote(command)}",
+                f"exec > >(tail -c {keep}); out=$!",
+                f"exec 2> >(tail -c {keep} >&2); err=$!",
+                # `timeout` leads the command's process group; its pid is the group's id.
+                'bash -c \'echo $$ > "$0" 2>/dev/null; exec timeout -k "$1" "$2" bash -c "$3"\' '
+                + " ".join(
+                    shlex.quote(arg)
+                    for arg in (pid_file, f"{KILL_GRACE_S}s", f"{seconds}s", command)
+                ),
+                "rc=$?",
+                f"group=$(cat {pid_file} 2>/dev/null); rm -f {pid_file}",
+                "exec >&- 2>&-",
+                _WAIT_FOR_OUTPUT.format(deadline=seconds, grace=KILL_GRACE_S),
+                'exit "$rc"',
             ]
         )
         began = time.monotonic()
