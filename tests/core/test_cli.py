@@ -42,6 +42,7 @@ def _normalise(help_text: str) -> str:
     return " ".join(re.sub(r"\b(atoll|harbor)\b", "PROG", help_text).split())
 
 
+@pytest.mark.slow
 def test_atoll_run_help_is_harbors_run_help(venv_bin):
     ours = run(venv_bin, "atoll", "run", "--help", check=True).stdout
     theirs = run(venv_bin, "harbor", "run", "--help", check=True).stdout

@@ -122,6 +122,7 @@ def test_a_plugin_command_runs_and_the_listing_says_where_it_comes_from(venv_bin
     assert origin[("judge", "command")] == "atoll-frontiercs-judge"
 
 
+@pytest.mark.slow
 def test_users_choose_which_plugins_load(venv_bin, tmp_path):
     site = plugin(
         tmp_path,
@@ -228,6 +229,7 @@ def test_plugins_list_fits_the_terminal_one_line_per_entry(venv_bin, columns):
     assert len(entries) + len(headers) == len(lines) - 2  # nothing spills onto a second line
 
 
+@pytest.mark.slow
 def test_a_command_extending_harbors_keeps_harbors_sub_commands(venv_bin):
     """The judge's `task` adds `frontiercs` to Harbor's `task`; Harbor's own stay reachable."""
     done = atoll(venv_bin, "task", "--help", COLUMNS="120")

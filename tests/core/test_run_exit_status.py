@@ -43,6 +43,7 @@ def _run(venv_bin: Path, tool: str, tmp_path: Path, agent: str) -> subprocess.Co
     )
 
 
+@pytest.mark.slow
 def test_a_failed_agent_makes_atoll_run_exit_non_zero_with_one_line(venv_bin, tmp_path):
     done = _run(venv_bin, "atoll", tmp_path, "failing_agent:FailingAgent")
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
@@ -57,11 +58,13 @@ def test_a_failed_agent_makes_atoll_run_exit_non_zero_with_one_line(venv_bin, tm
     assert any(s["exception_stats"] for s in stats["evals"].values())
 
 
+@pytest.mark.slow
 def test_harbors_own_run_is_left_as_it_is(venv_bin, tmp_path):
     done = _run(venv_bin, "harbor", tmp_path, "failing_agent:FailingAgent")
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_a_job_whose_trials_all_succeed_exits_zero(venv_bin, tmp_path):
     done = _run(venv_bin, "atoll", tmp_path, "oracle")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -38,6 +38,7 @@ def test_pass_at_k_needs_k_attempts() -> None:
     assert stats.mean_pass_at_k([(3, 1)], 5) is None
 
 
+@pytest.mark.slow
 def test_fisher_lady_tasting_tea() -> None:
     # Fisher's tea-tasting table [[3, 1], [1, 3]]: two-sided p = 34/70, one-sided p = 17/70.
     result = stats.fisher(3, 4, 1, 4)

@@ -52,6 +52,7 @@ def _nothing_paid_or_written(server: ScriptedOpenAIServer, out: Path) -> None:
         ({"--solutions": "1"}, ["--solutions must be at least 2"]),
     ],
 )
+@pytest.mark.slow
 def test_bad_flags(venv_bin, tmp_path, server, seed_file, change, fragments) -> None:
     out = tmp_path / "out"
     args = _common(server, seed_file, out) + ["--budget", "5"]
@@ -66,6 +67,7 @@ def test_bad_flags(venv_bin, tmp_path, server, seed_file, change, fragments) -> 
     _nothing_paid_or_written(server, out)
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint(venv_bin, tmp_path, server, seed_file) -> None:
     port = free_port()  # nothing listens there
     out = tmp_path / "out"
@@ -104,6 +106,7 @@ def _stored_run(out: Path, seed_file: Path, server: ScriptedOpenAIServer, finger
     return run.run_id
 
 
+@pytest.mark.slow
 def test_resume_with_other_settings_is_refused(venv_bin, tmp_path, server, seed_file) -> None:
     out = tmp_path / "out"
     run_id = _stored_run(out, seed_file, server, "f" * 64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import emit
 from support.frontiersmith_model import FILTER_REJECTS, KnapsackModel, seed_lines, seed_of
 from support.openai_server import Reply, ScriptedOpenAIServer
@@ -26,6 +27,7 @@ def _run(venv_bin: Path, tmp_path: Path, model: KnapsackModel, seeds: list[str])
     return done, json.loads((out / "run.json").read_text()), run_dir
 
 
+@pytest.mark.slow
 def test_a_refused_request_is_an_error_for_its_seed_at_zero_cost(venv_bin, tmp_path) -> None:
     model = KnapsackModel({"p2": FILTER_REJECTS})
     good_mutate = model.script.answers["mutate"]
@@ -47,6 +49,7 @@ def test_a_refused_request_is_an_error_for_its_seed_at_zero_cost(venv_bin, tmp_p
     assert refused.http_status == 422 and refused.cost_micro == 0 and refused.label == "mutate:p1"
 
 
+@pytest.mark.slow
 def test_a_refused_key_stops_the_run(venv_bin, tmp_path) -> None:
     model = KnapsackModel()
     model.script.answers["mutate"] = Reply(status=401, error_message="invalid api key")

@@ -140,6 +140,7 @@ def test_low_divergence_rejects_before_any_construction(tmp_path: Path) -> None:
     assert _bodies(server, "generator") == []
 
 
+@pytest.mark.slow
 def test_construction_repair_carries_the_evidence_and_the_previous_code(tmp_path: Path) -> None:
     model = KnapsackModel({"s1": BAD_SCORER_ONCE})
     with ScriptedOpenAIServer(model.script) as server:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from harbor.models.agent.context import AgentContext
 from packers import CountingGuidance, PackerExecutor
 from run_driver import run
@@ -18,6 +19,7 @@ from atoll.judge.plugin import task_dir
 pytest_plugins = ["support.fixtures"]
 
 
+@pytest.mark.slow
 def test_step_lines_plot_and_context_follow_the_committed_run(
     tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):

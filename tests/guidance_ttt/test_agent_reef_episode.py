@@ -86,6 +86,7 @@ def test_one_search_is_one_recorded_episode(
     assert len(scripted_llm.chat_requests()) == before
 
 
+@pytest.mark.slow
 def test_a_bad_setting_is_one_line_before_any_trial(tmp_path):
     done = _episode(tmp_path, [str(tmp_path / "lab"), "polyomino_packing", "--set", "groups=0"], {})
     assert done.returncode == 2

@@ -44,6 +44,7 @@ def _call_then_cancel(call, cancellation: Cancellation, after_s: float = 0.5):
     return outcome.get("error"), time.monotonic() - cancelled
 
 
+@pytest.mark.slow
 def test_an_executor_call_in_flight_ends_at_once_and_is_not_retried():
     cancellation = Cancellation()
     with ScriptedOpenAIServer(_hanging) as server:
@@ -52,7 +53,7 @@ def test_an_executor_call_in_flight_ends_at_once_and_is_not_retried():
         assert spec.max_retries == 6
         error, took = _call_then_cancel(lambda: executor.complete(PROMPT), cancellation)
         assert isinstance(error, RunCancelled), error
-        assert took < 3.0  # one SDK backoff at most, not the 1,200 s timeout
+        assert took < 15.0  # one SDK backoff at most, not the 60 s answer or the 1,200 s timeout
         assert len(server.chat_requests()) == 1  # the retry was refused before it was sent
         with pytest.raises(RunCancelled, match="cancelled before POST"):
             executor.complete(PROMPT)
@@ -72,6 +73,6 @@ def test_a_guidance_inference_in_flight_is_an_answer_lost(reef_server, reset_ree
     error, took = _call_then_cancel(lambda: client.sample(PROMPT), cancellation)
     assert isinstance(error, GuidanceUnavailable) and error.answer_lost, error
     assert "the run was cancelled" in str(error)
-    assert took < 2.0
+    assert took < 15.0  # not the 60 s answer
     with pytest.raises(RunCancelled):
         client.status()

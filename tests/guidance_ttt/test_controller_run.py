@@ -86,6 +86,7 @@ def _run(config, services, bridge=None, console=None):
     )
 
 
+@pytest.mark.slow
 def test_search_only_run_commits_each_step_and_resumes_to_the_final_total(
     tmp_path, services, reef_server
 ):
@@ -105,6 +106,7 @@ def test_search_only_run_commits_each_step_and_resumes_to_the_final_total(
     assert len(reef_server.records(services["scenario"], "report")) == 12
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_changed_identity_or_training_mode(tmp_path, services):
     _run(_config(tmp_path, steps=1), services)
     with pytest.raises(IdentityChanged, match="groups changed from 2 to 3") as refused:
@@ -132,6 +134,7 @@ def _bridge(trainer: SimulatedTrainer, **kwargs) -> ReefTrainingBridge:
     )
 
 
+@pytest.mark.slow
 def test_a_resumed_training_run_counts_the_steps_its_restarted_trainer_made(
     tmp_path, services, reef_server
 ):
@@ -149,6 +152,7 @@ def test_a_resumed_training_run_counts_the_steps_its_restarted_trainer_made(
     assert _committed_step(tmp_path) == 3
 
 
+@pytest.mark.slow
 def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, services, reef_server):
     trainer = _trainer(tmp_path, services, reef_server)
     trainer.metrics["train/grad_norm"] = 0.0  # the optimizer made no update
@@ -186,6 +190,7 @@ def _stop_once_reef_trained(config, services, trainer: SimulatedTrainer) -> None
     trainer.on_train = None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("restarted", [False, True], ids=["same-reef", "restarted-reef"])
 def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step(
     tmp_path, services, reef_server, restarted
@@ -207,6 +212,7 @@ def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step
     assert trainer.trained == 2 and _committed_step(tmp_path) == 2
 
 
+@pytest.mark.slow
 def test_a_trainer_ahead_whose_update_cannot_be_verified_is_refused(
     tmp_path, services, reef_server
 ):
@@ -232,6 +238,7 @@ def test_a_trainer_at_another_step_is_refused(tmp_path, services):
         _run(_config(tmp_path, steps=1, training="on"), services, bridge=bridge)
 
 
+@pytest.mark.slow
 def test_steps_at_or_below_the_steps_done_is_an_error_not_a_silent_success(
     tmp_path, services, reef_server
 ):
@@ -249,6 +256,7 @@ def test_steps_at_or_below_the_steps_done_is_an_error_not_a_silent_success(
     assert resume.load(tmp_path / "state").next_step == 2
 
 
+@pytest.mark.slow
 def test_a_first_start_stopped_before_its_resume_state_is_started_again(
     tmp_path, services, reef_server, task
 ):
@@ -264,6 +272,7 @@ def test_a_first_start_stopped_before_its_resume_state_is_started_again(
     assert resume.load(state_dir).next_step == 1
 
 
+@pytest.mark.slow
 def test_an_archive_with_steps_but_no_resume_state_is_never_removed(tmp_path, services):
     _run(_config(tmp_path, steps=1), services)
     state_dir = tmp_path / "state"
@@ -274,6 +283,7 @@ def test_an_archive_with_steps_but_no_resume_state_is_never_removed(tmp_path, se
     assert (run_dir(state_dir) / "committed-library.json").read_bytes() == committed
 
 
+@pytest.mark.slow
 def test_each_run_names_its_own_scenario_and_a_resume_keeps_it(tmp_path, services):
     first, second = resume.run_name(tmp_path / "a"), resume.run_name(tmp_path / "b")
     assert first.scenario == f"guidance-ttt-{first.run_id}"

@@ -26,6 +26,7 @@ from atoll.guidance_ttt.wiring import BARRIER_POLL_S, ReefRuntimeMissing, open_s
 pytest_plugins = ["support.fixtures"]
 
 
+@pytest.mark.slow
 def test_a_configured_run_reaches_every_service(
     tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -169,6 +170,7 @@ def test_services_read_the_environment_they_are_given_not_the_process_one(
         pass
 
 
+@pytest.mark.slow
 def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
     tmp_path, monkeypatch, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -235,7 +237,8 @@ def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
         )
     stopped = time.monotonic()
     canceller.join()
-    assert cancelled_at and stopped - cancelled_at[0] < BARRIER_POLL_S + 1.0
+    # One poll and a margin for a busy machine; the barrier itself would wait for minutes.
+    assert cancelled_at and stopped - cancelled_at[0] < BARRIER_POLL_S + 8.0
     saved = resume.load(tmp_path / "state")
     assert saved.next_step == 0  # nothing committed: a rerun re-checks the gate of step 0
     state = read_step(journal, 0)

@@ -51,6 +51,7 @@ def test_local_preset_does_not_retry_a_server_error(scripted_llm):
     assert len(scripted_llm.chat_requests()) == 1
 
 
+@pytest.mark.slow
 def test_openrouter_preset_retries_transient_errors_then_succeeds(scripted_llm):
     scripted_llm.script = _failing_then([500, 429], "done")
     spec = executor_spec("openrouter", base_url=scripted_llm.base_url)
@@ -95,6 +96,7 @@ def test_openrouter_preset_does_not_retry_a_client_error(scripted_llm):
     assert len(scripted_llm.chat_requests()) == 1
 
 
+@pytest.mark.slow
 def test_openrouter_gives_up_after_its_retries(scripted_llm):
     scripted_llm.script = lambda request: Reply(status=502)
     spec = dataclasses.replace(

@@ -26,6 +26,7 @@ def _scenario() -> str:
     return f"step-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.slow
 def test_a_step_samples_once_per_rollout_and_reports_every_slot(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -83,6 +84,7 @@ def test_a_step_samples_once_per_rollout_and_reports_every_slot(
     library.close()
 
 
+@pytest.mark.slow
 def test_an_executor_outage_stops_the_step_and_a_resume_finishes_it_without_resampling(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -125,6 +127,7 @@ def test_an_executor_outage_stops_the_step_and_a_resume_finishes_it_without_resa
     library.close()
 
 
+@pytest.mark.slow
 def test_lost_acknowledgements_are_reposted_with_the_same_ids(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -160,6 +163,7 @@ def test_lost_acknowledgements_are_reposted_with_the_same_ids(
     library.close()
 
 
+@pytest.mark.slow
 def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -219,6 +223,7 @@ def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
     library.close()
 
 
+@pytest.mark.slow
 def test_a_training_step_with_a_slot_reef_cannot_fill_stops_at_once(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
 ):
@@ -259,6 +264,7 @@ def test_a_training_step_with_a_slot_reef_cannot_fill_stops_at_once(
     library.close()
 
 
+@pytest.mark.slow
 def test_a_judge_that_is_down_stops_the_step_and_scores_nothing(
     tmp_path, reef_server, reset_reef_upstream, scripted_llm
 ):

@@ -26,6 +26,7 @@ def score(venv_bin: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_prints_each_case_and_the_total(
     venv_bin: Path, small_problems: Path, state_dir: Path, problem0: Problem
 ) -> None:

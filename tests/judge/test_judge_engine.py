@@ -15,6 +15,7 @@ from atoll.judge.problems import Problem
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 def test_single_row_packer_scores_the_authoritys_27_8105(
     full_engine: Engine, sources: dict[str, bytes], problem0: Problem
 ) -> None:
@@ -29,6 +30,7 @@ def test_single_row_packer_scores_the_authoritys_27_8105(
     assert result["passed"] is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["shelf", "turn"])
 def test_per_case_ratios_match_an_independent_checker(
     program: str,
@@ -89,6 +91,7 @@ def test_compiler_cannot_read_host_files(small_engine: Engine, tmp_path: Path) -
         ("leading_zero", "presentation_error"),
     ],
 )
+@pytest.mark.slow
 def test_failing_programs_get_zero_with_a_distinct_status(
     program: str, status: str, small_engine: Engine, sources: dict[str, bytes]
 ) -> None:
@@ -102,6 +105,7 @@ def test_failing_programs_get_zero_with_a_distinct_status(
         assert all(case["time"] < 0.5e9 for case in result["cases"])
 
 
+@pytest.mark.slow
 def test_limits_are_the_authoritys(small_engine: Engine, sources: dict[str, bytes]) -> None:
     # A spinning program stops at 2 s of CPU, or at 4 s of wall clock first when
     # other work on the machine leaves it less than half a core.
@@ -116,6 +120,7 @@ def test_limits_are_the_authoritys(small_engine: Engine, sources: dict[str, byte
             assert 3.9e9 <= case["wallTime"] <= 15e9
 
 
+@pytest.mark.slow
 def test_fork_bomb_fails_and_the_judge_keeps_working(
     small_engine: Engine, sources: dict[str, bytes], problem0: Problem
 ) -> None:

@@ -216,6 +216,7 @@ def test_a_program_that_never_reads_gets_the_interactors_verdict(engine: Engine)
     assert (lucky["status"], lucky["scoreRatio"]) in (("points", 1.0), ("wrong_answer", 0.0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["GUESS_SILENT", "GUESS_SLEEPER"])
 def test_a_program_that_never_answers_is_stopped_by_its_clock(engine: Engine, program: str) -> None:
     started = time.monotonic()
@@ -225,6 +226,7 @@ def test_a_program_that_never_answers_is_stopped_by_its_clock(engine: Engine, pr
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 def test_a_program_that_floods_the_pipe_is_stopped(engine: Engine) -> None:
     started = time.monotonic()
     result = engine.judge("guess", layout.GUESS_FLOOD.encode())
@@ -238,6 +240,7 @@ def test_a_program_that_floods_the_pipe_is_stopped(engine: Engine) -> None:
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow
 def test_an_interactor_that_waits_forever_holds_nothing_up(engine: Engine) -> None:
     started = time.monotonic()
     # The program waits for an answer that never comes: its clock ends the case.

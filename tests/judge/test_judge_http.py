@@ -140,6 +140,7 @@ def test_compile_error_has_the_authoritys_shape(
     assert body["status"] == "error" and "undefined_symbol" in body["error"]
 
 
+@pytest.mark.slow
 def test_adversarial_programs_do_not_stop_the_judge(
     http: httpx.Client, sources: dict[str, bytes], problem0: Problem
 ) -> None:

@@ -113,6 +113,7 @@ schema.config.generation.update(
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
+@pytest.mark.slow
 def test_fuzzed_requests_get_documented_answers(case: schemathesis.Case, fuzz_judge: str) -> None:
     response = case.call(base_url=fuzz_judge, timeout=ANSWER_WITHIN_S)
     STATS["examples"] += 1

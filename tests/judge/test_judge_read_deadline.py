@@ -56,6 +56,7 @@ def assert_serving(judge: EmbeddedJudge) -> None:
     [b"", b"POST /submit HTTP/1.1\r\nHost: judge\r\nContent-Type: appl"],
     ids=["nothing", "half-the-headers"],
 )
+@pytest.mark.slow
 def test_a_request_that_never_arrives_is_answered_408_and_closed(
     judge: EmbeddedJudge, sent: bytes
 ) -> None:
@@ -68,6 +69,7 @@ def test_a_request_that_never_arrives_is_answered_408_and_closed(
     assert_serving(judge)
 
 
+@pytest.mark.slow
 def test_a_half_sent_body_is_dropped(judge: EmbeddedJudge) -> None:
     head = (
         b"POST /submit HTTP/1.1\r\nHost: judge\r\nContent-Type: application/json\r\n"
@@ -80,6 +82,7 @@ def test_a_half_sent_body_is_dropped(judge: EmbeddedJudge) -> None:
     assert_serving(judge)
 
 
+@pytest.mark.slow
 def test_a_trickle_does_not_reset_the_deadline(judge: EmbeddedJudge) -> None:
     request = b"POST /submit HTTP/1.1\r\nHost: judge\r\n" + b"X-Pad: " + b"a" * 200
     started = time.monotonic()
@@ -110,6 +113,7 @@ def test_a_trickle_does_not_reset_the_deadline(judge: EmbeddedJudge) -> None:
     assert_serving(judge)
 
 
+@pytest.mark.slow
 def test_an_idle_kept_alive_connection_outlives_the_read_deadline(judge: EmbeddedJudge) -> None:
     with httpx.Client(base_url=judge.url, timeout=5) as client:
         assert client.get("/health").status_code == 200
@@ -118,6 +122,7 @@ def test_an_idle_kept_alive_connection_outlives_the_read_deadline(judge: Embedde
         assert client.get("/health").status_code == 200
 
 
+@pytest.mark.slow
 def test_slow_clients_do_not_hold_up_others(judge: EmbeddedJudge) -> None:
     stuck = [connect(judge) for _ in range(20)]
     try:

@@ -75,6 +75,7 @@ def final(url: str, sid: int, deadline_s: float = 120) -> dict:
     raise AssertionError(f"no final result for {sid}")
 
 
+@pytest.mark.slow
 def test_full_queue_answers_503_and_sigkill_loses_no_result(
     server: Server, sources: dict[str, bytes]
 ) -> None:

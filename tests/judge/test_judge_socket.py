@@ -105,6 +105,7 @@ def test_the_relay_refuses_an_address_it_cannot_use(short_dir: Path) -> None:
         listener.close()
 
 
+@pytest.mark.slow
 def test_serve_prints_the_socket_directory_and_removes_it_on_sigterm(
     venv_bin: Path, tmp_path: Path
 ) -> None:

@@ -92,6 +92,7 @@ def test_reward_is_the_judges_score(
     assert report["status"] == "scored" and len(report["cases"]) == 2
 
 
+@pytest.mark.slow
 def test_embedded_judge_when_no_url_is_given(
     tmp_path: Path, sources: dict[str, bytes], state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

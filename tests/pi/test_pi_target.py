@@ -50,6 +50,7 @@ def on_atoll_local(tmp_path: Path, scenario):
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_output_of_the_command_and_of_what_it_left_running_is_kept(tmp_path):
     async def scenario(tools):
         quick = [
@@ -78,6 +79,7 @@ def test_a_detached_background_process_does_not_hold_the_command(tmp_path):
     assert took < 10
 
 
+@pytest.mark.slow
 def test_a_background_process_holding_the_output_is_stopped_at_the_deadline(tmp_path):
     async def scenario(tools):
         began = time.monotonic()

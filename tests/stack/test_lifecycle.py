@@ -46,6 +46,7 @@ def _wait_gone(mark: str, seconds: float = 10) -> list[int]:
     return left
 
 
+@pytest.mark.slow
 def test_up_serves_detached_and_down_stops_everything(tmp_path, upstream, stack_env, mark):
     port = free_port()
     stack_dir = tmp_path / "stack"
@@ -96,6 +97,7 @@ def test_up_serves_detached_and_down_stops_everything(tmp_path, upstream, stack_
     assert again.returncode == 0 and "nothing was started" in again.stderr
 
 
+@pytest.mark.slow
 def test_an_existing_reef_is_used_and_left_running(tmp_path, upstream, stack_env, mark):
     port = free_port()
     first = _up(stack_env, upstream.root_url, port, tmp_path / "first")
@@ -113,6 +115,7 @@ def test_an_existing_reef_is_used_and_left_running(tmp_path, upstream, stack_env
     assert _wait_gone(mark) == []
 
 
+@pytest.mark.slow
 def test_port_in_use_fails_in_one_line_and_starts_nothing(tmp_path, upstream, stack_env, mark):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
@@ -127,6 +130,7 @@ def test_port_in_use_fails_in_one_line_and_starts_nothing(tmp_path, upstream, st
     assert not (tmp_path / "stack" / "stack.json").exists()
 
 
+@pytest.mark.slow
 def test_a_stack_that_misses_its_deadline_is_stopped(tmp_path, upstream, stack_env, mark):
     up = _up(
         stack_env, upstream.root_url, free_port(), tmp_path / "stack", "--ready-timeout", "0.5"
@@ -139,6 +143,7 @@ def test_a_stack_that_misses_its_deadline_is_stopped(tmp_path, upstream, stack_e
     assert not list((tmp_path / "stack" / "reef-run").glob("*/runtime.yaml"))
 
 
+@pytest.mark.slow
 def test_a_stack_that_exits_during_start_reports_its_last_log_lines(tmp_path, stack_env, mark):
     # Reef itself refuses a non-HTTP upstream, after it has started: its log says why.
     up = atoll(
@@ -182,6 +187,7 @@ def test_training_without_gpus_is_one_clear_error(tmp_path, stack_env, mark):
     assert marked_processes(mark) == []
 
 
+@pytest.mark.slow
 def test_missing_git_lfs_is_one_clear_error(tmp_path, upstream, stack_env, mark):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -193,6 +199,7 @@ def test_missing_git_lfs_is_one_clear_error(tmp_path, upstream, stack_env, mark)
     assert marked_processes(mark) == []
 
 
+@pytest.mark.slow
 def test_reef_beside_the_interpreter_is_found_without_an_activated_venv(
     tmp_path, upstream, stack_env, mark, venv_bin
 ):
@@ -227,6 +234,7 @@ def test_no_reef_anywhere_is_one_clear_error(tmp_path, monkeypatch):
         preflight.reef_executable({"PATH": str(empty)})
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_start_stops_what_was_started(tmp_path, upstream, stack_env, mark):
     # A `reef` that takes its time to start, so the interrupt surely lands before Reef is
     # healthy, however busy the machine: the command is then still starting it.

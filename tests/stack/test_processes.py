@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from atoll.stack import processes
 
 
@@ -31,6 +33,7 @@ def test_stop_ends_the_whole_group_with_sigterm(tmp_path):
     assert not processes.alive(record)
 
 
+@pytest.mark.slow
 def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     record = _spawn(tmp_path, "stubborn", "trap '' TERM; while true; do sleep 0.1; done")
     time.sleep(0.3)

@@ -42,6 +42,7 @@ def _render(tmp_path: Path, overrides: dict, **options) -> tuple[GuidanceConfig,
     return config, yaml.safe_load(path.read_text()), path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", CONFIGS, ids=["defaults", "small", "tp2"])
 def test_training_file_follows_the_config_field_by_field(tmp_path: Path, overrides: dict) -> None:
     config, doc, path = _render(tmp_path, overrides, training=True)
@@ -147,6 +148,7 @@ def test_tensor_parallel_size_must_divide_the_trainer_gpus(tmp_path: Path) -> No
         _render(tmp_path, {"tensor_parallel_size": 4}, training=True)
 
 
+@pytest.mark.slow
 def test_render_command_prints_the_file_without_the_token(tmp_path: Path) -> None:
     token = "secret-" + os.urandom(8).hex()
     result = subprocess.run(

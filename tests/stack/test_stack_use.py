@@ -101,6 +101,7 @@ def test_a_third_party_agent_declares_the_stack_and_hands_it_its_options(
     assert not health.healthy(f"http://127.0.0.1:{port}")
 
 
+@pytest.mark.slow
 def test_a_config_the_stack_cannot_use_is_one_line_naming_the_agent(
     venv_bin, tmp_path, stack_env, mark
 ):

@@ -221,7 +221,9 @@ class ScriptedOpenAIServer:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
     def start(self) -> ScriptedOpenAIServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 

@@ -55,6 +55,7 @@ def sum_task(venv_bin: Path, checkout: Path, tmp_path_factory: pytest.TempPathFa
     return root / "task"
 
 
+@pytest.mark.slow
 def test_a_written_task_is_a_harbor_task_with_a_judged_seed(sum_task: Path) -> None:
     task = Task(sum_task)
     assert task.config.verifier.network_mode is NetworkMode.NO_NETWORK
@@ -77,6 +78,7 @@ def test_the_contract_is_valid_for_guidance_ttt(sum_task: Path) -> None:
     assert task.contract.solution_language.value == "cpp"
 
 
+@pytest.mark.slow
 def test_an_interactive_problem_gets_a_trivial_seed_when_none_is_given(
     venv_bin: Path, checkout: Path, tmp_path: Path
 ) -> None:
@@ -95,6 +97,7 @@ def test_an_interactive_problem_gets_a_trivial_seed_when_none_is_given(
         ("nosuch", None, "no problem 'nosuch'"),
     ],
 )
+@pytest.mark.slow
 def test_bad_requests_are_one_clear_line(
     venv_bin: Path, checkout: Path, tmp_path: Path, pid: str, prepare: str | None, needle: str
 ) -> None:

@@ -16,6 +16,7 @@ from atoll.judge.embedded import JudgeSetup
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 def test_recorded_seed_result_matches_the_judge(
     task_dir: Path, recorded: dict[str, Any], judge_state: Path
 ) -> None:

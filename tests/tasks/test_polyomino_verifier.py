@@ -57,6 +57,7 @@ def judge_socket(judge_url: str, judge_socket_dir: Path) -> Path:
     return judge_socket_dir / "judge.sock"
 
 
+@pytest.mark.slow
 def test_seed_gets_its_recorded_score(
     task_dir: Path, tmp_path: Path, judge_socket: Path, recorded: dict[str, Any]
 ) -> None:
@@ -100,6 +101,7 @@ def test_missing_solution_scores_zero(
     assert details["status"] == "missing"
 
 
+@pytest.mark.slow
 def test_program_that_does_not_compile_scores_zero(
     task_dir: Path, tmp_path: Path, judge_socket: Path
 ) -> None:

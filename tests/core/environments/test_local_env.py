@@ -95,6 +95,7 @@ def test_network_modes(make_env):
     assert public.return_code == 0 and public.stdout == "reached\n"
 
 
+@pytest.mark.slow
 def test_exec_timeout_kills_the_command(make_env):
     async def scenario(env):
         with pytest.raises(RuntimeError, match="timed out after 1 seconds"):

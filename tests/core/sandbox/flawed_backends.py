@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -78,7 +79,9 @@ class LeavesASleeper(Flawed):
     def run(self, argv, spec, stdin=None, *, pipes=None, cancel=None):  # type: ignore[no-untyped-def]
         result = super().run(argv, spec, stdin, pipes=pipes, cancel=cancel)
         switch = ["setpriv", f"--reuid={spec.uid}", f"--regid={spec.gid}", "--clear-groups"]
-        self.sleepers.append(subprocess.Popen([*switch, "sleep", "60"]))
+        sleeper = subprocess.Popen([*switch, "sleep", "60"])
+        self.sleepers.append(sleeper)
+        _wait_until_running_as(sleeper.pid, spec.uid)
         return result
 
     def stop_sleepers(self) -> None:
@@ -96,3 +99,15 @@ class Crashes(Flawed):
 
     def run(self, argv, spec, stdin=None, *, pipes=None, cancel=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("backend bug")
+
+
+def _wait_until_running_as(pid: int, uid: int, within_s: float = 10.0) -> None:
+    """`setpriv` switches uid just after it starts: the flaw exists only from then on."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        uids = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
+        if str(uid) in uids and "sleep" in Path(f"/proc/{pid}/comm").read_text():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"the sleeper {pid} never ran as uid {uid}")

@@ -15,6 +15,7 @@ from atoll.core.sandbox.conformance import CHECKS, Outcome, run_check
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.name)
 def test_backend_conforms(backend, check, test_uid):
     result = run_check(backend, check, uid=test_uid)

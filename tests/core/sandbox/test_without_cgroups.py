@@ -33,6 +33,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_rlimits_contain_without_cgroups(test_uid):
     env = {**os.environ, "ATOLL_SANDBOX_CGROUPS": "off"}
     done = subprocess.run(
