@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C is handled as in a terminal, however the suite was launched.
+
+    A script's background job starts with SIGINT ignored, and the commands the
+    tests start would inherit that: the tests of Ctrl-C handling would then test
+    nothing. Python's own handler is reset to the default in every child.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
