@@ -147,6 +147,15 @@ def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run
             check=False,
         )
         assert "Docker Compose version" in compose.stdout, compose.stderr
+        # A container on the host network makes dockerd mount its default netns.
+        host_net = subprocess.run(
+            ["docker", "run", "--rm", "--network", "host", "atoll/base:bookworm", "true"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env, "DOCKER_HOST": paths.docker_host},
+            check=False,
+        )
+        assert host_net.returncode == 0, host_net.stderr
 
         again = atoll(atoll_cmd, "up", *args, env=env)
         assert again.returncode == 0 and "nothing to do" in again.stderr
@@ -157,6 +166,11 @@ def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run
         assert down.returncode == 0, down.stderr
         assert "stopped dockerd" in down.stderr
         assert query(paths) is None and not paths.socket.exists()
+        # Nothing stays mounted under the run directory (dockerd leaves its netns/default).
+        mounted = [
+            line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        ]
+        assert [m for m in mounted if m.startswith(str(run_dir))] == []
         status = atoll(atoll_cmd, "status", *args, env=env)
         assert status.returncode == 1 and "not running" in status.stdout
         # The session's engine is untouched.
