@@ -22,6 +22,7 @@ from support.processes import pids_mentioning
 from atoll.core.docker_engine import EnginePaths
 from atoll.core.docker_engine.base_image import tarball as base_tarball
 from atoll.core.docker_engine.daemon import owned_pid, query
+from atoll.core.mounts import mount_points
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -167,10 +168,7 @@ def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run
         assert "stopped dockerd" in down.stderr
         assert query(paths) is None and not paths.socket.exists()
         # Nothing stays mounted under the run directory (dockerd leaves its netns/default).
-        mounted = [
-            line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-        ]
-        assert [m for m in mounted if m.startswith(str(run_dir))] == []
+        assert [m for m in mount_points() if m.startswith(str(run_dir))] == []
         status = atoll(atoll_cmd, "status", *args, env=env)
         assert status.returncode == 1 and "not running" in status.stdout
         # The session's engine is untouched.

@@ -28,6 +28,7 @@ from atoll.core.docker_engine.errors import EngineError
 from atoll.core.docker_engine.files import tail
 from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
 from atoll.core.durable import atomic_replace, atomic_write_bytes
+from atoll.core.mounts import unmount_below
 
 SUITE = "bookworm"
 # nftables: the egress sidecar (egress_sidecar.py) enforces network policies with it.
@@ -100,15 +101,6 @@ def _record(paths: EnginePaths, image: BaseImage) -> None:
     atomic_write_bytes(paths.base_record, data, make_parents=True)
 
 
-def _unmount_under(directory: Path) -> None:
-    """Lazily unmount whatever a failed debootstrap left mounted below `directory`."""
-    prefix = str(directory.resolve()) + "/"
-    with open("/proc/mounts") as mounts:
-        targets = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
-    for target in sorted(targets, key=len, reverse=True):
-        subprocess.run(["umount", "-l", target], check=False, capture_output=True)
-
-
 def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
     """Debootstrap a minimal bookworm with PACKAGES and cache it as the recipe's tarball."""
     debootstrap = shutil.which("debootstrap")
@@ -146,7 +138,7 @@ def build_tarball(paths: EnginePaths, mirror: str | None = None) -> Path:
                 f"packing the base rootfs failed: {exc.stderr.decode(errors='replace').strip()}"
             ) from exc
     finally:
-        _unmount_under(rootfs)
+        unmount_below(rootfs)  # what a failed debootstrap left mounted
         shutil.rmtree(rootfs, ignore_errors=True)
     _drop_other_tarballs(paths)
     return tarball(paths)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 from atoll.core.docker_engine.errors import EngineError
 from atoll.core.docker_engine.files import tail
 from atoll.core.docker_engine.paths import EnginePaths
+from atoll.core.mounts import unmount_below
 
 START_DEADLINE_S = 60.0
 STOP_DEADLINE_S = 30.0
@@ -228,25 +228,7 @@ def stop(paths: EnginePaths, deadline_s: float = STOP_DEADLINE_S) -> int | None:
     for leftover in (paths.socket, paths.pidfile):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
-    _unmount_below(paths.exec_root)
+    # dockerd leaves its default network namespace mounted there, which keeps
+    # the run directory from being removed.
+    unmount_below(paths.exec_root)
     return pid
-
-
-def _unmount_below(root: Path) -> None:
-    """Detach what a stopped dockerd left mounted under its exec-root.
-
-    dockerd leaves its default network namespace bind-mounted there
-    (`netns/default`) after a clean shutdown; the mount keeps the run
-    directory from being removed.
-    """
-    top = str(root)
-    for point in sorted(
-        (m for m in _mount_points() if m == top or m.startswith(top + "/")), reverse=True
-    ):
-        subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
-
-
-def _mount_points() -> list[str]:
-    lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    # mountinfo writes space, tab, newline and backslash as octal escapes.
-    return [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4]) for line in lines]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 from pathlib import Path
 
+from atoll.core.mounts import mount_points
 from atoll.core.sandbox.base import SandboxBackend
 
 
@@ -33,12 +34,6 @@ def processes_of_uid(uid: int | Container[int], *, zombies: bool = False) -> lis
         if any(int(x) in wanted for x in fields.get("Uid", "").split()[:2]):
             found.append(int(entry.name))
     return found
-
-
-def mount_points() -> set[str]:
-    """Where something is mounted in this process's mount namespace."""
-    lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    return {line.split()[4] for line in lines}
 
 
 def new_mounts(before: set[str], watched: Iterable[str]) -> list[str]:

@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from atoll.core.mounts import mount_points
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.conformance import audit
 from atoll.core.sandbox.spec import Limits, SandboxError, SandboxResult, SandboxSpec
@@ -190,7 +191,7 @@ def run_check(backend: SandboxBackend, check: Check, *, uid: int | None = None) 
     uid = default_uid() if uid is None else uid
     scratch = Path(tempfile.mkdtemp(prefix=f"atoll-conformance-{check.name}-"))
     scratch.chmod(0o755)  # reachable by the check's uid, so a box that shows the host is caught
-    mounts_before = audit.mount_points()
+    mounts_before = mount_points()
     started = time.monotonic()
     outcome, detail = Outcome.PASSED, ""
     try:
