@@ -7,13 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
 from harbor.models.task.task import Task
-from harbor.models.trial.paths import TrialPaths
 from harbor.verifier.factory import VerifierFactory
 from judge_reference import row_ratio
+from support.local_env import local_environment
 
-from atoll.core.environments.local import LocalEnvironment
 from atoll.core.records import Kind
 from atoll.core.registry import load
 from atoll.judge.client import JudgeUnavailable
@@ -30,22 +28,11 @@ def verify(
     tmp_path: Path, candidate: bytes | None, env: dict[str, str], **kwargs: object
 ) -> tuple[dict, Path]:
     """Run the verifier as Harbor would, on a trial whose workspace holds `candidate`."""
-    paths = TrialPaths(tmp_path / "trial")
-    for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir):
-        d.mkdir(parents=True, exist_ok=True)
-    task = Task(TASK)
-    environment = LocalEnvironment(
-        environment_dir=TASK / "environment",
-        environment_name="polyomino-candidate",
-        session_id="polyomino-candidate__test__env",
-        trial_paths=paths,
-        task_env_config=EnvironmentConfig(),
-        mounts=[
-            {"type": "bind", "source": str(paths.agent_dir), "target": "/logs/agent"},
-            {"type": "bind", "source": str(paths.verifier_dir), "target": "/logs/verifier"},
-        ],
-        network_policy=NetworkPolicy(network_mode=NetworkMode.NO_NETWORK),
+    environment = local_environment(
+        tmp_path / "trial", TASK / "environment", "polyomino-candidate", log_mounts=True
     )
+    paths = environment.trial_paths
+    task = Task(TASK)
 
     async def main() -> dict:
         await environment.start(force_build=False)

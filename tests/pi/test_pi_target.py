@@ -14,10 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
-from harbor.models.trial.paths import TrialPaths
+from support.local_env import local_environment
 
-from atoll.core.environments.local import LocalEnvironment
 from atoll.pi.target import ToolTarget, new_token
 
 TASK = Path(__file__).parents[1] / "core" / "environments" / "tasks" / "write-a-file"
@@ -29,17 +27,7 @@ def on_atoll_local(tmp_path: Path, scenario):
     """Start an atoll-local environment, run `scenario(tools)`, always stop it."""
 
     async def main():
-        paths = TrialPaths(tmp_path / "trial")
-        for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        env = LocalEnvironment(
-            environment_dir=TASK / "environment",
-            environment_name="write-a-file",
-            session_id="write-a-file__pi-target__env",
-            trial_paths=paths,
-            task_env_config=EnvironmentConfig(),
-            network_policy=NetworkPolicy(network_mode=NetworkMode.NO_NETWORK),
-        )
+        env = local_environment(tmp_path / "trial", TASK / "environment", "write-a-file")
         await env.start(force_build=False)
         try:
             tools = ToolTarget(env, command_timeout_s=60, output_bytes=4096, max_read=1 << 20)

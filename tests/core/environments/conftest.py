@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
-from harbor.models.trial.paths import TrialPaths
+from harbor.models.task.config import NetworkMode
+from support.local_env import local_environment
 
 from atoll.core.environments.local import LocalEnvironment
 
@@ -27,20 +27,13 @@ def make_env(tmp_path: Path, task_dir: Path) -> Callable[..., LocalEnvironment]:
         environment_dir: Path | None = None,
         **config: object,
     ) -> LocalEnvironment:
-        paths = TrialPaths(tmp_path / "trial")
-        for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        return LocalEnvironment(
-            environment_dir=environment_dir or task_dir / "environment",
-            environment_name="write-a-file",
-            session_id="write-a-file__test__env",
-            trial_paths=paths,
-            task_env_config=EnvironmentConfig(**config),
-            mounts=[
-                {"type": "bind", "source": str(paths.agent_dir), "target": "/logs/agent"},
-                {"type": "bind", "source": str(paths.verifier_dir), "target": "/logs/verifier"},
-            ],
-            network_policy=NetworkPolicy(network_mode=network),
+        return local_environment(
+            tmp_path / "trial",
+            environment_dir or task_dir / "environment",
+            "write-a-file",
+            network=network,
+            log_mounts=True,
+            **config,
         )
 
     return make

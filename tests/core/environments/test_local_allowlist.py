@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
-from harbor.models.trial.paths import TrialPaths
+from harbor.models.task.config import NetworkMode, NetworkPolicy
 from support import ci
+from support.local_env import local_environment
 
 from atoll.core.environments import egress_rules
 from atoll.core.environments.local import LocalEnvironment
@@ -44,16 +44,12 @@ def listeners() -> Iterator[dict[str, int]]:
 
 
 def make_env(tmp_path: Path, network: NetworkMode, hosts: list[str] | None = None):
-    paths = TrialPaths(tmp_path / "trial")
-    for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir):
-        d.mkdir(parents=True, exist_ok=True)
-    return LocalEnvironment(
-        environment_dir=TASK / "environment",
-        environment_name="write-a-file",
-        session_id="write-a-file__test__allowlist",
-        trial_paths=paths,
-        task_env_config=EnvironmentConfig(),
-        network_policy=NetworkPolicy(network_mode=network, allowed_hosts=hosts or []),
+    return local_environment(
+        tmp_path / "trial",
+        TASK / "environment",
+        "write-a-file",
+        network=network,
+        allowed_hosts=hosts,
     )
 
 
