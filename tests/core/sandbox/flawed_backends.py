@@ -2,13 +2,14 @@
 
 Each wraps the real bubblewrap backend and breaks one promise of the
 contract (the network setting, read-only mounts, the host's files, the
-leftovers, the pipes it claims), as a careless backend would.
+leftovers, the pipes it claims, a seekable stdin), as a careless backend would.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -67,6 +68,28 @@ def mounts_everything_writable() -> Flawed:
 
 def shows_the_host_tmp() -> Flawed:
     return Flawed(lambda spec: dataclasses.replace(spec, mounts=(Mount(Path("/tmp"), "/tmp"),)))
+
+
+def streams_a_seekable_stdin() -> Flawed:
+    """Ignores `stdin_seekable`: the program gets its input through a pipe all the same."""
+    return Flawed(lambda spec: dataclasses.replace(spec, stdin_seekable=False))
+
+
+class WritableStdinFile(Flawed):
+    """Gives a seekable stdin as a plain file opened read-write, which the program can change."""
+
+    def run(self, argv, spec, stdin=None, *, pipes=None, cancel=None):  # type: ignore[no-untyped-def]
+        if not spec.stdin_seekable:
+            return super().run(argv, spec, stdin, pipes=pipes, cancel=cancel)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "stdin"
+            path.write_bytes(stdin or b"")
+            path.chmod(0o666)
+            spec = dataclasses.replace(
+                spec, stdin_seekable=False, mounts=(*spec.mounts, Mount(path, "/stdin", True))
+            )
+            opened = ["sh", "-c", 'exec 0<>/stdin; exec "$@"', "sandbox", *argv]
+            return super().run(opened, spec, None, pipes=pipes, cancel=cancel)
 
 
 class LeavesASleeper(Flawed):

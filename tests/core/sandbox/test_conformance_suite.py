@@ -40,6 +40,8 @@ def uid(test_uid: int) -> int:
         ),
         (flawed_backends.shows_the_host_tmp, "home_canary", "a host file outside the mounts"),
         (flawed_backends.ClaimsNoPipesButTakesThem, "pipes_refused", "pipes were accepted"),
+        (flawed_backends.streams_a_seekable_stdin, "stdin_seekable", "Illegal seek"),
+        (flawed_backends.WritableStdinFile, "stdin_seekable", "not seen: write refused"),
     ],
 )
 def test_a_flawed_backend_fails_its_check(make, check, says, uid) -> None:

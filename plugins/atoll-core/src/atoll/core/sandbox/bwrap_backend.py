@@ -25,6 +25,7 @@ from atoll.core.sandbox.bwrap_argv import bwrap_argv
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.cgroups import RunCgroup, created_groups
 from atoll.core.sandbox.classify import classify, split_exit_code
+from atoll.core.sandbox.seekable_stdin import sealed_memfd
 from atoll.core.sandbox.spec import (
     Limits,
     Pipes,
@@ -182,6 +183,8 @@ class BwrapBackend(SandboxBackend):
             )
         if pipes is not None and stdin is not None:
             raise SandboxError("a run reads either `stdin` bytes or `pipes`, not both")
+        if pipes is not None and spec.stdin_seekable:
+            raise SandboxError("a run joined to `pipes` has no stdin file to make seekable")
         limits = spec.limits
         processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
         try:
@@ -196,7 +199,11 @@ class BwrapBackend(SandboxBackend):
         except OSError as exc:
             raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
         status_r, status_w = os.pipe()
+        stdin_file = -1
         try:
+            if spec.stdin_seekable:
+                stdin_file = sealed_memfd(stdin or b"")
+                stdin = None  # nothing left to feed through a pipe
             userns = None
             if spec.user_namespace is not None:
                 # A descriptor number the prelude can open the namespace on: any digit but status_w.
@@ -219,7 +226,7 @@ class BwrapBackend(SandboxBackend):
                         "sandbox",
                         *command,
                     ],
-                    stdin=_stdin_of(stdin, pipes),
+                    stdin=stdin_file if stdin_file >= 0 else _stdin_of(stdin, pipes),
                     stdout=subprocess.PIPE if pipes is None else pipes.stdout_fd,
                     stderr=subprocess.PIPE,
                     pass_fds=(status_w,),
@@ -230,6 +237,9 @@ class BwrapBackend(SandboxBackend):
             finally:
                 if pipes is not None:  # the child has its copies: EOF follows its exit
                     pipes.close()
+                if stdin_file >= 0:  # the child has its own copy as descriptor 0
+                    os.close(stdin_file)
+                    stdin_file = -1
             os.close(status_w)
             status_w = -1
             outcome = self._supervise(proc, started, stdin, status_r, limits, group, cancel)
@@ -241,6 +251,8 @@ class BwrapBackend(SandboxBackend):
             os.close(status_r)
             if status_w >= 0:
                 os.close(status_w)
+            if stdin_file >= 0:
+                os.close(stdin_file)
             if group is not None:
                 try:
                     group.remove()

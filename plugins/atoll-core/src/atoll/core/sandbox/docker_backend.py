@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from atoll.core.docker_engine.paths import BASE_IMAGE, EnginePaths
@@ -27,6 +28,7 @@ from atoll.core.sandbox.classify import Why, classify, split_exit_code
 from atoll.core.sandbox.docker_cgroup import ContainerCgroup
 from atoll.core.sandbox.docker_cgroup import leftovers as cgroup_leftovers
 from atoll.core.sandbox.docker_stream import AttachedStreams, raw_socket
+from atoll.core.sandbox.seekable_stdin import stdin_file
 from atoll.core.sandbox.spec import (
     Limits,
     Network,
@@ -47,6 +49,8 @@ SYSTEM_DOCKER_HOST = "unix:///var/run/docker.sock"
 # docker-init (pid 1, so that signals reach the program as on a host) is one more process.
 _INIT_PROCESSES = 1
 _POLL_S = 0.05
+# Where a seekable stdin's file is bound in the container, to be opened as descriptor 0.
+STDIN_TARGET = "/.atoll-stdin"
 
 
 def engine_url() -> str:
@@ -167,19 +171,35 @@ class DockerBackend(SandboxBackend):
                 "the docker sandbox backend cannot join a program to host pipes "
                 "(interactive judging); use the bwrap backend"
             )
-        from docker.errors import APIError
-        from requests.exceptions import RequestException
-
         _validate(argv, spec)
         client = self._connect()
         image = self.resolve_image(spec.image or DEFAULT_IMAGE)
+        if not spec.stdin_seekable:
+            return self._run(client, argv, spec, image, stdin, None, cancel)
+        with stdin_file(stdin or b"") as path:
+            return self._run(client, argv, spec, image, None, path, cancel)
+
+    def _run(
+        self,
+        client: Any,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        image: str,
+        stdin: bytes | None,
+        stdin_path: Path | None,
+        cancel: CancelToken | None,
+    ) -> SandboxResult:
+        """One container: `stdin` bytes through the attach connection, or `stdin_path` bound in."""
+        from docker.errors import APIError
+        from requests.exceptions import RequestException
+
         group = ContainerCgroup.create(self._local_cgroupfs)
         limits = spec.limits
         container_id: str | None = None
         streams: AttachedStreams | None = None
         try:
             try:
-                config = _container_config(client, argv, spec, image, group, stdin is not None)
+                config = _container_config(client, argv, spec, image, group, stdin, stdin_path)
                 container_id = str(client.api.create_container(**config)["Id"])
                 params = {"stdin": int(stdin is not None), "stdout": 1, "stderr": 1, "stream": 1}
                 streams = AttachedStreams(
@@ -280,7 +300,9 @@ def _validate(argv: Sequence[str], spec: SandboxSpec) -> None:
     for mount in spec.mounts:
         if not mount.source.exists():
             raise SandboxError(f"mount source {mount.source} does not exist")
-        mount_target(mount.target)
+        target = mount_target(mount.target)
+        if spec.stdin_seekable and target == STDIN_TARGET:
+            raise SandboxError(f"{STDIN_TARGET} is where the docker backend binds a seekable stdin")
 
 
 def _container_config(
@@ -289,7 +311,8 @@ def _container_config(
     spec: SandboxSpec,
     image: str,
     group: ContainerCgroup | None,
-    with_stdin: bool,
+    stdin: bytes | None,
+    stdin_path: Path | None,
 ) -> dict[str, Any]:
     from docker.types import LogConfig, Mount, Ulimit
 
@@ -326,33 +349,44 @@ def _container_config(
         mounts=[
             Mount(m.target, str(m.source.resolve()), type="bind", read_only=not m.writable)
             for m in spec.mounts
-        ],
+        ]
+        + (
+            []
+            if stdin_path is None
+            else [Mount(STDIN_TARGET, str(stdin_path), type="bind", read_only=True)]
+        ),
         init=True,
         log_config=LogConfig(type="none"),
         cgroup_parent=group.parent if group is not None else None,
     )
     return {
         "image": image,
-        **_entrypoint(argv, limits),
+        **_entrypoint(argv, limits, stdin_path is not None),
         "user": f"{spec.uid}:{spec.gid}",
         "environment": {"PATH": DEFAULT_PATH, **spec.env},
         "working_dir": spec.workdir,
         "labels": {LABEL: "1", OWNER_LABEL: owner()},
-        "stdin_open": with_stdin,  # with attach (detach=False) this closes stdin at our EOF
+        "stdin_open": stdin is not None,  # with attach (detach=False) this closes stdin at our EOF
         "host_config": host_config,
     }
 
 
-def _entrypoint(argv: Sequence[str], limits: Limits) -> dict[str, list[str]]:
-    """The container's command; under an address-space limit, set inside the container.
+def _entrypoint(argv: Sequence[str], limits: Limits, seekable_stdin: bool) -> dict[str, list[str]]:
+    """The container's command; what the engine cannot set is set inside the container first.
 
     The engine's own `as` ulimit would apply to the container runtime too, which
-    cannot start under it, so the image's shell sets RLIMIT_AS and becomes the program.
+    cannot start under it; and the engine gives stdin only as a stream. So the
+    image's shell sets RLIMIT_AS, opens the bound stdin file as descriptor 0
+    (read-only), and becomes the program.
     """
-    if limits.address_space_bytes is None:
+    steps = []
+    if seekable_stdin:
+        steps.append(f"exec 0<{STDIN_TARGET}")
+    if limits.address_space_bytes is not None:
+        steps.append(f"ulimit -v {max(1, limits.address_space_bytes // KiB)}")
+    if not steps:
         return {"entrypoint": [argv[0]], "command": list(argv[1:])}
-    kib = max(1, limits.address_space_bytes // KiB)
-    script = f'ulimit -v {kib} && exec "$@"'
+    script = " && ".join([*steps, 'exec "$@"'])
     return {"entrypoint": ["/bin/sh", "-c", script, "sandbox"], "command": list(argv)}
 
 

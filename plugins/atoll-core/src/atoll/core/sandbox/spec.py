@@ -100,6 +100,11 @@ class SandboxSpec:
     # then ids inside it, and uid 0 is allowed: that namespace's root, which holds a
     # container's default capabilities over the namespace's own (unprivileged) ids only.
     user_namespace: str | None = None
+    # The program's stdin is a read-only regular file holding exactly the run's `stdin`
+    # bytes (empty if none), not a pipe: `fstat` gives their size, `mmap` maps them and
+    # `lseek` moves about them, as on a judge that copies a case's input into a file. Writes
+    # to it fail. Not with `pipes=`, whose ends are pipes by nature.
+    stdin_seekable: bool = False
 
 
 class Status(StrEnum):

@@ -3,8 +3,8 @@
 Hostile programs (a fork bomb, a memory bomb, a CPU spin, a sleeper past the
 wall clock, endless output, a connection to the host's loopback, reads of
 root-only and host files, writes outside the mounts, a setuid binary,
-symlink and `..` escapes, many runs at once, cancel, and joined pipes where
-the backend has them) must each end with the right Status and leave nothing
+symlink and `..` escapes, many runs at once, cancel, a seekable stdin that
+must not be written, and joined pipes where the backend has them) must each end with the right Status and leave nothing
 behind: after every check no process of its uid, no new mount and nothing
 from the backend's `leftovers()` may remain.
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from atoll.core.sandbox.base import SandboxBackend
-from atoll.core.sandbox.conformance import isolation, limits, pipes
+from atoll.core.sandbox.conformance import isolation, limits, pipes, stdin
 from atoll.core.sandbox.conformance.suite import (
     BackendFactory,
     Box,
@@ -62,6 +62,7 @@ CHECKS: tuple[Check, ...] = (
         "running",
         limits.plain_run,
         limits.stdin_reaches_the_program,
+        stdin.stdin_seekable,
         limits.killed_by_a_signal,
         limits.only_the_declared_environment,
         limits.no_limits,
