@@ -43,7 +43,7 @@ from rich.table import Table
 
 from atoll.judge.checkout import find_checkout, load_checkout_problem
 from atoll.judge.client import JudgeClient, Scored
-from atoll.judge.compiler import FLAGS, TOOL_FLAGS
+from atoll.judge.compiler import FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.engine import Engine
 from atoll.judge.problems import BUILTIN_PROBLEMS, Problem, load_problems
@@ -214,7 +214,7 @@ def checker_rows(repeats: int, workers: int | None, frontiercs: Path | None) -> 
                 checker = root / "chk"
                 assert problem.tool is not None
                 subprocess.run(
-                    ["g++", str(problem.tool.source), *TOOL_FLAGS, "-I"]
+                    ["g++", str(problem.tool.source), *FLAGS, "-I"]
                     + [str(problem.tool.include_dir), "-o", str(checker)],
                     check=True,
                 )

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from atoll.judge.compiler import FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.engine import Engine
 from atoll.judge.problems import BUILTIN_PROBLEMS, Problem, load_problems
 
 PROGRAMS = Path(__file__).parent / "programs"
-FLAGS = ["-O2", "-pipe", "-static", "-s", "-std=gnu++17"]
 
 
 def make_problem_set(root: Path, cases: list[int]) -> Path:
@@ -44,7 +44,7 @@ def binaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Well-behaved test programs built with plain g++, to be run outside the judge."""
     out = tmp_path_factory.mktemp("plain-binaries")
     built = {}
-    for name in ("row", "shelf", "turn", "search"):
+    for name in ("row", "shelf", "turn", "search", "row_seek", "row_mmap"):
         target = out / name
         subprocess.run(
             ["g++", *FLAGS, str(PROGRAMS / f"{name}.cpp"), "-o", str(target)], check=True

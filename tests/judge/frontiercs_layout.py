@@ -123,6 +123,42 @@ SUM_CRASH_CLAIMING_RATIO = (
     '#include <cstdio>\n#include <cstdlib>\nint main(){fprintf(stderr,"Ratio: 1\\n");abort();}\n'
 )
 SUM_SPIN = "int main(){volatile unsigned long long x=0; for(;;) x++;}\n"
+# Size the input before reading it: seekg/tellg (as FrontierCS problem 47's model
+# solution does) and fstat + mmap. On a pipe tellg() is -1 (reserve throws) and
+# fstat's size is 0 (nothing to map); on a file both read the whole input.
+SUM_SEEK = r"""
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <string>
+int main() {
+    std::cin.seekg(0, std::ios::end);
+    std::string input;
+    input.reserve(std::cin.tellg());
+    std::cin.seekg(0, std::ios::beg);
+    input.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    std::istringstream in(input);
+    long long a, b;
+    in >> a >> b;
+    std::cout << a + b << "\n";
+}
+"""
+SUM_MMAP = r"""
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <cstdio>
+#include <string>
+int main() {
+    struct stat st;
+    if (fstat(0, &st) != 0 || st.st_size <= 0) { fprintf(stderr, "stdin has no size\n"); return 1; }
+    void* mapped = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, 0, 0);
+    if (mapped == MAP_FAILED) { perror("mmap stdin"); return 1; }
+    std::string input(static_cast<const char*>(mapped), st.st_size);
+    long long a, b;
+    if (sscanf(input.c_str(), "%lld %lld", &a, &b) != 2) return 1;
+    printf("%lld\n", a + b);
+}
+"""
 SUM_SILENT = "int main(){}\n"
 
 GUESS_BINARY = r"""
@@ -159,6 +195,17 @@ GUESS_SILENT = '#include <cstdio>\nint main(){long long n; scanf("%lld",&n); for
 GUESS_SLEEPER = (
     "#include <cstdio>\n#include <unistd.h>\n"
     'int main(){long long n; scanf("%lld",&n); for(;;) pause();}\n'
+)
+# Binary search, but only over a pipe: a stdin that is a file (a dialogue cannot be
+# one) makes it give up with a wrong guess.
+GUESS_ONLY_THROUGH_A_PIPE = GUESS_BINARY.replace(
+    "#include <cstdio>\n",
+    "#include <cstdio>\n#include <sys/stat.h>\n",
+).replace(
+    'long long n; scanf("%lld", &n);',
+    "struct stat st; fstat(0, &st);\n"
+    '    if (!S_ISFIFO(st.st_mode)) { printf("! -1\\n"); fflush(stdout); return 0; }\n'
+    '    long long n; scanf("%lld", &n);',
 )
 GUESS_FLOOD = '#include <cstdio>\nint main(){for(;;){fputs("? 1\\n",stdout);}}\n'
 

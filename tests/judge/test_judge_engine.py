@@ -6,11 +6,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import make_problem_set
 from judge_reference import ratio as reference_ratio
 from judge_reference import row_ratio
+from support.engine import docker_engine
 
 from atoll.judge.engine import Engine
-from atoll.judge.problems import Problem
+from atoll.judge.problems import Problem, load_problems
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -148,3 +150,49 @@ def test_stderr_logging_and_blank_padding_are_allowed(
     expected = [row_ratio(problem0.case_input(i).decode()) for i in (20, 12)]
     assert [c["status"] for c in result["cases"]] == ["ok", "ok"]
     assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("program", ["row_seek", "row_mmap"])
+def test_a_program_that_seeks_or_maps_its_stdin_scores_as_with_a_file(
+    program: str,
+    small_engine: Engine,
+    sources: dict[str, bytes],
+    binaries: dict[str, Path],
+    problem0: Problem,
+) -> None:
+    """stdin is the case's input as a file, as at the authority: it can be sized, sought, mapped.
+
+    `row_seek` sizes it with seekg/tellg (FrontierCS problem 47's model
+    solution does), `row_mmap` with fstat and mmap; on a pipe both fail.
+    """
+    result = small_engine.judge("0", sources[program])
+    expected = []
+    for index in (20, 12):  # the small set's cases 1 and 2
+        case_input = problem0.cases[index].input
+        with case_input.open("rb") as stdin:  # a file, as the authority's memfd is
+            out = subprocess.run([binaries[program]], stdin=stdin, capture_output=True, check=True)
+        expected.append(reference_ratio(case_input.read_text(), out.stdout.decode()))
+    assert expected == pytest.approx(
+        [row_ratio(problem0.case_input(i).decode()) for i in (20, 12)], abs=1e-9
+    )
+    assert [c["status"] for c in result["cases"]] == ["ok", "ok"], result["cases"]
+    assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)
+    assert result["score"] == pytest.approx(100 * sum(expected) / 2, abs=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_the_docker_backend_gives_the_program_a_file_stdin_too(
+    tmp_path: Path, sources: dict[str, bytes], problem0: Problem
+) -> None:
+    docker_engine()
+    problems = load_problems(make_problem_set(tmp_path / "problems", [13]))
+    engine = Engine(problems, tmp_path / "state", workers=1, backend="docker")
+    try:
+        results = [engine.judge("0", sources[name]) for name in ("row_seek", "row_mmap")]
+    finally:
+        engine.close()
+    expected = row_ratio(problem0.case_input(12).decode())
+    for result in results:
+        assert [c["status"] for c in result["cases"]] == ["ok"], result["cases"]
+        assert result["cases"][0]["scoreRatio"] == pytest.approx(expected, abs=1e-6)

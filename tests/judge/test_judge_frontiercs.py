@@ -18,6 +18,7 @@ import pytest
 
 from atoll.judge.checkout import assemble, find_checkout, load_checkout
 from atoll.judge.client import JudgeClient, Scored
+from atoll.judge.compiler import FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.engine import Engine, JudgeInfrastructureError
 from atoll.judge.problems import Mode, ProblemError, load_problems
@@ -161,6 +162,24 @@ def test_the_mean_runs_over_every_case_and_limits_follow_the_subtask(engine: Eng
     assert result["score"] == pytest.approx(200 / 3)
 
 
+@pytest.mark.parametrize("program", ["SUM_SEEK", "SUM_MMAP"])
+def test_a_program_that_seeks_or_maps_its_stdin_scores_as_with_a_file(
+    engine: Engine, checkout: Path, tmp_path: Path, program: str
+) -> None:
+    source = tmp_path / "sum.cpp"
+    source.write_text(getattr(layout, program))
+    binary = tmp_path / "sum"
+    subprocess.run(["g++", *FLAGS, str(source), "-o", str(binary)], check=True)
+    testdata = checkout / "algorithmic" / "problems" / "sum" / "testdata"
+    for number in (1, 2, 3):  # with a file as stdin, as the authority gives it, each is exact
+        with (testdata / f"{number}.in").open("rb") as stdin:
+            out = subprocess.run([binary], stdin=stdin, capture_output=True, check=True)
+        assert out.stdout == (testdata / f"{number}.ans").read_bytes()
+    result = engine.judge("sum", source.read_bytes())
+    assert statuses(result) == ["ok"] * 3, result["cases"]
+    assert result["score"] == 100.0
+
+
 def test_the_compiled_checker_is_cached_by_hash(engine: Engine) -> None:
     engine.judge("sum", layout.SUM_RIGHT.encode())
     again = engine.judge("sum", layout.SUM_OFF_BY_5.encode())
@@ -189,6 +208,11 @@ def test_an_interactive_program_that_finds_the_secret_quickly_passes(engine: Eng
     result = engine.judge("guess", layout.GUESS_BINARY.encode())
     assert statuses(result) == ["points"] * 3 and result["score"] == 100.0
     assert result["passed"] is True
+
+
+def test_an_interactive_programs_stdin_stays_a_pipe(engine: Engine) -> None:
+    result = engine.judge("guess", layout.GUESS_ONLY_THROUGH_A_PIPE.encode())
+    assert statuses(result) == ["points"] * 3 and result["score"] == 100.0
 
 
 def test_more_questions_earn_a_smaller_ratio(engine: Engine) -> None:

@@ -20,6 +20,7 @@ from atoll.core.records import Kind
 from atoll.core.registry import load
 from atoll.guidance_ttt.contract import Direction, Language, load_task
 from atoll.judge.checkers.polyomino import check, prepare
+from atoll.judge.compiler import FLAGS
 from atoll.judge.plugin import task_dir as registered_task_dir
 
 DAY = 86_400
@@ -77,6 +78,8 @@ def test_contract_validates_against_the_harness_schema(task_dir: Path) -> None:
     assert contract.score_direction is Direction.MAX
     assert contract.judge_problem_id == "0"
     assert "C++17" in contract.solution_contract
+    # The judge's own flags, named as it runs them: the contract may not promise others.
+    assert f"(compiled with g++ {' '.join(FLAGS)})" in contract.solution_contract
     assert "standard input" in contract.solution_contract
     assert "/workspace/solution.cpp" in task.statement
 
@@ -138,7 +141,7 @@ def test_instruction_states_the_judges_semantics(task_dir: Path) -> None:
         "W and H need not be equal",
         "score = 100 × (mean of the 70 ratios)",
         "2 seconds of CPU time, 256 MiB of memory and 4 seconds of wall",
-        "g++ -O2 -pipe -static -s -std=gnu++17",
+        f"g++ {' '.join(FLAGS)}\n",
         "K = 62,017",
     ):
         assert fact in text, fact

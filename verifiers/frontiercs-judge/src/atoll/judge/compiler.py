@@ -1,8 +1,8 @@
 """Compile C++ once, with the authority's flags, inside the sandbox.
 
-Two kinds of source are compiled: submissions (the authority's program flags)
-and the testlib checkers and interactors of a FrontierCS checkout (the
-authority's checker flags, `-I` the checkout's testlib headers). The compiler
+Two kinds of source are compiled, with the same flags (`FLAGS`, the ones the
+authority's engine runs): submissions, and the testlib checkers and
+interactors of a FrontierCS checkout (with `-I` the checkout's testlib headers). The compiler
 reads untrusted source: in the sandbox it sees only that source and the
 headers directory (so `#include "/etc/shadow"` finds nothing), has no
 network, and is held to CPU, wall-clock, memory and file-size limits.
@@ -29,9 +29,10 @@ from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSp
 from atoll.core.sizes import KiB, MiB
 
 COMPILER = "g++"
-FLAGS = ("-O2", "-pipe", "-static", "-s", "-std=gnu++17")
-# The authority compiles checkers and interactors with these (and -I its testlib).
-TOOL_FLAGS = ("-O2", "-pipe", "-std=gnu++17")
+# What the authority's judge engine runs (`gojudge.js`) for programs, checkers and
+# interactors alike (the latter with -I its testlib). Its `langs.yaml` also lists
+# `-static -s`, but nothing in the engine reads that file.
+FLAGS = ("-O2", "-pipe", "-std=gnu++17")
 INCLUDE = "/include"  # where a recipe's headers directory is mounted for the compiler
 COMPILE_LIMITS = Limits(
     cpu_seconds=60.0,
@@ -80,7 +81,7 @@ PROGRAM = Recipe()
 def tool_recipe(role: str, include_dir: Path) -> Recipe:
     """A checker (`chk.cc` -> `chk`) or interactor, compiled as the authority compiles it."""
     name = "chk" if role == "checker" else role
-    return Recipe(TOOL_FLAGS, include_dir, f"{name}.cc", name)
+    return Recipe(FLAGS, include_dir, f"{name}.cc", name)
 
 
 @cache

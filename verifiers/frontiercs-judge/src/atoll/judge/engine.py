@@ -330,6 +330,9 @@ class Engine:
             env=ENV,
             network=Network.NONE,
             limits=run_limits(case.limits),
+            # The authority's go-judge copies the input into a memfd: a program may size,
+            # map or seek its stdin (`seekg`/`tellg`, `fstat`, `mmap`), as on a file.
+            stdin_seekable=True,
         )
         result = self.backend.run([PROGRAM], spec, stdin=problem.case_input(index))
         failed = _program_failure(index + 1, result)
