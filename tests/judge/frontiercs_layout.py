@@ -187,6 +187,10 @@ int main() {
     }
 }
 """
+# Binary search after a pause of 0.8 s (wall time, no CPU) before its first read.
+GUESS_AFTER_A_PAUSE = GUESS_BINARY.replace(
+    "#include <cstdio>\n", "#include <cstdio>\n#include <unistd.h>\n"
+).replace('long long n; scanf("%lld", &n);', 'usleep(800000);\n    long long n; scanf("%lld", &n);')
 GUESS_BLIND = '#include <cstdio>\nint main(){printf("! 1\\n");fflush(stdout);}\n'
 # Reads the interactor's first line, answers and leaves: whatever the interactor does next
 # happens after the program is gone (no race with the interactor's first write).

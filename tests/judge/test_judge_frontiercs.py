@@ -277,6 +277,25 @@ def test_an_interactor_that_waits_forever_holds_nothing_up(engine: Engine) -> No
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
+def test_a_dialogue_takes_two_workers(checkout: Path, state_dir: Path) -> None:
+    """With two workers, dialogues run one at a time: two at once would share two cores four ways."""
+    problems = assemble({}, checkout).problems
+    engine = Engine({"guess": problems["guess"]}, state_dir, workers=2)
+    try:
+        source = layout.GUESS_AFTER_A_PAUSE.encode()
+        engine.judge("guess", source)  # compiles; the timed run below only judges
+        started = time.monotonic()
+        result = engine.judge("guess", source)
+        elapsed = time.monotonic() - started
+    finally:
+        engine.close()
+    assert statuses(result) == ["points"] * 3 and result["score"] == 100.0
+    # Each program waits 0.8 s before its first read: three dialogues one after the
+    # other take 2.4 s at least; two at a time would take about 1.6 s.
+    assert elapsed >= 2.4, elapsed
+
+
 def test_a_crashing_interactive_programs_ratio_claim_is_ignored(engine: Engine) -> None:
     result = engine.judge("guess", layout.SUM_CRASH_CLAIMING_RATIO.encode())
     assert statuses(result) == ["runtime_error"] * 3 and result["score"] == 0.0

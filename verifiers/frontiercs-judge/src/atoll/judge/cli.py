@@ -56,7 +56,9 @@ def serve_command(
         None, help="Directory of problem directories (default: the problems shipped with atoll)."
     ),
     workers: int | None = typer.Option(
-        None, min=1, help="Test cases run in parallel (default: every core)."
+        None,
+        min=1,
+        help="Processes kept busy at once (default: every core); a dialogue counts two.",
     ),
     state_dir: Path | None = typer.Option(
         None, help="Where results (SQLite) and compiled binaries are kept."
@@ -88,7 +90,11 @@ def score_command(
     file: Path = typer.Argument(..., help="C++ source of the program to score."),
     problem: str = typer.Option("0", help="Problem id."),
     problems: Path | None = typer.Option(None, help="Directory of problem directories."),
-    workers: int | None = typer.Option(None, min=1, help="Cases run in parallel."),
+    workers: int | None = typer.Option(
+        None,
+        min=1,
+        help="Processes kept busy at once (default: every core); a dialogue counts two.",
+    ),
     state_dir: Path | None = typer.Option(None, help="Where compiled binaries are cached."),
     frontiercs: Path | None = _frontiercs_option(),  # type: ignore[assignment]
 ) -> None:

@@ -12,6 +12,9 @@ program's output; a FrontierCS checkout's testlib checker runs as
 limits; or the program and the checkout's interactor (`interactor in.txt
 tout.txt ans.txt`) run at once, each one's stdout the other's stdin, each
 held to its own limits. The score is 100 x the mean case ratio, as there.
+Cases run in parallel, `workers` busy processes at a time, a dialogue counting
+two (its program and its interactor), so that dialogues do not stretch each
+other's wall time.
 
 A failure of the judge itself (sandbox broken, compiler missing, a checker
 or interactor that does not compile, crosses its own limits, or cannot be
@@ -56,6 +59,7 @@ from atoll.judge.compiler import (
 )
 from atoll.judge.problems import Case, Mode, Problem
 from atoll.judge.verdict import CaseStatus, CheckResult, testlib_status
+from atoll.judge.worker_budget import WorkerBudget
 
 # The authority's caps (stdout 128 MiB, stderr 64 MiB): a program that logs to
 # stderr, or pads its answer with whitespace, fares here as it does there.
@@ -64,6 +68,8 @@ STDERR_CAP = 64 * MiB
 INTERACTIVE_STDERR_CAP = 1 * MiB  # the authority's cap on each side of a dialogue
 PROCESSES = 128  # the authority's limit; threads count
 MESSAGE_CAP = 512
+# Processes a case keeps busy: a dialogue's program and interactor answer each other.
+DIALOGUE_UNITS = 2
 PROGRAM = "/judge/solution"  # where a case's spec mounts the compiled program
 TOOL_DIR = "/checker"  # where the compiled checker or interactor is mounted
 CASE_DIR = "/case"  # the tool's working directory: in.txt, out.txt (or tout.txt), ans.txt
@@ -209,6 +215,8 @@ class Engine:
         self._tool_failures: dict[str, str] = {}
         self._tool_guard = threading.Lock()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-case")
+        # `workers` processes at a time, a dialogue counting two (see worker_budget).
+        self._budget = WorkerBudget(self.workers)
         # An interactor runs beside its program: never in the pool its program waits in.
         self._partners = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-partner")
 
@@ -320,10 +328,18 @@ class Engine:
     def _run_case(
         self, problem: Problem, binary: Path, tool: Compiled | None, index: int
     ) -> CaseOutcome:
-        case = problem.cases[index]
         if problem.mode is Mode.INTERACTIVE:
             assert tool is not None
-            return self._interact(problem, binary, tool.binary, index)
+            with self._budget.held(DIALOGUE_UNITS):
+                return self._interact(problem, binary, tool.binary, index)
+        with self._budget.held(1):
+            return self._run_checked(problem, binary, tool, index)
+
+    def _run_checked(
+        self, problem: Problem, binary: Path, tool: Compiled | None, index: int
+    ) -> CaseOutcome:
+        """The program on the case's input, then atoll's checker or the checkout's."""
+        case = problem.cases[index]
         spec = SandboxSpec(
             mounts=(Mount(binary.parent, "/judge"),),
             workdir="/tmp",
