@@ -7,31 +7,19 @@ own compile cache, which every test shares through one session state dir.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from judge_problem_sets import make_problem_set
 
 from atoll.judge.compiler import FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.engine import Engine
-from atoll.judge.problems import BUILTIN_PROBLEMS, Problem, load_problems
+from atoll.judge.problems import Problem, load_problems
 
 PROGRAMS = Path(__file__).parent / "programs"
-
-
-def make_problem_set(root: Path, cases: list[int]) -> Path:
-    """A copy of problem 0 holding only `cases` (renumbered 1..k) under `root`."""
-    source = BUILTIN_PROBLEMS / "0"
-    target = root / "0"
-    (target / "testdata").mkdir(parents=True)
-    for name in ("problem.toml", "statement.txt", "LICENSE"):
-        shutil.copy(source / name, target / name)
-    for number, case in enumerate(cases, start=1):
-        shutil.copy(source / "testdata" / f"{case}.in", target / "testdata" / f"{number}.in")
-    return root
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import make_problem_set
+from judge_problem_sets import make_problem_set
 from judge_reference import ratio as reference_ratio
 from judge_reference import row_ratio
 from support.engine import docker_engine
