@@ -260,6 +260,24 @@ def test_steps_equal_to_the_steps_done_hands_in_the_committed_best_without_a_mod
 
 
 @pytest.mark.slow
+def test_a_run_killed_between_its_last_commit_and_its_resume_state_hands_in_its_best(
+    tmp_path, services, reset_reef_upstream, scripted_llm
+):
+    first = _run(_config(tmp_path, steps=2), services)
+    # What a kill between the last archive commit and the resume state's update leaves.
+    saved = resume.load(tmp_path / "state")
+    saved.next_step, saved.summaries = 1, saved.summaries[:1]
+    resume.save(tmp_path / "state", saved)
+    guided, executed = len(reset_reef_upstream.chat_requests()), len(scripted_llm.chat_requests())
+    again = _run(_config(tmp_path, steps=2), services)
+    assert again.best is not None and first.best is not None and again.best.id == first.best.id
+    assert [s.step for s in again.summaries] == [0, 1]
+    assert len(reset_reef_upstream.chat_requests()) == guided
+    assert len(scripted_llm.chat_requests()) == executed
+    assert resume.load(tmp_path / "state").next_step == 2
+
+
+@pytest.mark.slow
 def test_steps_below_the_steps_done_is_an_error_not_a_silent_success(
     tmp_path, services, reef_server
 ):
