@@ -239,19 +239,57 @@ def test_a_trainer_at_another_step_is_refused(tmp_path, services):
 
 
 @pytest.mark.slow
-def test_steps_at_or_below_the_steps_done_is_an_error_not_a_silent_success(
+def test_steps_equal_to_the_steps_done_hands_in_the_committed_best_without_a_model_call(
+    tmp_path, services, reef_server, reset_reef_upstream, scripted_llm
+):
+    first = _run(_config(tmp_path, steps=2), services)
+    reports = len(reef_server.records(services["scenario"], "report"))
+    guided, executed = len(reset_reef_upstream.chat_requests()), len(scripted_llm.chat_requests())
+    committed = json.loads((run_dir(tmp_path / "state") / "committed-library.json").read_text())
+    output = io.StringIO()
+    again = _run(_config(tmp_path, steps=2), services, console=Console(file=output))
+    assert again.best is not None and first.best is not None
+    assert again.best.id == committed["archive"]["best_id"] == first.best.id
+    assert again.best.entry.program == first.best.entry.program
+    assert [s.step for s in again.summaries] == [0, 1]
+    assert "has already completed its 2 steps; handing in its committed best" in output.getvalue()
+    assert len(reset_reef_upstream.chat_requests()) == guided
+    assert len(scripted_llm.chat_requests()) == executed
+    assert len(reef_server.records(services["scenario"], "report")) == reports
+    assert resume.load(tmp_path / "state").next_step == 2
+
+
+@pytest.mark.slow
+def test_a_run_killed_between_its_last_commit_and_its_resume_state_hands_in_its_best(
+    tmp_path, services, reset_reef_upstream, scripted_llm
+):
+    first = _run(_config(tmp_path, steps=2), services)
+    # What a kill between the last archive commit and the resume state's update leaves.
+    saved = resume.load(tmp_path / "state")
+    saved.next_step, saved.summaries = 1, saved.summaries[:1]
+    resume.save(tmp_path / "state", saved)
+    guided, executed = len(reset_reef_upstream.chat_requests()), len(scripted_llm.chat_requests())
+    again = _run(_config(tmp_path, steps=2), services)
+    assert again.best is not None and first.best is not None and again.best.id == first.best.id
+    assert [s.step for s in again.summaries] == [0, 1]
+    assert len(reset_reef_upstream.chat_requests()) == guided
+    assert len(scripted_llm.chat_requests()) == executed
+    assert resume.load(tmp_path / "state").next_step == 2
+
+
+@pytest.mark.slow
+def test_steps_below_the_steps_done_is_an_error_not_a_silent_success(
     tmp_path, services, reef_server
 ):
     _run(_config(tmp_path, steps=2), services)
     reports = len(reef_server.records(services["scenario"], "report"))
-    for steps in (2, 1):
-        with pytest.raises(RunAlreadyComplete) as refused:
-            _run(_config(tmp_path, steps=steps), services)
-        assert str(refused.value) == (
-            f"the run in {tmp_path / 'state'} has already completed 2 steps, and "
-            f"steps={steps} is the final total, not an increment: pass steps=3 or more "
-            "to continue it"
-        )
+    with pytest.raises(RunAlreadyComplete) as refused:
+        _run(_config(tmp_path, steps=1), services)
+    assert str(refused.value) == (
+        f"the run in {tmp_path / 'state'} has already completed 2 steps, and "
+        "steps=1 is the final total, not an increment: pass steps=2 to hand in its best "
+        "program again, or steps=3 or more to continue it"
+    )
     assert len(reef_server.records(services["scenario"], "report")) == reports
     assert resume.load(tmp_path / "state").next_step == 2
 

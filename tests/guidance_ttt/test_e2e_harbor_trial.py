@@ -28,6 +28,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 def atoll_run(
     venv_bin: Path, work: Path, *, reef_server, executor_url: str, judge_url: str, ak: dict
 ) -> subprocess.CompletedProcess[str]:
+    argv, env = atoll_command(venv_bin, work, reef_server=reef_server, judge_url=judge_url, ak=ak)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=400, cwd=work, env=env, check=False
+    )
+
+
+def atoll_command(
+    venv_bin: Path, work: Path, *, reef_server, judge_url: str, ak: dict
+) -> tuple[list[str], dict[str, str]]:
+    """The `atoll run` command line and environment of one trial whose files go under `work`."""
     jobs = work / "jobs"
     roots = work / "roots"
     jobs.mkdir(exist_ok=True)
@@ -61,9 +71,7 @@ def atoll_run(
     }
     if "CI" in os.environ:
         env["CI"] = os.environ["CI"]
-    return subprocess.run(
-        argv, capture_output=True, text=True, timeout=400, cwd=work, env=env, check=False
-    )
+    return argv, env
 
 
 def trial_dir(work: Path) -> Path:
@@ -194,7 +202,9 @@ def test_a_search_only_run_as_a_harbor_trial(
     )
     assert len(reset_reef_upstream.chat_requests()) == before
 
-    # --- the same command again: its 3 steps are done, which is an error, not a silent success
+    # --- the same command again (a new job, as after a lost jobs directory): its 3 steps are
+    # done, so the trial hands in the committed best again, with no model call, and is scored
+    executed = len(scripted_llm.chat_requests())
     done_already = tmp_path / "done-already"
     done_already.mkdir()
     repeated = atoll_run(
@@ -205,13 +215,18 @@ def test_a_search_only_run_as_a_harbor_trial(
         judge_url=judge_url,
         ak=settings,
     )
-    assert repeated.returncode == 1, repeated.stderr[-3000:]
-    assert f"failed: {trial_dir(done_already).name} (RunAlreadyComplete)" in repeated.stderr
-    failed = json.loads((trial_dir(done_already) / "result.json").read_text())["exception_info"]
-    assert failed["exception_message"].startswith(
-        f"the run in {state_dir} has already completed 3 steps, and steps=3 is the final total"
-    )
+    assert repeated.returncode == 0, repeated.stdout[-3000:] + repeated.stderr[-3000:]
     assert len(reset_reef_upstream.chat_requests()) == before
+    assert len(scripted_llm.chat_requests()) == executed
+    rerun = trial_dir(done_already)
+    rerun_result = json.loads((rerun / "result.json").read_text())
+    assert rerun_result["exception_info"] is None, rerun_result["exception_info"]
+    rerun_reward = json.loads((rerun / "verifier" / "reward.json").read_text())
+    assert rerun_reward["raw_score"] == pytest.approx(best["raw_score"])
+    assert rerun_result["verifier_result"]["rewards"]["reward"] == pytest.approx(reward["reward"])
+    assert rerun_result["agent_result"]["metadata"]["steps"] == 3
+    log = (rerun / "agent" / "guidance-ttt.log").read_text()
+    assert "has already completed its 3 steps; handing in its committed best" in log
 
 
 def _run_id(state_dir: Path) -> str:

@@ -4,10 +4,14 @@ Per step: run the step up to its report barrier, fold the archive, wait for
 Reef to train the step and check the update (or, in search-only mode, train
 nothing, by choice), write the step summary, and only then commit the archive
 and advance the resume state. A resume restores the committed archive,
-refuses a changed identity or a `steps` total it has already reached, checks
-that Reef's trainer is where the archive says, and finishes the open step
-from its journal. A first start writes the archive and then the resume
-state; one killed in between is started again. A cancelled run stops
+refuses a changed identity or a `steps` total below the steps it has done,
+checks that Reef's trainer is where the archive says, and finishes the open
+step from its journal. A run that has already done exactly `steps` steps
+returns its committed best without sampling anything, so that the same
+command run again (after a kill between the search and the task's verifier,
+or to score a finished run once more) hands the paid-for result to the
+verifier instead of failing. A first start writes the archive and then the
+resume state; one killed in between is started again. A cancelled run stops
 between rollouts and at every wait, leaving the state a crash would leave, so
 the next run resumes it.
 """
@@ -58,7 +62,7 @@ class TrainerOutOfStep(RuntimeError):
 
 
 class RunAlreadyComplete(ConfigError):
-    """`steps` asks for no step the run has not already done."""
+    """`steps` is below the number of steps the run has already done."""
 
 
 @dataclass
@@ -116,58 +120,78 @@ def run(
     state_dir = config.state_dir
     library, state = _open(config, task, seed, bridge, name or resume.run_name(state_dir), console)
     try:
-        if state.next_step >= config.steps:
+        if state.next_step > config.steps:
             raise RunAlreadyComplete(
                 f"the run in {state_dir} has already completed {state.next_step} steps, and "
                 f"steps={config.steps} is the final total, not an increment: pass "
+                f"steps={state.next_step} to hand in its best program again, or "
                 f"steps={state.next_step + 1} or more to continue it"
             )
-        bridge.start(state.next_step)
-        context = StepContext(
-            task=task,
-            library=library,
-            guidance=guidance,
-            executor=executor,
-            scorer=scorer,
-            run_id=state.run_id,
-            groups=config.groups,
-            rollouts=config.rollouts,
-            limits=Limits(
-                guidance=config.guidance_concurrency,
-                executor=config.executor_concurrency,
-                judge=config.judge_concurrency,
-            ),
-            cancellation=cancellation,
-            complete_grid=bridge.mode != SEARCH_ONLY_MODE,
-        )
-        for step in range(state.next_step, config.steps):
-            cancellation.check(f"step {step}")
-            summary = _step_with_progress(context, step, console)
-            library.finish_step(step)
-            commit = bridge.await_training(
-                StepExpectation(
-                    step=step,
-                    groups=config.groups,
-                    rollouts_per_group=config.rollouts,
-                    rollouts=summary.sampled,
-                    non_constant_groups=summary.non_constant_groups,
-                )
-            )
-            summary.training = bridge.mode
-            if commit is not None:
-                summary.grad_norm = commit.grad_norm
-                summary.train_metrics = commit.metrics
-            resume.save_summary(state_dir, summary)
-            library.commit()
-            state.summaries.append(summary)
-            state.next_step = step + 1
-            resume.save(state_dir, state)
-            _log_step(console, summary)
+        if state.next_step == config.steps:
+            _log_handed_in(console, state, library.archive.best)
+        else:
+            services = (guidance, executor, scorer, bridge)
+            _run_steps(config, task, library, state, services, cancellation, console)
         result = RunResult(state.run_id, state.training, library.archive.best, state.summaries)
         atomic_write_json(run_dir(state_dir) / RESULT_FILE, result.to_json())
         return result
     finally:
         library.close()
+
+
+def _run_steps(
+    config: GuidanceConfig,
+    task: Task,
+    library: Library,
+    state: resume.ResumeState,
+    services: tuple[GuidanceService, ExecutorService, ScoringService, TrainingBridge],
+    cancellation: Cancellation,
+    console: Console,
+) -> None:
+    """Run and commit steps `state.next_step` .. `config.steps - 1`, advancing `state`."""
+    state_dir = config.state_dir
+    guidance, executor, scorer, bridge = services
+    bridge.start(state.next_step)
+    context = StepContext(
+        task=task,
+        library=library,
+        guidance=guidance,
+        executor=executor,
+        scorer=scorer,
+        run_id=state.run_id,
+        groups=config.groups,
+        rollouts=config.rollouts,
+        limits=Limits(
+            guidance=config.guidance_concurrency,
+            executor=config.executor_concurrency,
+            judge=config.judge_concurrency,
+        ),
+        cancellation=cancellation,
+        complete_grid=bridge.mode != SEARCH_ONLY_MODE,
+    )
+    for step in range(state.next_step, config.steps):
+        cancellation.check(f"step {step}")
+        summary = _step_with_progress(context, step, console)
+        library.finish_step(step)
+        commit = bridge.await_training(
+            StepExpectation(
+                step=step,
+                groups=config.groups,
+                rollouts_per_group=config.rollouts,
+                rollouts=summary.sampled,
+                non_constant_groups=summary.non_constant_groups,
+            )
+        )
+        summary.training = bridge.mode
+        if commit is not None:
+            summary.grad_norm = commit.grad_norm
+            summary.train_metrics = commit.metrics
+        resume.save_summary(state_dir, summary)
+        library.commit()
+        state.summaries.append(summary)
+        state.next_step = step + 1
+        resume.save(state_dir, state)
+        _log_step(console, summary)
 
 
 def _open(
@@ -210,18 +234,20 @@ def _open(
     library = Library.restore_committed(state_dir)
     try:
         resume.catch_up(state_dir, saved, library.archive.step)
-        open_step = saved.next_step
-        journal = read_step(step_journal_path(run_dir(state_dir), open_step), open_step)
-        complete = len(journal.finished) == config.groups * config.rollouts
-        _check_trainer(bridge, open_step, open_step_complete=complete)
+        if saved.next_step < config.steps:
+            # A finished run trains nothing more: where Reef's trainer stands is not its concern.
+            open_step = saved.next_step
+            journal = read_step(step_journal_path(run_dir(state_dir), open_step), open_step)
+            complete = len(journal.finished) == config.groups * config.rollouts
+            _check_trainer(bridge, open_step, open_step_complete=complete)
+            console.print(
+                f"guidance-ttt: resuming run {saved.run_id} ({saved.training}) at step {open_step}",
+                **PLAIN,
+            )
         resume.save(state_dir, saved)
     except BaseException:
         library.close()
         raise
-    console.print(
-        f"guidance-ttt: resuming run {saved.run_id} ({saved.training}) at step {saved.next_step}",
-        **PLAIN,
-    )
     return library, saved
 
 
@@ -256,6 +282,16 @@ def _step_with_progress(context: StepContext, step: int, console: Console) -> St
             progress.advance(tasks[stage], count)
 
         return run_step(context, step, advance)
+
+
+def _log_handed_in(console: Console, state: resume.ResumeState, best: Node | None) -> None:
+    score = "-" if best is None else f"{best.raw_score:.6g}"
+    console.print(
+        f"guidance-ttt: run {state.run_id} ({state.training}) has already completed its "
+        f"{state.next_step} steps; handing in its committed best (raw score {score}) again, "
+        "with no guidance or executor call",
+        **PLAIN,
+    )
 
 
 def _log_step(console: Console, summary: StepSummary) -> None:

@@ -27,6 +27,8 @@ class Finding:
     ok: bool
     detail: str
     fix: str
+    # A failed check that names something to clean up rather than something missing.
+    warning: bool = False
 
 
 def _run(argv: list[str], timeout: float = 5.0) -> str | None:
@@ -203,11 +205,17 @@ def doctor(
             status = "[yellow]unchecked[/yellow]"
         else:
             finding = run_check(record)
-            status = "[green]ok[/green]" if finding.ok else "[red]missing[/red]"
+            status = _status(finding)
         table.add_row(
             name, status, finding.detail, ", ".join(users.get(name, [])) or "-", finding.fix
         )
     Console().print(table)
+
+
+def _status(finding: Finding) -> str:
+    if finding.ok:
+        return "[green]ok[/green]"
+    return "[yellow]warning[/yellow]" if finding.warning else "[red]missing[/red]"
 
 
 doctor_app = typer.Typer(

@@ -205,24 +205,61 @@ def _stack_dir(config: Path | None, stack_dir: Path | None) -> Path:
 
 @app.command()
 def status(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> None:
-    """Print what runs: Reef's URL and health, each recorded process, the Ray address."""
+    """Print what runs: Reef's URL and health, each recorded process, the Ray address.
+
+    Then every Reef on this machine whose owning job is dead (killed before it
+    could stop it), wherever its run is.
+    """
 
     def action() -> None:
-        from atoll.stack import launcher
+        from atoll.stack import launcher, orphans
 
         for line in launcher.status_lines(_stack_dir(config, stack_dir)):
             _out.out(line)
+        left = orphans.left_behind()
+        if not left:
+            _out.out("orphans: no Reef left behind by a killed job")
+        for orphan in left:
+            _out.out(f"orphan: {orphan.describe()}")
+        if left:
+            _out.out("orphans: stop them with `atoll stack down --orphans`")
 
     _guarded(action)
 
 
 @app.command()
-def down(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> None:
+def down(
+    config: Path | None = CONFIG,
+    stack_dir: Path | None = STACK_DIR,
+    orphans: bool = typer.Option(
+        False,
+        "--orphans",
+        help="Instead: stop every Reef whose owning job is dead and remove its runtime files.",
+    ),
+) -> None:
     """Stop what `up` started; leave what it found running."""
 
     def action() -> None:
+        if orphans:
+            if config is not None or stack_dir is not None:
+                raise StackError(
+                    "--orphans stops the Reefs of every killed job on this machine; "
+                    "pass it without --config or --stack-dir"
+                )
+            _down_orphans()
+            return
         from atoll.stack import launcher
 
         launcher.down(_stack_dir(config, stack_dir), _err)
 
     _guarded(action)
+
+
+def _down_orphans() -> None:
+    from atoll.stack import orphans
+
+    stopped = orphans.stop_left_behind(_err)
+    if not stopped:
+        _err.print("reef-stack: no Reef left behind by a killed job")
+    else:
+        _err.print(f"reef-stack: cleaned up {len(stopped)} Reef(s) left behind by killed jobs")

@@ -109,8 +109,14 @@ def _start(plan: Plan, env: dict[str, str], console: Console) -> StackState:
                 f"reef-stack: search-only (training off): Reef records receipts and reports and "
                 f"proxies guidance to {plan.upstream[0]} ({plan.upstream[1]})"
             )
+        # Reef writes its resolved configuration, token included, into its run directory.
         reef = processes.spawn(
-            "reef-serve", command.argv, logs / "reef-serve.log", command.env, cwd=command.cwd
+            "reef-serve",
+            command.argv,
+            logs / "reef-serve.log",
+            command.env,
+            cwd=command.cwd,
+            private=True,
         )
         state.processes.append(reef)
         state_file.save(stack_dir, state)

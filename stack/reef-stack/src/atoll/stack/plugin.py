@@ -1,4 +1,4 @@
-"""atoll-reef-stack's registrations with the atoll host: the job plugin and `atoll stack`."""
+"""atoll-reef-stack's registrations with the atoll host: the job plugin, `atoll stack`, a doctor check."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from atoll.core.records import Kind, Registration
 
 # The job plugin's name, as agents name it in `StackUse` and `--plugin` names it.
 JOB_PLUGIN = "reef-stack"
-# Reef's server (and git-lfs, which it needs); GPUs only when it trains.
-REQUIRES = ("reef", "git-lfs", "gpu")
+# Reef's server (and git-lfs, which it needs); GPUs only when it trains; no Reef that a
+# killed job left holding a port and a token.
+REQUIRES = ("reef", "git-lfs", "gpu", "orphan-reefs")
 
 
 @hookimpl
@@ -33,5 +34,17 @@ def atoll_commands() -> list[Registration]:
             "atoll.stack.cli:app",
             "Render, start, inspect and stop the Reef stack of a Guidance-TTT run.",
             requires=REQUIRES,
+        )
+    ]
+
+
+@hookimpl
+def atoll_doctor_checks() -> list[Registration]:
+    return [
+        Registration(
+            "orphan-reefs",
+            Kind.CHECK,
+            "atoll.stack.orphans:doctor_check",
+            "No Reef left running, or holding its token on disk, by a killed job.",
         )
     ]

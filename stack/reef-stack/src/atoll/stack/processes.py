@@ -52,12 +52,28 @@ class Recorded:
         )
 
 
+# The file-creation mask of a process that writes secrets: whatever it creates is its
+# owner's alone from the moment it exists, whatever mode the process itself asks for.
+PRIVATE_UMASK = 0o077
+
+
 def spawn(
-    name: str, argv: Sequence[str], log: Path, env: Mapping[str, str], cwd: Path | None = None
+    name: str,
+    argv: Sequence[str],
+    log: Path,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    *,
+    private: bool = False,
 ) -> Recorded:
-    """Start `argv` in a new session with output appended to `log`; record its identity."""
+    """Start `argv` in a new session with output appended to `log`; record its identity.
+
+    `private`: the process (and its children) create every file owner-only
+    (`PRIVATE_UMASK`), and so is the log; for a process that writes a token.
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600 if private else 0o644)
+    with os.fdopen(fd, "ab") as out:
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
@@ -66,6 +82,7 @@ def spawn(
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
+            umask=PRIVATE_UMASK if private else -1,
         )
     started = start_time(proc.pid)
     # The Popen object is dropped on purpose: the child outlives this process.
@@ -74,7 +91,16 @@ def spawn(
     return Recorded(name, proc.pid, started or 0, tuple(argv), str(log))
 
 
-__all__ = ["Recorded", "alive", "group_alive", "leader_alive", "spawn", "start_time", "stop"]
+__all__ = [
+    "PRIVATE_UMASK",
+    "Recorded",
+    "alive",
+    "group_alive",
+    "leader_alive",
+    "spawn",
+    "start_time",
+    "stop",
+]
 
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}

@@ -49,10 +49,15 @@ def ray_address(run_dir: Path) -> str | None:
     return None if runtime is None else runtime.address
 
 
+def resolved_configs(run_dir: Path) -> list[Path]:
+    """Reef's `*/runtime.yaml` files in `run_dir`: its resolved configuration, token included."""
+    return sorted(run_dir.glob("*/runtime.yaml"))
+
+
 def remove_resolved_configs(run_dir: Path) -> list[Path]:
     """Delete Reef's `*/runtime.yaml` files (they hold the token); returns what was deleted."""
     removed = []
-    for runtime in sorted(run_dir.glob("*/runtime.yaml")):
+    for runtime in resolved_configs(run_dir):
         runtime.unlink(missing_ok=True)
         removed.append(runtime)
     return removed
