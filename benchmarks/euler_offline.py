@@ -24,8 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.core.sizes import KiB
-from atoll.pi.euler import curriculum, gate, importer, record_input, report
-from atoll.pi.euler import store as stores
+from atoll.euler import curriculum, gate, importer, record_input, report
+from atoll.euler import store as stores
 
 app = typer.Typer(add_completion=False)
 console = Console(width=110)

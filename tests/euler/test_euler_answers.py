@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atoll.pi.euler import answers
+from atoll.euler import answers
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import curriculum, curriculum_run
-from atoll.pi.euler.curriculum import Config, CurriculumError, RoundResult, State
-from atoll.pi.euler.evaluate import Runner, Settings, StoreSource
-from atoll.pi.euler.store import Store
+from atoll.euler import curriculum, curriculum_run
+from atoll.euler.curriculum import Config, CurriculumError, RoundResult, State
+from atoll.euler.evaluate import Runner, Settings, StoreSource
+from atoll.euler.store import Store
 
 
 def config(**changes: Any) -> Config:
@@ -180,7 +180,7 @@ def test_a_missing_statement_stops_too(tmp_path: Path) -> None:
 
 
 def test_problem_selection() -> None:
-    from atoll.pi.euler.evaluate import parse_problems
+    from atoll.euler.evaluate import parse_problems
 
     assert parse_problems("1-3,7, 2") == [1, 2, 3, 7]
     for bad in ("0", "5-2", "x", "", "1-"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gate_records import Trajectory
 
-from atoll.pi.euler import gate, record_input
+from atoll.euler import gate, record_input
 
 ANSWER = "233168"
 HONEST = "print(sum(n for n in range(1000) if n % 3 == 0 or n % 5 == 0))\n"

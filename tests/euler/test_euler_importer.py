@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import importer
-from atoll.pi.euler import store as stores
-from atoll.pi.euler.store import Store
+from atoll.euler import importer
+from atoll.euler import store as stores
+from atoll.euler.store import Store
 
 ATOLL = [str(Path(sys.executable).parent / "atoll")]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import report, rows
+from atoll.euler import report, rows
 
 
 def row(

@@ -11,10 +11,10 @@ import pytest
 
 from atoll.core.cli import main
 from atoll.core.durable import canonical_json
-from atoll.pi.euler import report, rows
-from atoll.pi.euler.transfer import compare, reference, suite
-from atoll.pi.euler.transfer import manifest as manifests
-from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
+from atoll.euler import report, rows
+from atoll.euler.transfer import compare, reference, suite
+from atoll.euler.transfer import manifest as manifests
+from atoll.euler.transfer.manifest import AcceptanceRule, ManifestError
 
 
 def test_suite_reproduces_its_pinned_digest() -> None:

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.pi.euler import report, rows
-from atoll.pi.euler.curriculum import Attempt
-from atoll.pi.euler.evaluate import Runner, Task, run_to_end
-from atoll.pi.euler.transfer import manifest as manifests
-from atoll.pi.euler.transfer import suite
-from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
+from atoll.euler import report, rows
+from atoll.euler.curriculum import Attempt
+from atoll.euler.evaluate import Runner, Task, run_to_end
+from atoll.euler.transfer import manifest as manifests
+from atoll.euler.transfer import suite
+from atoll.euler.transfer.manifest import AcceptanceRule, ManifestError
 
 RUN_ID = "transfer"
 PHASE = "transfer"

@@ -28,11 +28,11 @@ FORMAT = 1
 BINDING = ("suite", "selection", "fanout", "sandbox_image", "hashes", "expected_rows")
 
 EVALUATOR_MODULES = (
-    "atoll.pi.euler.evaluate",
-    "atoll.pi.euler.prompts",
-    "atoll.pi.euler.runtimes",
-    "atoll.pi.euler.record_input",
-    "atoll.pi.euler.transfer.suite",
+    "atoll.euler.evaluate",
+    "atoll.euler.prompts",
+    "atoll.euler.runtimes",
+    "atoll.euler.record_input",
+    "atoll.euler.transfer.suite",
     "atoll.pi.rollout",
     "atoll.pi.session",
     "atoll.pi.container",
@@ -42,9 +42,9 @@ EVALUATOR_MODULES = (
     "atoll.pi.pi_config",
 )
 SCORER_MODULES = (
-    "atoll.pi.euler.gate",
-    "atoll.pi.euler.executions",
-    "atoll.pi.euler.answers",
+    "atoll.euler.gate",
+    "atoll.euler.executions",
+    "atoll.euler.answers",
     "atoll.pi.audit",
 )
 
@@ -64,8 +64,7 @@ def sources_sha256(modules: tuple[str, ...]) -> str:
 
 
 def tool_hashes() -> dict[str, str]:
-    from atoll.pi.install import PI_VERSION, lock_sha256
-    from atoll.pi.session import TOOLS, extension_sha256
+    from atoll.pi.rollout import PI_VERSION, TOOLS, extension_sha256, lock_sha256
 
     return {
         "extension_sha256": extension_sha256(),
@@ -208,7 +207,7 @@ def complete(
 
 def verify_completed(directory: Path, manifest: dict[str, Any], label: str) -> None:
     """A completed manifest whose rows and summary still hash as recorded."""
-    from atoll.pi.euler.rows import ROWS_FILE
+    from atoll.euler.rows import ROWS_FILE
 
     if manifest.get("status") != "completed":
         raise ManifestError(

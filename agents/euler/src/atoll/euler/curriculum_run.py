@@ -17,10 +17,10 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from atoll.core.durable import atomic_write_json
-from atoll.pi.euler import curriculum, report, rows
-from atoll.pi.euler.curriculum import Config, CurriculumError, State
-from atoll.pi.euler.evaluate import Runner, run_to_end
-from atoll.pi.euler.store import Store
+from atoll.euler import curriculum, report, rows
+from atoll.euler.curriculum import Config, CurriculumError, State
+from atoll.euler.evaluate import Runner, run_to_end
+from atoll.euler.store import Store
 
 
 @dataclass

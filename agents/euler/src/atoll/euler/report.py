@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.pi.euler import stats
+from atoll.euler import stats
 
 DIMENSIONS = ("problem", "language", "approach", "phase")
 DEFAULT_KS = (1, 5, 10)

@@ -106,9 +106,10 @@ def _runner_settings(
     workers: int,
     image: str | None,
 ) -> Any:
-    from atoll.pi.euler import signature
-    from atoll.pi.euler.evaluate import Settings
-    from atoll.pi.settings import SettingsError, build
+    from atoll.euler import signature
+    from atoll.euler.evaluate import Settings
+    from atoll.pi.rollout import SettingsError
+    from atoll.pi.rollout import build_settings as build
 
     values: dict[str, Any] = {
         "base_url": base_url,
@@ -140,7 +141,7 @@ def _runner_settings(
 
 
 def _languages(text: str) -> tuple[str, ...]:
-    from atoll.pi.euler.runtimes import LanguageError, parse_languages
+    from atoll.euler.runtimes import LanguageError, parse_languages
 
     try:
         return parse_languages(text)
@@ -149,7 +150,7 @@ def _languages(text: str) -> tuple[str, ...]:
 
 
 def _approaches(text: str) -> tuple[str, ...]:
-    from atoll.pi.euler.prompts import ApproachError, parse_approaches
+    from atoll.euler.prompts import ApproachError, parse_approaches
 
     try:
         return parse_approaches(text)
@@ -158,7 +159,7 @@ def _approaches(text: str) -> tuple[str, ...]:
 
 
 def _open_store(path: Path) -> Any:
-    from atoll.pi.euler.store import Store, StoreError
+    from atoll.euler.store import Store, StoreError
 
     try:
         return Store(path)
@@ -168,10 +169,8 @@ def _open_store(path: Path) -> Any:
 
 def _preflight(runner: Any, languages: tuple[str, ...]) -> None:
     """Check the key, engine, image and Pi; refuse languages the image lacks, before any write."""
-    from atoll.pi.container import ContainerError
-    from atoll.pi.euler.runtimes import LanguageError, parse_languages
-    from atoll.pi.install import PiUnavailable
-    from atoll.pi.settings import SettingsError
+    from atoll.euler.runtimes import LanguageError, parse_languages
+    from atoll.pi.rollout import ContainerError, PiUnavailable, SettingsError
 
     try:
         info = runner.preflight()
@@ -208,14 +207,14 @@ def import_command(
     are detected (one HTML file per problem or a CSV of statements; answers as
     `N. answer` lines or a CSV); bad zips get one line and nothing is written.
     """
-    from atoll.pi.euler import importer
-    from atoll.pi.euler import store as stores
+    from atoll.euler import importer
+    from atoll.euler import store as stores
 
     if sample == (zip_path is not None):
         raise _fail("name a ZIP or pass --sample (one of the two)")
     try:
         if sample:
-            from atoll.pi.euler.sample import SampleError, catalog
+            from atoll.euler.sample import SampleError, catalog
 
             try:
                 found = catalog()
@@ -313,9 +312,9 @@ def eval_command(
     Rerunning the same command resumes: attempts with a scored row are not run
     again, and attempts that hit infrastructure errors are retried.
     """
-    from atoll.pi.euler import report, rows
-    from atoll.pi.euler.curriculum import Attempt
-    from atoll.pi.euler.evaluate import (
+    from atoll.euler import report, rows
+    from atoll.euler.curriculum import Attempt
+    from atoll.euler.evaluate import (
         Interrupted,
         Runner,
         StoreSource,
@@ -440,9 +439,9 @@ def score_command(
     The gate reads the bridge's record of what the container ran and printed.
     Exit status: 0 pass, 1 fail (or disqualified by the path audit), 2 error.
     """
-    from atoll.pi.euler import gate, record_input
-    from atoll.pi.euler.runtimes import RUNTIMES
-    from atoll.pi.euler.store import StoreError
+    from atoll.euler import gate, record_input
+    from atoll.euler.runtimes import RUNTIMES
+    from atoll.euler.store import StoreError
 
     try:
         record = record_input.load(rollout_dir)
@@ -561,8 +560,8 @@ def curriculum_command(
     problem with a missing statement, answer or resource, 1 when a round was
     left open by infrastructure errors.
     """
-    from atoll.pi.euler import curriculum, curriculum_run
-    from atoll.pi.euler.evaluate import Interrupted, Runner, StoreSource
+    from atoll.euler import curriculum, curriculum_run
+    from atoll.euler.evaluate import Interrupted, Runner, StoreSource
 
     try:
         mix = (1.0, 0.0, 0.0) if no_replay else tuple(float(p) for p in replay.split(","))
@@ -636,7 +635,7 @@ def report_command(
 ) -> None:
     """Markdown summary (pass fraction, pass@k, execution rate, median latency by problem,
     language, approach and phase) and PNG plots, recomputed from raw rows."""
-    from atoll.pi.euler import report, rows
+    from atoll.euler import report, rows
 
     try:
         k_values = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
@@ -688,10 +687,10 @@ def transfer_run_command(
     image: str | None = IMAGE,
 ) -> None:
     """Sample the frozen suite; the manifest is written before the first rollout and completed after."""
-    from atoll.pi.euler.evaluate import Interrupted, Runner
-    from atoll.pi.euler.transfer import run as transfer_run
-    from atoll.pi.euler.transfer import suite
-    from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
+    from atoll.euler.evaluate import Interrupted, Runner
+    from atoll.euler.transfer import run as transfer_run
+    from atoll.euler.transfer import suite
+    from atoll.euler.transfer.manifest import AcceptanceRule, ManifestError
 
     try:
         rule = AcceptanceRule.parse(accept) if accept else None
@@ -741,8 +740,8 @@ def transfer_compare_command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
     """Refuse mismatched manifests, then print counts and exact Fisher tests per task and overall."""
-    from atoll.pi.euler.transfer import compare
-    from atoll.pi.euler.transfer.manifest import ManifestError
+    from atoll.euler.transfer import compare
+    from atoll.euler.transfer.manifest import ManifestError
 
     try:
         result = compare.compare(a, b)

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.sizes import GiB, MiB
-from atoll.pi.euler import answers as answer_format
-from atoll.pi.euler import htmltext
-from atoll.pi.euler.store import Catalog, Problem
+from atoll.euler import answers as answer_format
+from atoll.euler import htmltext
+from atoll.euler.store import Catalog, Problem
 
 MAX_MEMBERS = 100_000
 MAX_MEMBER_BYTES = 64 * MiB

@@ -27,9 +27,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from atoll.pi.euler import answers
-from atoll.pi.euler.executions import Execution, parse
-from atoll.pi.euler.runtimes import RUNTIMES
+from atoll.euler import answers
+from atoll.euler.executions import Execution, parse
+from atoll.euler.runtimes import RUNTIMES
 
 CONDITIONS = (
     "program_written",
