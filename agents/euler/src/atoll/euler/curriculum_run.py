@@ -1,6 +1,6 @@
 """Driving the curriculum: plan a round, run it through the evaluator, apply it, repeat.
 
-One process at a time owns a state directory (a file lock). The state is
+One process at a time owns a state directory (`atoll.euler.writer`). The state is
 saved after a round is planned (the open round) and after it is applied, and
 rows are appended as attempts finish, so a kill at any point resumes the
 same round with nothing lost and nothing counted twice.
@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from atoll.core.durable import atomic_write_json
-from atoll.euler import curriculum, report, rows
-from atoll.euler.curriculum import Config, CurriculumError, State
+from atoll.euler import curriculum, report, rows, writer
+from atoll.euler.curriculum import Config, State
 from atoll.euler.evaluate import Runner, run_to_end
 from atoll.euler.store import Store
 
@@ -43,16 +41,8 @@ def run(
     rounds: int,
     say: Callable[[str], None],
 ) -> Outcome:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(state_dir / ".lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise CurriculumError(f"another curriculum run is using {state_dir}") from None
-    try:
+    with writer.hold(state_dir, "atoll euler curriculum"):
         return _run(state_dir, store, config, runner, rounds, say)
-    finally:
-        lock.release()
 
 
 def _run(

@@ -81,6 +81,7 @@ def curriculum_command(
     """
     from atoll.euler import curriculum, curriculum_run
     from atoll.euler.evaluate import Interrupted, Runner, StoreSource
+    from atoll.euler.writer import RunDirInUse
 
     try:
         mix = (1.0, 0.0, 0.0) if no_replay else tuple(float(p) for p in replay.split(","))
@@ -117,7 +118,7 @@ def curriculum_command(
     preflight(runner, config.languages)
     try:
         outcome = curriculum_run.run(state, opened, config, runner, rounds, say)
-    except curriculum.CurriculumError as exc:
+    except (curriculum.CurriculumError, RunDirInUse) as exc:
         raise fail(str(exc)) from None
     except Interrupted:
         raise fail(

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from atoll.core.durable import atomic_write_json, canonical_json
+from atoll.euler import writer
 from atoll.euler.commands.common import (
     API_KEY_ENV,
     APPROACHES,
@@ -111,39 +112,50 @@ def eval_command(
     run_id = "eval-" + hashlib.sha256(canonical_json(identity)).hexdigest()[:12]
     runner = Runner(StoreSource(opened), settings, say=say)
     preflight(runner, langs)
-    _claim_run_dir(out, identity, run_id)
-    attempts = [
-        Attempt("eval", n, lang, app, k)
-        for n in numbers
-        for lang in langs
-        for app in apps
-        for k in range(samples)
-    ]
-    say(
-        f"{len(attempts)} attempts ({len(numbers)} problems x {len(langs)} languages x {len(apps)} approaches x {samples} samples), {workers} at a time"
-    )
-    rows_path = out / rows.ROWS_FILE
     try:
-        run_to_end(runner.run(attempts, out, rows_path, run_id))
-    except Interrupted:
-        raise fail(
-            "interrupted: the rows written so far are kept; rerun the same command to resume", 130
-        ) from None
-    data = [r for r in rows.latest_per_attempt(rows.read(rows_path)) if r.get("run_id") == run_id]
-    used_image = runner.image_info or {}
-    notes = [
-        f"Store {opened.digest[:16]}; problems {problems}; languages {', '.join(langs)}; "
-        f"approaches {', '.join(apps)}; {samples} samples each. Rollout image "
-        f"{used_image.get('image_id')} ({used_image.get('runtimes')}). Model signature "
-        f"{settings.signature[:16]} ({json.dumps(settings.signature_parts, sort_keys=True)})."
-    ]
-    text = report.write(data, out, title=f"Pi on Project Euler: {model}", notes=notes)
-    console.print(text, markup=False)
-    errors = sum(1 for r in data if r.get("status") != "scored")
-    if errors:
-        raise fail(
-            f"{errors} attempts ended in infrastructure errors (not scored); rerun to retry them", 1
-        )
+        with writer.hold(out, "atoll euler eval"):
+            _claim_run_dir(out, identity, run_id)
+            attempts = [
+                Attempt("eval", n, lang, app, k)
+                for n in numbers
+                for lang in langs
+                for app in apps
+                for k in range(samples)
+            ]
+            say(
+                f"{len(attempts)} attempts ({len(numbers)} problems x {len(langs)} languages x {len(apps)} approaches x {samples} samples), {workers} at a time"
+            )
+            rows_path = out / rows.ROWS_FILE
+            try:
+                run_to_end(runner.run(attempts, out, rows_path, run_id))
+            except Interrupted:
+                raise fail(
+                    "interrupted: the rows written so far are kept; rerun the same command to resume",
+                    130,
+                ) from None
+            data = [
+                r
+                for r in rows.latest_per_attempt(rows.read(rows_path))
+                if r.get("run_id") == run_id
+            ]
+            used_image = runner.image_info or {}
+            notes = [
+                f"Store {opened.digest[:16]}; problems {problems}; languages {', '.join(langs)}; "
+                f"approaches {', '.join(apps)}; {samples} samples each. Rollout image "
+                f"{used_image.get('image_id')} ({used_image.get('runtimes')}). Model signature "
+                f"{settings.signature[:16]} ({json.dumps(settings.signature_parts, sort_keys=True)})."
+            ]
+            text = report.write(data, out, title=f"Pi on Project Euler: {model}", notes=notes)
+            console.print(text, markup=False)
+            errors = sum(1 for r in data if r.get("status") != "scored")
+            if errors:
+                raise fail(
+                    f"{errors} attempts ended in infrastructure errors (not scored); rerun to retry them",
+                    1,
+                )
+
+    except writer.RunDirInUse as exc:
+        raise fail(str(exc)) from None
 
 
 def _claim_run_dir(out: Path, identity: dict[str, Any], run_id: str) -> None:
@@ -160,6 +172,6 @@ def _claim_run_dir(out: Path, identity: dict[str, Any], run_id: str) -> None:
             )
         say(f"resuming the evaluation in {out}")
         return
-    if out.exists() and any(out.iterdir()):
+    if not writer.is_empty(out):
         raise fail(f"{out} is not empty and holds no evaluation; use a new --out")
     atomic_write_json(path, {"run_id": run_id, "identity": identity}, make_parents=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from atoll.euler import writer
 from atoll.euler.commands.common import (
     API_KEY_ENV,
     APPROACHES,
@@ -81,15 +82,18 @@ def transfer_run_command(
     runner = Runner(transfer_run.TransferSource(tasks), settings, say=say)
     preflight(runner, langs)
     try:
-        done = transfer_run.run(
-            out,
-            runner,
-            languages=langs,
-            approaches=apps,
-            samples=samples,
-            acceptance=rule,
-            say=say,
-        )
+        with writer.hold(out, "atoll euler transfer run"):
+            done = transfer_run.run(
+                out,
+                runner,
+                languages=langs,
+                approaches=apps,
+                samples=samples,
+                acceptance=rule,
+                say=say,
+            )
+    except writer.RunDirInUse as exc:
+        raise fail(str(exc)) from None
     except ManifestError as exc:
         raise fail(str(exc), 1) from None
     except Interrupted:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.euler import report, rows
+from atoll.euler import report, rows, writer
 from atoll.euler.curriculum import Attempt
 from atoll.euler.evaluate import Runner, Task, run_to_end
 from atoll.euler.transfer import manifest as manifests
@@ -126,7 +126,7 @@ def run(
 
 def _existing(out: Path) -> dict[str, Any] | None:
     if not (out / manifests.MANIFEST_FILE).exists():
-        if out.exists() and any(out.iterdir()):
+        if not writer.is_empty(out):
             raise ManifestError(
                 f"{out} is not empty and holds no transfer manifest; use a new --out"
             )
