@@ -65,6 +65,7 @@ def run(
             "image_id": image.get("image_id"),
             "runtimes": image.get("runtimes"),
         },
+        run_limits=manifests.limits(runner.settings.pi),
         model={
             "name": runner.settings.pi.model,
             "signature": runner.settings.signature,
