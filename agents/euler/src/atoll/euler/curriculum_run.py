@@ -55,7 +55,15 @@ def _run(
 ) -> Outcome:
     state = curriculum.load(state_dir)
     if state is None:
-        state = State.new(config)
+        found = sorted(state_dir.rglob(rows.ROWS_FILE))
+        earlier = rows.read_all(found) if found else []
+        proven = curriculum.proven_mastered(earlier, config, runner.settings.signature)
+        state = State.new(config, proven)
+        if state.skipped:
+            say(
+                f"starting at problem {config.start}: problems {_spans(state.skipped)} are "
+                "recorded as skipped, not mastered (no rows prove them)"
+            )
     else:
         curriculum.check_identity(state, config)
     signature = runner.settings.signature
@@ -171,3 +179,14 @@ def _round_summary(directory: Path, plan_data: dict[str, Any], entry: dict[str, 
         notes=[verdict, curriculum.mix_line(plan_data)],
         ks=(1,),
     )
+
+
+def _spans(numbers: list[int]) -> str:
+    """`1-7, 9` for [1, 2, ..., 7, 9]."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

@@ -64,7 +64,13 @@ def curriculum_command(
     recent: int = typer.Option(
         3, "--recent", min=1, help="How many of the last mastered problems count as recent."
     ),
-    start: int = typer.Option(1, "--start", min=1, help="First problem of a new curriculum."),
+    start: int = typer.Option(
+        1,
+        "--start",
+        min=1,
+        help="First problem of a new curriculum; the ones before it are recorded as skipped, "
+        "not mastered, unless rows under --state prove them.",
+    ),
     workers: int = WORKERS,
     model_revision: str | None = REVISION,
     thinking: str | None = THINKING,
