@@ -41,7 +41,7 @@ def run(
     rounds: int,
     say: Callable[[str], None],
 ) -> Outcome:
-    with writer.hold(state_dir, "atoll euler curriculum"):
+    with writer.hold(state_dir, "atoll euler curriculum", "--state"):
         return _run(state_dir, store, config, runner, rounds, say)
 
 

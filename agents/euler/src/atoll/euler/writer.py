@@ -31,15 +31,16 @@ class RunDirInUse(RuntimeError):
 
 
 @contextlib.contextmanager
-def hold(run_dir: Path, command: str) -> Iterator[None]:
-    """Be the run directory's only writer for the block, or raise RunDirInUse naming the holder."""
+def hold(run_dir: Path, command: str, flag: str = "--out") -> Iterator[None]:
+    """Be the run directory's only writer for the block, or raise RunDirInUse naming the holder
+    (`flag` is the option that names the directory, for the message)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(run_dir / LOCK_FILE))
     try:
         lock.acquire(timeout=0)
     except Timeout:
         raise RunDirInUse(
-            f"{run_dir} is in use by {holder(run_dir)}; wait for it to end or use another --out"
+            f"{run_dir} is in use by {holder(run_dir)}; wait for it to end or use another {flag}"
         ) from None
     try:
         atomic_write_json(
