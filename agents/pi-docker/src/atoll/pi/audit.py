@@ -91,7 +91,7 @@ def _kind(name: str, depth: int) -> str | None:
         return None
     if re.match(r"(?i)^file:", name):
         return "url"
-    if name == "~" or name.startswith(("~/", "~")) and re.match(r"^~[\w.-]*(/|$)", name):
+    if re.match(r"^~[\w.-]*(/|$)", name):  # ~, ~/x, ~user, ~user/x
         return "home"
     if re.match(r"^\$\{?HOME\}?(/|$)", name):
         return "home"
@@ -166,6 +166,9 @@ class _Walker:
             return
         if kind in ("commandsubstitution", "processsubstitution"):
             self.visit(node.command)
+            return
+        if kind == "word":  # a loop's word list (`for f in /etc/*`)
+            self._word(node)
             return
         for attribute in ("parts", "list"):
             for child in getattr(node, attribute, None) or []:
