@@ -70,7 +70,7 @@ ATTEMPTS = [
     ("PATH=/opt/x:/bin node a.js", [("absolute", "/opt/x"), ("absolute", "/bin")]),
     ("cat <(ls /etc)", [("absolute", "/etc")]),
     ("find / -name answers.txt", [("absolute", "/")]),
-    ("for f in /etc/*; do wc -l \"$f\"; done", [("absolute", "/etc/*")]),
+    ('for f in /etc/*; do wc -l "$f"; done', [("absolute", "/etc/*")]),
     (
         "awk '{print} END {while ((getline l < \"/etc/passwd\") > 0) print l}' x",
         [("absolute", "/etc/passwd")],

@@ -153,7 +153,6 @@ def eval_command(
                     f"{errors} attempts ended in infrastructure errors (not scored); rerun to retry them",
                     1,
                 )
-
     except writer.RunDirInUse as exc:
         raise fail(str(exc)) from None
 
