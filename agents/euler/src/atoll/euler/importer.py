@@ -253,9 +253,9 @@ def _catalog(archive: zipfile.ZipFile, members: list[_Member]) -> Catalog:
         text, linked, images, title = htmltext.extract(item.html, names)
         if not linked:
             for name in _named_files(text):
-                member = _member_for(name, number, names)
-                if member is not None and member != name:
-                    renamed.setdefault(name, member)
+                found_as = _member_for(name, number, names)
+                if found_as is not None and found_as != name:
+                    renamed.setdefault(name, found_as)
                 linked.append(name)
         problems[number] = Problem(
             number=number,
@@ -270,9 +270,13 @@ def _catalog(archive: zipfile.ZipFile, members: list[_Member]) -> Catalog:
     sources = {renamed.get(name, name): name for name in wanted}
     resources: dict[str, bytes] = {}
     for member in members:
-        name = sources.get(member.base)
-        if name is not None and name not in resources and _statement_number(member) is None:
-            resources[name] = _read(archive, member)
+        wanted_as = sources.get(member.base)
+        if (
+            wanted_as is not None
+            and wanted_as not in resources
+            and _statement_number(member) is None
+        ):
+            resources[wanted_as] = _read(archive, member)
     return Catalog(
         problems=problems,
         answers={n: a for n, a in answers.items() if n in problems},
