@@ -2,7 +2,7 @@
 
 What a researcher waits for around the rollouts: importing a full-size zip
 (one HTML file per problem, a Solutions.md, linked resources), gating one
-rollout record, tallying a curriculum round from its rows, and recomputing a
+rollout record, auditing one trajectory's bash calls, tallying a curriculum round from its rows, and recomputing a
 report from raw rows (Markdown only, then with plots). Medians over repeats.
 
     uv run python benchmarks/euler_offline.py [--problems 900] [--rows 20000] [--repeats 5]
@@ -24,10 +24,25 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.core.sizes import KiB
-from atoll.pi.euler import curriculum, gate, importer, record_input, report
-from atoll.pi.euler import store as stores
+from atoll.euler import curriculum, gate, importer, record_input, report
+from atoll.euler import store as stores
+from atoll.pi import audit
+from atoll.pi.events import ToolCall
 
 app = typer.Typer(add_completion=False)
+# Everyday exploration and solving commands, as a trajectory has them.
+AUDITED = [
+    "ls -la",
+    "awk '/ERROR/ {n++} END {print n+0}' notes.txt; sed -n '/^#/p' notes.txt",
+    "echo $((10 / 3)); grep -c 'GET /api' access.log",
+    "cat > solution.py <<'EOF'\nprint(sum(i for i in range(1000) if i % 3 == 0 or i % 5 == 0))\nEOF",
+    "python3 solution.py 2>&1 | tail -5",
+    'for f in *.txt; do wc -l "$f"; done',
+    'case "$x" in a) echo a;; esac',
+    "timeout 60 python3 solution.py",
+    "cat /etc/hostname",
+    "find . -name '*.py' | xargs grep -n range",
+]
 console = Console(width=110)
 
 
@@ -151,6 +166,17 @@ def main(problems: int = 900, rows: int = 20_000, repeats: int = 5) -> None:
             table.add_row(
                 "gate one rollout record", f"{commands} operations", f"{1e3 * one:.2f} ms", ""
             )
+        calls = [
+            ToolCall(f"c{i}", "bash", {"command": command}, 1)
+            for i, command in enumerate(AUDITED * 4)
+        ]
+        audited = _median(lambda: audit.audit(calls), repeats * 4)
+        table.add_row(
+            "path audit (bashlex) of one trajectory",
+            f"{len(calls)} bash calls",
+            f"{1e3 * audited:.2f} ms",
+            f"{1e6 * audited / len(calls):.0f} us",
+        )
         data = _rows(rng, rows)
         state = curriculum.State.new(
             curriculum.Config("d", ("python", "javascript"), ("direct",), samples=500)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atoll.pi.euler import answers
+from atoll.euler import answers
 
 
 @pytest.mark.parametrize(
@@ -75,3 +75,46 @@ def test_checked_refuses_unusable_answers() -> None:
     with pytest.raises(answers.AnswerFormatError):
         answers.checked("1\n2")
     assert answers.checked(" 4,613,732 ") == "4613732"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is −2492.", "-2492"),
+        ("The answer is −2,492.", "-2492"),
+        ("The answer is –2492", "-2492"),
+        ("It prints -2492", "-2492"),
+        ("The answer is 1,234,567.", "1234567"),
+        ("answer: 1 234 567", "1234567"),
+        ("answer: 1\u2009234\u2009567", "1234567"),
+        ("between 100 200 times", "200"),
+        ("**233168**", "233168"),
+    ],
+)
+def test_prose_states_the_same_number(text: str, expected: str) -> None:
+    assert answers.stated_in(text, expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is 2492.", "-2492"),
+        ("The answer is −2492.", "2492"),
+        ("1,234,567", "234"),
+        ("1,234,567", "1234"),
+        ("version v1.2345", "2345"),
+        ("about 2492.5", "2492"),
+    ],
+)
+def test_prose_with_another_number_does_not(text: str, expected: str) -> None:
+    assert not answers.stated_in(text, expected)
+
+
+@pytest.mark.parametrize(
+    ("printed", "expected", "same"),
+    [("−2492", "-2492", True), ("1,234,567", "1234567", True), ("2492", "-2492", False)],
+)
+def test_a_printed_line_with_a_typographic_minus_or_separators(
+    printed: str, expected: str, same: bool
+) -> None:
+    assert answers.equals(printed, expected) is same

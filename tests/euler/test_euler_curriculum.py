@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import curriculum, curriculum_run
-from atoll.pi.euler.curriculum import Config, CurriculumError, RoundResult, State
-from atoll.pi.euler.evaluate import Runner, Settings, StoreSource
-from atoll.pi.euler.store import Store
+from atoll.euler import curriculum, curriculum_run
+from atoll.euler.curriculum import Config, CurriculumError, RoundResult, State
+from atoll.euler.evaluate import Runner, Settings, StoreSource
+from atoll.euler.store import Store
 
 
 def config(**changes: Any) -> Config:
@@ -180,9 +180,55 @@ def test_a_missing_statement_stops_too(tmp_path: Path) -> None:
 
 
 def test_problem_selection() -> None:
-    from atoll.pi.euler.evaluate import parse_problems
+    from atoll.euler.evaluate import parse_problems
 
     assert parse_problems("1-3,7, 2") == [1, 2, 3, 7]
     for bad in ("0", "5-2", "x", "", "1-"):
         with pytest.raises(ValueError):
             parse_problems(bad)
+
+
+def _frontier_row(problem: int, run_id: str, passed: bool, signature: str = "sig") -> dict:
+    return {
+        "status": "scored",
+        "phase": "frontier",
+        "problem": problem,
+        "run_id": run_id,
+        "passed": passed,
+        "model_signature": signature,
+    }
+
+
+def test_start_records_earlier_problems_as_skipped_not_mastered() -> None:
+    state = State.new(config(start=4))
+    assert (state.current_problem, state.mastered_through) == (4, 0)
+    assert state.skipped == [1, 2, 3] and state.mastered == []
+    # nothing skipped is replayed as if it were mastered
+    assert State.from_json(state.to_json()).skipped == [1, 2, 3]
+
+
+def test_rows_that_prove_mastery_count_before_start() -> None:
+    cfg = config(start=4, consecutive=2, threshold=0.5)
+    rows = [
+        # problem 1: two consecutive passing rounds under this signature: proven
+        _frontier_row(1, "curriculum-r0001", True),
+        _frontier_row(1, "curriculum-r0002", True),
+        # problem 2: one passing round, one failing: not proven
+        _frontier_row(2, "curriculum-r0003", True),
+        _frontier_row(2, "curriculum-r0004", False),
+        # problem 3: proven, but by another model: not proven for this one
+        _frontier_row(3, "curriculum-r0005", True, signature="other"),
+        _frontier_row(3, "curriculum-r0006", True, signature="other"),
+    ]
+    proven = curriculum.proven_mastered(rows, cfg, "sig")
+    assert proven == {1}
+    state = State.new(cfg, proven)
+    assert state.mastered == [1] and state.mastered_through == 1 and state.skipped == [2, 3]
+
+
+def test_mastering_after_a_skipped_start_does_not_claim_the_skipped_problems() -> None:
+    state = State.new(config(start=3, consecutive=1))
+    curriculum.begin(state, "sig")
+    curriculum.complete_round(state, RoundResult(1, 3, 4, 4, {}))
+    assert state.mastered == [3] and state.current_problem == 4
+    assert state.mastered_through == 0 and state.skipped == [1, 2]

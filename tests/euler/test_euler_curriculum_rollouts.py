@@ -24,7 +24,7 @@ from scripted_solver import Steps, bash, solver, write
 from support.openai_server import ScriptedOpenAIServer
 from support.processes import children_of
 
-from atoll.pi.euler import curriculum
+from atoll.euler import curriculum
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

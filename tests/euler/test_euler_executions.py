@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atoll.pi.euler.executions import parse
+from atoll.euler.executions import parse
 
 W = "/workspace"
 

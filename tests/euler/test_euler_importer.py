@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import importer
-from atoll.pi.euler import store as stores
-from atoll.pi.euler.store import Store
+from atoll.euler import importer
+from atoll.euler import store as stores
+from atoll.euler.store import Store
 
 ATOLL = [str(Path(sys.executable).parent / "atoll")]
 
@@ -133,6 +133,50 @@ def test_text_statements_and_answers_txt(tmp_path: Path) -> None:
     catalog = importer.read_zip(make_zip(tmp_path / "t.zip", members))
     assert catalog.answers == {1: "233168", 2: "4613732"}
     assert catalog.problems[1].text == "Sum the multiples.\n\nBelow 1000."
+
+
+def test_text_form_statements_name_their_resources(tmp_path: Path) -> None:
+    """CSV and text layouts have no links: the names in the text are the resources."""
+    members = {
+        "kaggle/problems.csv": (
+            "id,title,problem_text\n"
+            '22,Names scores,"Using names.txt, a 46K text file containing over five-thousand '
+            'first names, begin by sorting it into alphabetical order."\n'
+            '42,Coded triangle numbers,"Using words.txt, a 16K text file, how many are '
+            'triangle words?"\n'
+            '79,Passcode derivation,"The text file, keylog.txt, contains fifty successful '
+            'login attempts."\n'
+            "1,Multiples,Find the sum of all the multiples of 3 or 5 below 1000.\n"
+        ),
+        "kaggle/answers.csv": "id,answer\n1,233168\n22,871198282\n42,162\n79,73162890\n",
+        "kaggle/resources/0022_names.txt": '"MARY","PATRICIA"\n',
+        "kaggle/resources/p042_words.txt": '"A","ABILITY"\n',
+    }
+    catalog = importer.read_zip(make_zip(tmp_path / "text.zip", members))
+    assert catalog.problems[22].resources == ["names.txt"]
+    assert catalog.resources["names.txt"] == b'"MARY","PATRICIA"\n'
+    assert catalog.resources["words.txt"] == b'"A","ABILITY"\n'
+    assert catalog.availability(22)[0] is True and catalog.availability(42)[0] is True
+    assert catalog.problems[1].resources == []  # "3 or 5 below 1000." names no file
+    available, why, missing = catalog.availability(79)
+    assert not available and missing == ["keylog.txt"] and "missing resource" in why
+
+
+def test_a_text_resource_the_zip_lacks_makes_the_problem_unavailable(
+    tmp_path: Path, import_cli
+) -> None:
+    members = {
+        "p/1.txt": "Find the sum of the multiples of 3 or 5 below 1000.",
+        "p/2.txt": "Using numbers.txt, find the largest.",
+        "p/answers.txt": "1. 233168\n2. 99\n",
+    }
+    result = import_cli(make_zip(tmp_path / "t.zip", members), tmp_path / "store")
+    assert result.returncode == 0
+    from atoll.euler import Store
+
+    store = Store(tmp_path / "store")  # `missing` is what stops the curriculum at a problem
+    assert store.missing(1) is None
+    assert store.missing(2) == ("problem 2 needs resource numbers.txt, which is not in the store")
 
 
 def test_import_writes_the_store_with_a_private_answer_file(tmp_path: Path, import_cli) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import report, rows
+from atoll.euler import report, rows
 
 
 def row(
@@ -68,6 +68,25 @@ def test_group_numbers() -> None:
     assert overall.attempts == 13 and overall.errors == 1
     languages = {g.label: g for g in report.by(sample_rows(), "language")}
     assert languages["python"].pass_fraction == pytest.approx(3 / 8)
+
+
+def test_pass_at_k_cells_with_fewer_than_k_attempts_are_shown_with_their_n() -> None:
+    groups = {g.label: g for g in report.by(sample_rows(), "problem")}
+    # problem 2: python has 4 scored attempts, javascript 1 (disqualified); k = 2
+    assert groups["2"].pass_at_cell(2) == "0.000 (1 cell with n=1 < 2: pass@n 0.000)"
+    # k = 5: no cell has 5 attempts, and every cell is still shown with its n
+    assert groups["1"].pass_at_cell(5) == "— (2 cells with n=4 < 5: pass@n 1.000)"
+    assert groups["1"].pass_at_cell(4) == "1.000"
+
+
+def test_infrastructure_errors_have_their_own_column(tmp_path: Path) -> None:
+    text = report.write(sample_rows(), tmp_path, ks=(1,))
+    header = next(line for line in text.splitlines() if line.startswith("| problem |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[-1] == "infrastructure errors"
+    two = next(line for line in text.splitlines() if line.startswith("| 2 |"))
+    cells = [c.strip() for c in two.strip("|").split("|")]
+    assert cells[1] == "5" and cells[-1] == "1"  # 5 scored attempts; the error is not one
 
 
 def test_markdown_and_plots(tmp_path: Path) -> None:

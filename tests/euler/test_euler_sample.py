@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from atoll.core.cli import main
-from atoll.pi.euler import sample
-from atoll.pi.euler.sample import reference
-from atoll.pi.euler.store import Store
+from atoll.euler import sample
+from atoll.euler.sample import reference
+from atoll.euler.store import Store
 
 
 def test_sample_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +40,7 @@ def test_sample_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_no_answer_is_stored_in_the_package() -> None:
     """The sample's answers exist only once computed: no file shipped in the package holds one."""
     computed = sample.answers()
-    root = Path(str(resources.files("atoll.pi.euler")))
+    root = Path(str(resources.files("atoll.euler")))
     shipped = [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert shipped
     for path in shipped:

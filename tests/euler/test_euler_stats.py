@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from atoll.pi.euler import stats
+from atoll.euler import stats
 
 
 @pytest.mark.parametrize(

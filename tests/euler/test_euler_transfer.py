@@ -11,10 +11,10 @@ import pytest
 
 from atoll.core.cli import main
 from atoll.core.durable import canonical_json
-from atoll.pi.euler import report, rows
-from atoll.pi.euler.transfer import compare, reference, suite
-from atoll.pi.euler.transfer import manifest as manifests
-from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
+from atoll.euler import report, rows
+from atoll.euler.transfer import compare, reference, suite
+from atoll.euler.transfer import manifest as manifests
+from atoll.euler.transfer.manifest import AcceptanceRule, ManifestError
 
 
 def test_suite_reproduces_its_pinned_digest() -> None:
@@ -37,6 +37,17 @@ def test_acceptance_rule_parsing() -> None:
             AcceptanceRule.parse(bad)
 
 
+LIMITS = {
+    "max_turns": 30,
+    "timeout_s": 900.0,
+    "max_tokens": 16384,
+    "context_window": 128000,
+    "command_timeout_s": 300.0,
+    "thinking": None,
+    "system_prompt_sha256": None,
+}
+
+
 def fake_manifest(**changes: Any) -> dict[str, Any]:
     data = manifests.new(
         suite={"name": suite.SUITE_NAME, "digest": suite.SUITE_DIGEST},
@@ -47,6 +58,7 @@ def fake_manifest(**changes: Any) -> dict[str, Any]:
             "image_id": "sha256:abc",
             "runtimes": {},
         },
+        run_limits=LIMITS,
         model={"name": "m", "signature": "s"},
         expected_rows=20,
         acceptance=changes.pop("acceptance", None),
@@ -101,7 +113,12 @@ def test_completed_manifest_binds_results(tmp_path: Path) -> None:
         done["summary_sha256"]
         == hashlib.sha256((tmp_path / "a" / "summary.md").read_bytes()).hexdigest()
     )
-    assert set(done["hashes"]) == {"evaluator", "scorer", "tools"}
+    assert set(done["hashes"]) == {"evaluator", "scorer", "tools", "record", "summary"}
+    assert done["limits"] == LIMITS
+    # every module that produces a row or the summary is bound by its own hash
+    for module in ("atoll.pi.events", "atoll.pi.record", "atoll.pi.settings", "atoll.euler.report"):
+        assert len(done["modules"][module]) == 64
+    assert {"atoll.euler.stats", "atoll.euler.evaluate", "atoll.euler.gate"} <= set(done["modules"])
     manifests.verify_completed(tmp_path / "a", done, "A")
 
 
@@ -139,7 +156,32 @@ def test_counts_and_fisher_per_task_and_overall(tmp_path: Path) -> None:
             {"tag": "x", "image_id": "sha256:def", "runtimes": {}},
             "sandbox_image.image_id",
         ),
-        ("hashes", {"evaluator": "e", "scorer": "other", "tools": "t"}, "hashes.scorer"),
+        ("hashes", {**manifests.hashes(), "scorer": "0" * 64}, "hashes.scorer"),
+        *[
+            ("limits", {**LIMITS, name: value}, f"limits.{name}")
+            for name, value in [
+                ("max_turns", 12),
+                ("timeout_s", 120.0),
+                ("max_tokens", 4096),
+                ("context_window", 32768),
+                ("command_timeout_s", 60.0),
+                ("thinking", "high"),
+                ("system_prompt_sha256", "0" * 64),
+            ]
+        ],
+        *[
+            ("modules", {**manifests.module_hashes(), module: "0" * 64}, f"modules.{module}")
+            for module in (
+                "atoll.pi.events",
+                "atoll.pi.record",
+                "atoll.pi.settings",
+                "atoll.euler.report",
+                "atoll.euler.stats",
+                "atoll.euler.evaluate",
+                "atoll.euler.gate",
+                "atoll.pi.audit",
+            )
+        ],
         ("expected_rows", 24, "expected_rows"),
         ("selection", ["filtered-logs"], "selection"),
     ],
@@ -156,7 +198,9 @@ def test_mismatched_manifests_are_rejected_before_anything_is_computed(
     (b_dir / "rows.jsonl").write_text("not json at all\n{{{\n")  # never read
     with pytest.raises(ManifestError, match="not comparable") as caught:
         compare.compare(tmp_path / "a", b_dir)
-    assert named in str(caught.value)
+    message = str(caught.value)
+    assert "\n" not in message and named + ":" in message
+    assert message.count(": ") == 2  # "not comparable: FIELD: A vs B" names that one field
 
 
 def test_a_changed_rows_file_or_an_open_run_is_refused(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from conftest import ATOLL, KEY_ENV
 from scripted_solver import Steps, bash, solver, write
 from support.openai_server import ScriptedOpenAIServer
 
-from atoll.pi.euler.transfer import suite
+from atoll.euler.transfer import suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -86,6 +86,7 @@ def test_the_log_pairs_tool_calls_with_results_and_reads_the_stop_reason():
         "executed": True,
         "finished": True,
         "started_at": None,
+        "start_order": 1,
         "duration_s": 1.0,
     }
     assert (log.turns, log.stop_reason, log.final_text(), log.agent_ended) == (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from pi_support import KEY_ENV, call, rollout_containers, say, turns
-from support.openai_server import Reply
+from support.openai_server import Reply, ToolCall
 
 from atoll.pi import install, session
 from atoll.pi.record import RolloutRecord
@@ -308,3 +308,28 @@ def test_thinking_and_a_system_prompt_file_reach_the_provider(ready, tmp_path):
         provider, tmp_path / "again", settings={"system_prompt": prompt_file, "thinking": "high"}
     )
     assert again.hashes.config_sha256 == record.hashes.config_sha256
+
+
+def test_seq_follows_the_order_pi_started_two_parallel_calls(ready, tmp_path):
+    """Pi 0.73.1 runs one message's tool calls in parallel: the quick write ends first, yet
+    `seq` puts the slow command (started first) first; `completed_seq` keeps the end order."""
+    provider = ready
+    provider.script = turns(
+        Reply(
+            tool_calls=(
+                ToolCall("bash", {"command": "sleep 2; echo slow-done"}),
+                ToolCall("write", {"path": "solve.py", "content": SOLVE}),
+            ),
+            completion_tokens=12,
+        ),
+        say("done"),
+    )
+    record = rollout(provider, tmp_path / "rollout")
+    assert record.outcome == "completed"
+    assert [c["name"] for c in sorted(record.tool_calls, key=lambda c: c["start_order"])] == [
+        "bash",
+        "write",
+    ]
+    ops = [(c["op"], c["seq"], c["completed_seq"]) for c in record.commands]
+    assert ops == [("bash", 1, 2), ("write", 2, 1)]
+    assert record.commands[0]["stdout"].strip() == "slow-done"

@@ -1,38 +1,68 @@
-"""The path audit: tool calls that name an absolute path, a home path or parent traversal.
+"""The path audit: tool calls that name a file outside the workspace.
 
 Detection only: the container is the effect boundary, so an attempt it
 blocked is still an attempt, and any hit disqualifies the rollout. Each hit
-keeps the attempted text. read, write and edit are audited on their `path`;
-bash on its whole command text, heredoc bodies and inline programs (`python3
--c '...'`) included, since a path inside a program is as much an attempt as
-one on the command line. Not hits: URLs (`scheme://...`, a network attempt the
-container's missing network answers), the standard device files
-(`/dev/null`, `/dev/stdin`, `/dev/stdout`, `/dev/stderr`), and the
-interpreter of a shebang line (`#!/usr/bin/env python3`), which names how a
-script runs, not what it reads.
+keeps the attempted text as the model wrote it.
+
+One rule for every tool (the README shows it with its table of commands):
+
+- A *path word* is a hit when it names a file outside the workspace: an
+  absolute path (`/etc/x`, `/proc/1/environ`, a lone `/`; the standard device
+  files `/dev/null`, `/dev/stdin`, `/dev/stdout`, `/dev/stderr` excepted), a
+  home path (`~`, `~/x`, `~user`, `$HOME`), a `file:` URL, an expansion that
+  starts the path (`${X}/etc`, `$X/..`, `$(cmd)/x`: the audit cannot know its
+  value, and an empty one makes an absolute path), or `..` that leaves the
+  workspace (`a/../b` stays inside; `cd sub && cat ../x` too).
+- read, write and edit: their `path` is a path word.
+- bash: the command is parsed as bash parses it (bashlex: quoting, expansions,
+  redirections, lists, pipelines, loops, subshells, functions). Path words
+  are the arguments of commands, redirection targets, `cd` targets and the
+  values of assignments (split at `:`, as PATH is). Not path words: the
+  pattern of grep/egrep/fgrep/rg, `find`'s name and regex tests, the
+  arguments of echo/printf (data they print), arithmetic `$(( ))`. The
+  strings of `bash -c`, `sh -c` and `eval` are audited as commands.
+- Program text: the content of write, the new text of edit, a here-doc's
+  body, and the program of `python3 -c`, `node -e`, `julia -e`, `perl -e`,
+  awk and sed. All of it is audited alike, by its quoted string literals:
+  a literal that is a path word by the rule above is a hit
+  (`open('/etc/passwd')`, `urlopen('file:///etc/hostname')`). Division,
+  regexes, comments and a shebang line are not literals, so they are not hits.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Iterable
+import shlex
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import bashlex  # type: ignore[import-untyped]
+
 DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
-_PATH_CHAR = r"[A-Za-z0-9._+@%,=-]"
-# Not after a word character, dot, slash, "~", "$" or a closing bracket: so not the
-# "/" of "a/b", "10/3", "~/x" (a home hit) or "$((7/2))" (URLs are taken out first).
-_NOT_AFTER = r"(?<![\w./~$})\]])"
-_ABSOLUTE = re.compile(_NOT_AFTER + rf"/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*")
-# A lone "/" (`ls /`, `cd /`): counted on command lines, not in heredoc bodies (`a / b`).
-_ROOT = re.compile(_NOT_AFTER + r"/(?=[\s'\";|&)]|$)")
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
-_SHEBANG = re.compile(r"^(\s*#!\s*)/\S+", re.MULTILINE)
-_HOME = re.compile(
-    r"(?<![\w~])~(?:/[^\s'\";|&)]*)?(?=[/\s'\";|&)]|$)|\$\{?HOME\}?(?:/[^\s'\";|&)]*)?"
+# Commands whose first operand (or each -e operand) is a pattern, not a file.
+_PATTERN_COMMANDS = frozenset({"grep", "egrep", "fgrep", "rg", "zgrep"})
+# Commands whose arguments are data they print.
+_DATA_COMMANDS = frozenset({"echo", "printf"})
+# Commands whose first operand (or the operand of the named flags) is a program in another
+# language: audited as program text.
+_PROGRAM_FLAGS = {
+    "python": ("-c",),
+    "python3": ("-c",),
+    "node": ("-e", "--eval", "-p", "--print"),
+    "julia": ("-e", "-E", "--eval"),
+    "perl": ("-e", "-E"),
+    "ruby": ("-e",),
+}
+_SCRIPT_COMMANDS = frozenset({"awk", "gawk", "mawk", "sed"})
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
+_FIND_PATTERN_TESTS = frozenset(
+    {"-name", "-iname", "-regex", "-iregex", "-path", "-ipath", "-wholename", "-lname"}
 )
-_PARENT = re.compile(r"(?<![\w.])\.\.(?=/|$|[\s'\";|&)])(?:/[^\s'\";|&)]*)?")
+_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "env", "command", "exec", "xargs"})
+_STRING = re.compile(r"""'([^'\n]*)'|"((?:[^"\\\n]|\\.)*)"|`([^`\n]*)`""")
+_EXPANSION_START = re.compile(r"^(\$\{[^}]*\}|\$\w+|\$\([^)]*\))/")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
@@ -40,61 +70,340 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 class AuditHit:
     tool_call_id: str
     tool: str
-    field: str  # "path" or "command"
-    kind: str  # "absolute", "home" or "parent"
+    field: str  # "path", "command" or "content"
+    kind: str  # "absolute", "home", "parent", "expansion" or "url"
     text: str  # the attempted path as the model wrote it
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def path_hits(path: str) -> list[tuple[str, str]]:
-    """(kind, text) for a read/write/edit path argument."""
+def path_hits(path: str, depth: int = 0) -> list[tuple[str, str]]:
+    """(kind, text) for one path word, `depth` directories below the workspace root."""
     text = path.strip()
-    name = text[1:] if text.startswith("@") else text  # Pi strips a leading "@"
+    name = text[1:] if text.startswith("@") else text  # Pi strips a leading "@" of a path
+    kind = _kind(name, depth)
+    return [] if kind is None else [(kind, text)]
+
+
+def _kind(name: str, depth: int) -> str | None:
+    if not name:
+        return None
+    if re.match(r"(?i)^file:", name):
+        return "url"
+    if re.match(r"^~[\w.-]*(/|$)", name):  # ~, ~/x, ~user, ~user/x
+        return "home"
+    if re.match(r"^\$\{?HOME\}?(/|$)", name):
+        return "home"
+    if _EXPANSION_START.match(name):
+        return "expansion"
+    if name.startswith("/"):
+        return None if name in DEVICES else "absolute"
+    if _leaves(name, depth):
+        return "parent"
+    return None
+
+
+def _leaves(name: str, depth: int) -> bool:
+    """Whether a relative path climbs above the workspace root at any step."""
+    level = depth
+    for part in name.split("/"):
+        if part == "..":
+            level -= 1
+            if level < 0:
+                return True
+        elif part not in ("", "."):
+            level += 1
+    return False
+
+
+def content_hits(text: str) -> list[tuple[str, str]]:
+    """(kind, text) for each quoted string literal of program text that is a path word."""
     hits = []
-    if name.startswith("~") or re.search(r"\$\{?HOME\}?", name):
-        hits.append(("home", text))
-    elif name.startswith("/"):
-        hits.append(("absolute", text))
-    if ".." in name.split("/"):
-        hits.append(("parent", text))
+    for match in _STRING.finditer(text):
+        literal = next(group for group in match.groups() if group is not None)
+        if not literal.strip("/"):  # "/" or "//": a separator, not a file
+            continue
+        hits += path_hits(literal) if literal == literal.strip() else []
     return hits
 
 
 def command_hits(command: str) -> list[tuple[str, str]]:
-    """(kind, text) for every absolute, home or parent path in a bash command's text."""
-    lines, bodies = _split_heredocs(command)
-    hits: list[tuple[str, str]] = []
-    for text, on_command_line in ((lines, True), (bodies, False)):
-        text = _URL.sub(" ", _SHEBANG.sub(lambda m: m.group(1), text))
-        hits += [("home", m.group(0)) for m in _HOME.finditer(text)]
-        found = list(_ABSOLUTE.finditer(text))
-        if on_command_line:
-            found += _ROOT.finditer(text)
-        for match in sorted(found, key=lambda m: m.start()):
-            if match.group(0) not in DEVICES:
-                hits.append(("absolute", match.group(0)))
-        hits += [("parent", m.group(0)) for m in _PARENT.finditer(text)]
+    """(kind, text) for every path word of a bash command, in order (see the module's rule)."""
+    line_text, bodies = _split_heredocs(command)
+    hits = list(_shell_hits(_blank_arithmetic(line_text)))
+    for body in bodies:
+        hits += content_hits(body)
     return hits
 
 
-def _split_heredocs(command: str) -> tuple[str, str]:
-    """The command lines and the heredoc bodies of a bash command, each joined by newlines."""
-    lines, bodies = [], []
-    pending: list[tuple[str, bool]] = []  # delimiters of heredocs opened on this line
+def _shell_hits(text: str) -> Iterator[tuple[str, str]]:
+    try:
+        trees = bashlex.parse(text)
+    except Exception:  # bashlex lacks `case` and a few rarer forms: the same rule on shlex's words
+        yield from _fallback_hits(text)
+        return
+    walker = _Walker()
+    for tree in trees:
+        walker.visit(tree)
+    yield from walker.hits
+
+
+class _Walker:
+    """Walks bashlex's tree in source order, tracking `cd` so `..` is judged from where it is."""
+
+    def __init__(self) -> None:
+        self.hits: list[tuple[str, str]] = []
+        self.depth = 0
+
+    def visit(self, node: Any) -> None:
+        kind = node.kind
+        if kind == "command":
+            self._command(node)
+            return
+        if kind == "redirect":
+            self._redirect(node)
+            return
+        if kind in ("commandsubstitution", "processsubstitution"):
+            self.visit(node.command)
+            return
+        if kind == "word":  # a loop's word list (`for f in /etc/*`)
+            self._word(node)
+            return
+        for attribute in ("parts", "list"):
+            for child in getattr(node, attribute, None) or []:
+                self.visit(child)
+        for redirect in getattr(node, "redirects", None) or []:
+            self.visit(redirect)
+
+    def _redirect(self, node: Any) -> None:
+        target = node.output
+        if hasattr(target, "kind") and target.kind == "word":
+            self._word(target)
+
+    def _command(self, node: Any) -> None:
+        words = []
+        for part in node.parts:
+            if part.kind == "assignment":
+                _, _, value = part.word.partition("=")
+                for piece in value.split(":"):
+                    self.hits += path_hits(piece, self.depth)
+                self._substitutions(part)
+            elif part.kind == "redirect":
+                self._redirect(part)
+            elif part.kind == "word":
+                words.append(part)
+        self._words(words)
+
+    def _words(self, words: list[Any]) -> None:
+        while words and words[0].word in _WRAPPERS:  # `timeout 10 python3 x.py`: audit the wrapped
+            self._word(words[0])
+            words = words[1:]
+            while words and (
+                words[0].word.startswith("-") or re.match(r"^[\d.]+[smh]?$|^\w+=", words[0].word)
+            ):
+                words = words[1:]
+        if not words:
+            return
+        name = posixpath.basename(words[0].word)
+        self._word(words[0])
+        for word in words[1:]:
+            self._substitutions(word)
+        texts = [w.word for w in words[1:]]
+        for index, role in _roles(name, texts):
+            word = words[1 + index]
+            if role == "path":
+                self._word(word, substitutions=False)
+            elif role == "program":
+                self.hits += content_hits(word.word)
+            elif role == "shell":
+                self.hits += command_hits(word.word)
+        if name == "cd":
+            self._cd(texts)
+
+    def _cd(self, texts: list[str]) -> None:
+        if not texts:
+            self.hits.append(("home", "cd"))
+            return
+        target = texts[0]
+        if target.startswith(("/", "~", "$")) or target == "-":
+            return  # a hit already, or back where it was
+        level = self.depth
+        for part in target.split("/"):
+            if part == "..":
+                level -= 1
+            elif part not in ("", "."):
+                level += 1
+        self.depth = max(level, 0)
+
+    def _word(self, word: Any, substitutions: bool = True) -> None:
+        text = word.word
+        if text.startswith("--") and "=" in text:
+            text = text.split("=", 1)[1]
+        self.hits += path_hits(text, self.depth)
+        if substitutions:
+            self._substitutions(word)
+
+    def _substitutions(self, word: Any) -> None:
+        for part in getattr(word, "parts", None) or []:
+            if part.kind in ("commandsubstitution", "processsubstitution"):
+                self.visit(part.command)
+            elif part.kind == "tilde" and not word.word.startswith("~"):
+                self.hits.append(("home", word.word))
+
+
+def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
+    """(index, role) for each argument: "path", "program", "shell", or nothing for data."""
+    if name in _DATA_COMMANDS:
+        return
+    if name == "eval":
+        yield from ((i, "shell") for i in range(len(args)))
+        return
+    explicit = False
+    operands = 0
+    skip_next: str | None = None
+    for index, arg in enumerate(args):
+        if skip_next is not None:
+            role = skip_next
+            skip_next = None
+            if role:
+                yield index, role
+            continue
+        if name in _SHELLS and arg == "-c":
+            skip_next = "shell"
+            continue
+        if name in _PROGRAM_FLAGS and arg in _PROGRAM_FLAGS[name]:
+            skip_next = "program"
+            continue
+        if name in _PATTERN_COMMANDS and arg in ("-e", "--regexp"):
+            skip_next, explicit = "", True
+            continue
+        if name in _SCRIPT_COMMANDS and arg in ("-e", "--expression"):
+            skip_next, explicit = "program", True
+            continue
+        if name in _SCRIPT_COMMANDS and arg in ("-v",):
+            skip_next = ""
+            continue
+        if name == "find" and arg in _FIND_PATTERN_TESTS:
+            skip_next = ""
+            continue
+        if arg.startswith("-") and arg != "-":
+            continue
+        if operands == 0 and not explicit and name in _PATTERN_COMMANDS:
+            operands += 1
+            continue
+        if operands == 0 and not explicit and name in _SCRIPT_COMMANDS:
+            operands += 1
+            yield index, "program"
+            continue
+        operands += 1
+        yield index, "path"
+
+
+def _fallback_hits(text: str) -> Iterator[tuple[str, str]]:
+    """The word rule over shlex's tokens, for the forms bashlex cannot parse."""
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:  # an unterminated quote: bash would refuse it too; words as they stand
+        tokens = text.split()
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if token and set(token) <= set(";&|()<>"):
+            yield from _fallback_command(command)
+            command = []
+        else:
+            command.append(token)
+
+
+def _fallback_command(words: list[str]) -> Iterator[tuple[str, str]]:
+    while words and re.match(r"^\w+=", words[0]):
+        for piece in words[0].split("=", 1)[1].split(":"):
+            yield from path_hits(piece)
+        words = words[1:]
+    if not words:
+        return
+    name = posixpath.basename(words[0])
+    yield from path_hits(words[0])
+    for index, role in _roles(name, words[1:]):
+        arg = words[1 + index]
+        if role == "path":
+            yield from path_hits(arg)
+        elif role == "program":
+            yield from content_hits(arg)
+        elif role == "shell":
+            yield from command_hits(arg)
+
+
+def _blank_arithmetic(text: str) -> str:
+    """`$(( ... ))` and `(( ... ))` outside single quotes replaced by a same-length number.
+
+    Arithmetic names no file (bashlex cannot parse it either); a single-quoted
+    `((` is data, an awk program's for one.
+    """
+    out = []
+    index = 0
+    quote: str | None = None
+    while index < len(text):
+        char = text[index]
+        if quote == "'":
+            quote = None if char == "'" else quote
+        elif char == "\\":
+            out.append(text[index : index + 2])
+            index += 2
+            continue
+        elif char in "'\"" and quote is None:
+            quote = char
+        elif char == '"' and quote == '"':
+            quote = None
+        elif text.startswith("$((", index) or (text.startswith("((", index) and quote is None):
+            end = _closing(text, index + (1 if char == "$" else 0))
+            if end is not None:
+                width = end + 1 - index
+                out.append("0" * width if char == "$" else ":" + " " * (width - 1))
+                index = end + 1
+                continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The index of the parenthesis that closes the one at `start`, or None."""
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] == "(":
+            depth += 1
+        elif text[index] == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def _split_heredocs(command: str) -> tuple[str, list[str]]:
+    """The command lines (here-doc operators taken out) and each here-doc's body."""
+    lines: list[str] = []
+    bodies: list[str] = []
+    pending: list[tuple[str, bool]] = []  # delimiters of here-docs opened on this line
+    body: list[str] = []
     for line in command.split("\n"):
         if pending:
             delimiter, strip_tabs = pending[0]
             if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                 pending.pop(0)
+                bodies.append("\n".join(body))
+                body = []
             else:
-                bodies.append(line)
+                body.append(line)
             continue
-        lines.append(line)
         for match in _HEREDOC.finditer(line):
             pending.append((match.group(2), match.group(0).startswith("<<-")))
-    return "\n".join(lines), "\n".join(bodies)
+        lines.append(_HEREDOC.sub(" ", line))
+    if body:
+        bodies.append("\n".join(body))
+    return "\n".join(lines), bodies
 
 
 def audit(calls: Iterable[Any]) -> list[AuditHit]:
@@ -102,18 +411,32 @@ def audit(calls: Iterable[Any]) -> list[AuditHit]:
     found = []
     for call in calls:
         arguments = call.arguments or {}
+        pairs: list[tuple[str, tuple[str, str]]] = []
         if call.name in ("read", "write", "edit"):
             path = arguments.get("path")
             if isinstance(path, str):
-                found += [
-                    AuditHit(call.id, call.name, "path", kind, text)
-                    for kind, text in path_hits(path)
-                ]
+                pairs += [("path", hit) for hit in path_hits(path)]
+            for text in _program_texts(call.name, arguments):
+                pairs += [("content", hit) for hit in content_hits(text)]
         elif call.name == "bash":
             command = arguments.get("command")
             if isinstance(command, str):
-                found += [
-                    AuditHit(call.id, call.name, "command", kind, text)
-                    for kind, text in command_hits(command)
-                ]
+                pairs += [("command", hit) for hit in command_hits(command)]
+        found += [AuditHit(call.id, call.name, field, kind, text) for field, (kind, text) in pairs]
     return found
+
+
+def _program_texts(tool: str, arguments: dict[str, Any]) -> list[str]:
+    """The program text a write or edit puts in a file (content; each edit's new text)."""
+    if tool == "write" and isinstance(arguments.get("content"), str):
+        return [arguments["content"]]
+    if tool == "edit":
+        edits = arguments.get("edits")
+        texts = (
+            [e.get("newText") for e in edits if isinstance(e, dict)]
+            if isinstance(edits, list)
+            else []
+        )
+        texts.append(arguments.get("newText"))
+        return [t for t in texts if isinstance(t, str)]
+    return []

@@ -68,6 +68,7 @@ class ToolCall:
     finished: bool = False
     started_at: float | None = None  # when the host read Pi's tool_execution_start (epoch s)
     ended_at: float | None = None  # ... and its tool_execution_end
+    start_order: int | None = None  # 1 for the first call Pi started, 2 for the next, ...
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +81,7 @@ class ToolCall:
             "executed": self.started,
             "finished": self.finished,
             "started_at": self.started_at,
+            "start_order": self.start_order,
             "duration_s": (
                 None
                 if self.started_at is None or self.ended_at is None
@@ -133,6 +135,7 @@ class EventLog:
     bytes: int = 0
     unparsed_lines: int = 0
     auto_retries: int = 0
+    started_calls: int = 0
 
     def feed(self, line: bytes, at: float | None = None) -> dict[str, Any] | None:
         """Take one line of Pi's stdout (read at time `at`); the parsed event, or None if skipped."""
@@ -179,6 +182,9 @@ class EventLog:
         elif kind == "tool_execution_start":
             call = self._call(event)
             call.started, call.started_at = True, at
+            if call.start_order is None:
+                self.started_calls += 1
+                call.start_order = self.started_calls
         elif kind == "tool_execution_end":
             call = self._call(event)
             call.finished, call.ended_at = True, at

@@ -1,5 +1,5 @@
-"""atoll-pi-docker's registrations: the `pi-docker` Harbor agent, `atoll pi`, `atoll euler`,
-doctor's checks."""
+"""atoll-pi-docker's registrations: the `pi-docker` Harbor agent, `atoll pi`, doctor's
+checks."""
 
 from __future__ import annotations
 
@@ -29,13 +29,6 @@ def atoll_commands() -> list[Registration]:
             Kind.COMMAND,
             "atoll.pi.cli:app",
             "Install the pinned Pi, build the rollout image, run one rollout.",
-            requires=("node", "pi", "docker", "pi-image"),
-        ),
-        Registration(
-            "euler",
-            Kind.COMMAND,
-            "atoll.pi.euler.cli:app",
-            "Pi on Project Euler: import, eval, score, curriculum, report, transfer.",
             requires=("node", "pi", "docker", "pi-image"),
         ),
     ]

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from atoll.core.durable import atomic_write_json
 from atoll.pi import audit
+from atoll.pi.events import ToolCall
 from atoll.pi.install import PI_VERSION, PiInstall
 from atoll.pi.session import (
     BRIDGE_FILE,
@@ -107,6 +108,27 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def in_start_order(ops: list[dict[str, Any]], calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The bridge's operations numbered (`seq`) in the order Pi started their tool calls.
+
+    Pi 0.73.1 runs the tool calls of one message in parallel, so the bridge
+    sees them finish in any order: a quick write started after a slow command
+    finishes first. "Run after write" must mean after in the order the model
+    asked for them, so `seq` follows Pi's tool_execution_start order (an
+    operation of no known call goes last), and `completed_seq` keeps the order
+    the bridge saw them end (`bridge.jsonl` is in that order).
+    """
+    order = {call.id: call.start_order for call in calls if call.start_order is not None}
+    last = len(order) + 1
+    ranked = sorted(
+        ops, key=lambda op: (order.get(str(op.get("call_id", "")), last), int(op.get("seq", 0)))
+    )
+    return [
+        {**op, "seq": number, "completed_seq": op.get("seq")}
+        for number, op in enumerate(ranked, start=1)
+    ]
+
+
 def from_session(
     result: SessionResult,
     *,
@@ -138,7 +160,7 @@ def from_session(
         turns=log.turns,
         usage=log.usage.to_json(),
         tool_calls=[call.to_json() for call in calls],
-        commands=list(result.bridge.ops),
+        commands=in_start_order(result.bridge.ops, calls),
         audit=Audit(hits=[hit.to_json() for hit in hits], disqualified=bool(hits)),
         pi={
             "version": PI_VERSION,

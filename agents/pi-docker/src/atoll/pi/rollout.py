@@ -41,11 +41,52 @@ from atoll.pi.container import (
     connect,
     sweep_stale,
 )
+from atoll.pi.install import PI_VERSION, PiUnavailable, lock_sha256
 from atoll.pi.record import RECORD_FILE, RolloutRecord, from_session, now
-from atoll.pi.session import SessionRequest, run_session
-from atoll.pi.settings import PiSettings
+from atoll.pi.session import TOOLS, SessionRequest, extension_sha256, run_session
+from atoll.pi.settings import PiSettings, SettingsError
+from atoll.pi.settings import build as build_settings
 
-__all__ = ["RolloutRefused", "RolloutRequest", "arun", "run"]
+# The public rollout API: what a user of Pi rollouts (atoll-euler, a trainer) may import.
+# Everything else in atoll.pi is internal and may change without notice.
+__all__ = [
+    "DEFAULT_IMAGE",
+    "PI_VERSION",
+    "TOOLS",
+    "ContainerError",
+    "PiSettings",
+    "PiUnavailable",
+    "RolloutRecord",
+    "RolloutRefused",
+    "RolloutRequest",
+    "SettingsError",
+    "arun",
+    "build_settings",
+    "connect",
+    "describe_image",
+    "ensure_image",
+    "ensure_pi",
+    "extension_sha256",
+    "lock_sha256",
+    "run",
+]
+
+DEFAULT_IMAGE = rollout_image.TAG
+
+
+def describe_image(client: Any, reference: str = DEFAULT_IMAGE) -> dict[str, Any]:
+    """The rollout image `reference` names, as JSON: its ID (a digest), runtimes, what it lacks."""
+    return rollout_image.describe(client, reference).to_json()
+
+
+def ensure_image(client: Any, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The current rollout image, built first if missing or stale, as `describe_image` gives it."""
+    return rollout_image.ensure(client, say or _to_stderr).to_json()
+
+
+def ensure_pi(say: Callable[[str], None] | None = None) -> None:
+    """Pi's pinned install, made on first use (`say` gets its progress lines)."""
+    install.ensure(say or _to_stderr)
 
 
 class RolloutRefused(ValueError):

@@ -2,9 +2,11 @@
 
 Before the first rollout, `manifest.json` is written with status `sampling`:
 the suite (name and pinned digest), the selection, the fan-out, the sandbox
-image (tag and content ID), the evaluator, scorer and tool hashes, the model
-signature, the expected row count, and the acceptance rule if one is given
-(with the time it was fixed). When every attempt is scored the manifest is
+image (tag and content ID), the run limits (turns, timeout, max tokens,
+context window, command timeout, thinking level, system prompt hash), the
+evaluator, scorer and tool hashes and the hash of every module that produces
+a row or the summary, the model signature, the expected row count, and the
+acceptance rule if one is given (with the time it was fixed). When every attempt is scored the manifest is
 completed with the hashes of `rows.jsonl` and `summary.md`. Comparisons only
 accept completed manifests whose files still match those hashes.
 """
@@ -23,16 +25,25 @@ from atoll.core.durable import atomic_write_json, canonical_json
 
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.md"
-FORMAT = 1
+FORMAT = 2
 # What two runs must share to be compared (the model is what may differ).
-BINDING = ("suite", "selection", "fanout", "sandbox_image", "hashes", "expected_rows")
+BINDING = (
+    "suite",
+    "selection",
+    "fanout",
+    "sandbox_image",
+    "limits",
+    "hashes",
+    "modules",
+    "expected_rows",
+)
 
 EVALUATOR_MODULES = (
-    "atoll.pi.euler.evaluate",
-    "atoll.pi.euler.prompts",
-    "atoll.pi.euler.runtimes",
-    "atoll.pi.euler.record_input",
-    "atoll.pi.euler.transfer.suite",
+    "atoll.euler.evaluate",
+    "atoll.euler.prompts",
+    "atoll.euler.runtimes",
+    "atoll.euler.record_input",
+    "atoll.euler.transfer.suite",
     "atoll.pi.rollout",
     "atoll.pi.session",
     "atoll.pi.container",
@@ -42,30 +53,66 @@ EVALUATOR_MODULES = (
     "atoll.pi.pi_config",
 )
 SCORER_MODULES = (
-    "atoll.pi.euler.gate",
-    "atoll.pi.euler.executions",
-    "atoll.pi.euler.answers",
+    "atoll.euler.gate",
+    "atoll.euler.executions",
+    "atoll.euler.answers",
     "atoll.pi.audit",
 )
+# What turns a rollout into its row and the rows into the summary.
+RECORD_MODULES = (
+    "atoll.pi.events",
+    "atoll.pi.record",
+    "atoll.pi.settings",
+    "atoll.euler.rows",
+    "atoll.euler.signature",
+    "atoll.euler.curriculum",
+    "atoll.euler.transfer.run",
+)
+SUMMARY_MODULES = ("atoll.euler.report", "atoll.euler.stats")
+MODULES = EVALUATOR_MODULES + SCORER_MODULES + RECORD_MODULES + SUMMARY_MODULES
 
 
 class ManifestError(Exception):
     """A manifest that is missing, incomplete, tampered with or not comparable."""
 
 
+def _source(name: str) -> bytes:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise ManifestError(f"cannot hash {name}: module not found")
+    return Path(spec.origin).read_bytes()
+
+
 def sources_sha256(modules: tuple[str, ...]) -> str:
     digest = hashlib.sha256()
     for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            raise ManifestError(f"cannot hash {name}: module not found")
-        digest.update(name.encode() + b"\0" + Path(spec.origin).read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + _source(name) + b"\0")
     return digest.hexdigest()
 
 
+def module_hashes() -> dict[str, str]:
+    """The sha256 of each module that produces a row or the summary, by module name."""
+    return {name: hashlib.sha256(_source(name)).hexdigest() for name in MODULES}
+
+
+def limits(settings: Any) -> dict[str, Any]:
+    """The run limits of Pi's settings that change what a rollout can do."""
+    text = settings.system_prompt_text()
+    return {
+        "max_turns": settings.max_turns,
+        "timeout_s": settings.timeout_s,
+        "max_tokens": settings.max_tokens,
+        "context_window": settings.context_window,
+        "command_timeout_s": settings.command_timeout_s,
+        "thinking": settings.thinking,
+        "system_prompt_sha256": None
+        if text is None
+        else hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    }
+
+
 def tool_hashes() -> dict[str, str]:
-    from atoll.pi.install import PI_VERSION, lock_sha256
-    from atoll.pi.session import TOOLS, extension_sha256
+    from atoll.pi.rollout import PI_VERSION, TOOLS, extension_sha256, lock_sha256
 
     return {
         "extension_sha256": extension_sha256(),
@@ -81,6 +128,8 @@ def hashes() -> dict[str, str]:
         "evaluator": sources_sha256(EVALUATOR_MODULES),
         "scorer": sources_sha256(SCORER_MODULES),
         "tools": hashlib.sha256(canonical_json(tools)).hexdigest(),
+        "record": sources_sha256(RECORD_MODULES),
+        "summary": sources_sha256(SUMMARY_MODULES),
     }
 
 
@@ -131,6 +180,7 @@ def new(
     selection: list[str],
     fanout: dict[str, Any],
     sandbox_image: dict[str, Any],
+    run_limits: dict[str, Any],
     model: dict[str, Any],
     expected_rows: int,
     acceptance: AcceptanceRule | None,
@@ -143,7 +193,9 @@ def new(
         "selection": selection,
         "fanout": fanout,
         "sandbox_image": sandbox_image,
+        "limits": run_limits,
         "hashes": hashes(),
+        "modules": module_hashes(),
         "model": model,
         "expected_rows": expected_rows,
         "acceptance": None,
@@ -208,7 +260,7 @@ def complete(
 
 def verify_completed(directory: Path, manifest: dict[str, Any], label: str) -> None:
     """A completed manifest whose rows and summary still hash as recorded."""
-    from atoll.pi.euler.rows import ROWS_FILE
+    from atoll.euler.rows import ROWS_FILE
 
     if manifest.get("status") != "completed":
         raise ManifestError(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from atoll.core.durable import canonical_json
-from atoll.pi.euler.transfer import reference
+from atoll.euler.transfer import reference
 
 SUITE_NAME = "atoll-transfer-v1"
 SUITE_DIGEST = "b8aa9dd21fd4c35cd85dfb7f7465e39193b295d5a4cd3fcf0ff062682af4ece4"
@@ -37,7 +37,7 @@ class TransferTask:
 
 
 def load() -> dict[str, TransferTask]:
-    root = resources.files("atoll.pi.euler.transfer").joinpath("tasks")
+    root = resources.files("atoll.euler.transfer").joinpath("tasks")
     tasks = {}
     for task_id in TASK_IDS:
         folder = root.joinpath(task_id)

@@ -94,12 +94,26 @@ class State:
     rounds_completed: int = 0
     open_round: int | None = None
     mastered: list[int] = field(default_factory=list)  # in the order they were mastered
+    skipped: list[int] = field(default_factory=list)  # before --start, with no rows proving them
     history: list[dict[str, Any]] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
 
     @classmethod
-    def new(cls, config: Config) -> State:
-        return cls(config, current_problem=config.start, mastered_through=config.start - 1)
+    def new(cls, config: Config, proven: frozenset[int] = frozenset()) -> State:
+        """A fresh state at `config.start`. The problems before it are skipped, not mastered,
+        unless `proven` (problems rows show mastered) holds them."""
+        before = range(1, config.start)
+        mastered = [n for n in before if n in proven]
+        through = 0
+        while through + 1 in proven and through + 1 < config.start:
+            through += 1
+        return cls(
+            config,
+            current_problem=config.start,
+            mastered_through=through,
+            mastered=mastered,
+            skipped=[n for n in before if n not in proven],
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +126,7 @@ class State:
             "rounds_completed": self.rounds_completed,
             "open_round": self.open_round,
             "mastered": self.mastered,
+            "skipped": self.skipped,
             "history": self.history,
             "stopped": self.stopped,
         }
@@ -129,6 +144,7 @@ class State:
             rounds_completed=int(data["rounds_completed"]),
             open_round=data.get("open_round"),
             mastered=[int(n) for n in data.get("mastered", [])],
+            skipped=[int(n) for n in data.get("skipped", [])],
             history=list(data.get("history", [])),
             stopped=data.get("stopped"),
         )
@@ -211,7 +227,8 @@ def complete_round(state: State, result: RoundResult) -> dict[str, Any]:
     state.rounds_completed += 1
     state.open_round = None
     if passed and state.consecutive_passes >= config.consecutive:
-        state.mastered_through = state.current_problem
+        if state.current_problem == state.mastered_through + 1:  # skipped ones break the run
+            state.mastered_through = state.current_problem
         state.mastered.append(state.current_problem)
         state.history.append(
             {"event": "mastered", "problem": state.current_problem, "round": result.round}
@@ -383,3 +400,30 @@ def check_identity(state: State, config: Config) -> None:
             f"this state directory was started with other settings ({detail}); resume with the "
             "same settings or use a new --state directory"
         )
+
+
+def proven_mastered(rows: list[dict[str, Any]], config: Config, signature: str) -> frozenset[int]:
+    """Problems the rows show mastered under this model signature: `config.consecutive`
+    consecutive rounds whose frontier pass fraction reached the threshold."""
+    rounds: dict[int, dict[str, list[bool]]] = {}
+    for row in rows:
+        if (
+            row.get("status") != "scored"
+            or row.get("phase") != "frontier"
+            or row.get("model_signature") != signature
+            or not isinstance(row.get("problem"), int)
+        ):
+            continue
+        rounds.setdefault(row["problem"], {}).setdefault(str(row.get("run_id")), []).append(
+            bool(row.get("passed"))
+        )
+    proven = set()
+    for problem, by_round in rounds.items():
+        streak = best = 0
+        for run in sorted(by_round):
+            results = by_round[run]
+            streak = streak + 1 if sum(results) / len(results) >= config.threshold else 0
+            best = max(best, streak)
+        if best >= config.consecutive:
+            proven.add(problem)
+    return frozenset(proven)

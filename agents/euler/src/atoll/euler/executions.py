@@ -16,7 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from atoll.pi.euler.runtimes import Runtime, runtime_for_interpreter
+from atoll.euler.runtimes import Runtime, runtime_for_interpreter
 
 _OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"}
 _SHELL_CHARS = set("<>&|;()")

@@ -14,9 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from atoll.pi.euler import rows, stats
-from atoll.pi.euler.transfer import manifest as manifests
-from atoll.pi.euler.transfer.manifest import ManifestError
+from atoll.euler import rows, stats
+from atoll.euler.transfer import manifest as manifests
+from atoll.euler.transfer.manifest import ManifestError
 
 NO_RULE = "no acceptance rule was fixed before sampling: descriptive comparison only, no promotion decision"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.pi.euler import stats
+from atoll.euler import stats
 
 DIMENSIONS = ("problem", "language", "approach", "phase")
 DEFAULT_KS = (1, 5, 10)
@@ -41,6 +41,18 @@ class GroupStats:
 
     def pass_at(self, k: int) -> float | None:
         return stats.mean_pass_at_k(self.tasks, k)
+
+    def pass_at_cell(self, k: int) -> str:
+        """pass@k over the cells with at least k attempts; cells with fewer are shown with
+        their n (and their pass@n), never dropped."""
+        text = _fmt(self.pass_at(k))
+        short = [(n, c) for n, c in self.tasks if 0 < n < k]
+        if not short:
+            return text
+        sizes = ",".join(str(n) for n in sorted({n for n, _ in short}))
+        at_n = sum(stats.pass_at_k(n, c, n) for n, c in short) / len(short)
+        cells = "1 cell" if len(short) == 1 else f"{len(short)} cells"
+        return f"{text} ({cells} with n={sizes} < {k}: pass@n {_fmt(at_n)})"
 
 
 def scored(row: dict[str, Any]) -> bool:
@@ -112,7 +124,7 @@ def _table(title: str, groups: list[GroupStats], ks: Sequence[int]) -> list[str]
         "execution rate",
         "disqualified",
         "median latency (s)",
-        "errors",
+        "infrastructure errors",
     ]
     lines = ["| " + " | ".join(head[1:]) + " |", "|" + "---|" * (len(head) - 1)]
     for g in groups:
@@ -121,7 +133,7 @@ def _table(title: str, groups: list[GroupStats], ks: Sequence[int]) -> list[str]
             str(g.attempts),
             str(g.passes),
             _fmt(g.pass_fraction),
-            *[_fmt(g.pass_at(k)) for k in ks],
+            *[g.pass_at_cell(k) for k in ks],
             _fmt(g.execution_rate),
             str(g.disqualified),
             _fmt(stats.median(g.latencies), 1),
@@ -156,7 +168,9 @@ def markdown(
         "",
         "pass fraction = passes / scored attempts. pass@k is the unbiased estimator "
         "1 - C(n-c, k)/C(n, k) per problem x language x approach x phase cell, averaged over "
-        "the cells with at least k attempts (— when none has). Execution rate = attempts whose "
+        "the cells with at least k attempts (— when none has); cells with fewer than k "
+        "attempts are shown beside it with their n and their pass@n. Infrastructure errors "
+        "are counted in their own column, never as attempts. Execution rate = attempts whose "
         "written program was run as `RUNTIME FILE`. A disqualified attempt (path audit) counts "
         "as failed.",
         "",

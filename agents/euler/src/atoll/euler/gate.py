@@ -22,14 +22,16 @@ program computed and printed the value, not that the program is general.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from atoll.pi.euler import answers
-from atoll.pi.euler.executions import Execution, parse
-from atoll.pi.euler.runtimes import RUNTIMES
+from atoll.euler import answers
+from atoll.euler.executions import Execution, parse
+from atoll.euler.runtimes import RUNTIMES
 
 CONDITIONS = (
     "program_written",
@@ -268,9 +270,53 @@ def _rewritten(record: GateInput, target: _Written, run: Operation, workdir: str
     for op in record.operations:
         if op.op != "bash" or not (last_write < op.seq < run.seq) or not op.command:
             continue
-        if mention.search(op.command) and not _only_views(op, target, workdir):
+        named = mention.search(op.command) or _glob_names(op.command, target, op.cwd or workdir)
+        if named and not _only_views(op, target, workdir):
             return True
     return False
+
+
+def _glob_names(command: str, target: _Written, cwd: str) -> bool:
+    """Whether a shell glob or brace pattern of the command (`*.py`, `sol?tion.py`,
+    `{a,solution}.py`) matches the file, or a `find` over the workspace may act on it
+    (`-exec`, `-delete` with no `-name` that leaves it out)."""
+    words = _words(command)
+    relative = posixpath.relpath(target.path, posixpath.normpath(cwd))
+    names = {relative, "./" + relative}
+    for word in words:
+        expanded = _braces(word)
+        for pattern in expanded:
+            globbed = any(c in pattern for c in "*?[")
+            if (globbed or len(expanded) > 1) and any(
+                fnmatch.fnmatchcase(n, pattern) for n in names
+            ):
+                return True
+    if "find" not in words or not any(w in ("-exec", "-execdir", "-delete", "-ok") for w in words):
+        return False
+    patterns = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-name", "-iname")]
+    base = posixpath.basename(target.path)
+    return not patterns or any(fnmatch.fnmatch(base, p) for p in patterns)
+
+
+def _words(command: str) -> list[str]:
+    """The command's shell words, operators (`;`, `|`, `&&`) split off."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError:
+        return command.split()
+
+
+def _braces(word: str) -> list[str]:
+    """A word with its first `{a,b}` brace group expanded (recursively), as bash does."""
+    match = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    if match is None:
+        return [word]
+    expanded = []
+    for choice in match.group(1).split(","):
+        expanded += _braces(word[: match.start()] + choice + word[match.end() :])
+    return expanded
 
 
 def _only_views(op: Operation, target: _Written, workdir: str) -> bool:
@@ -281,6 +327,9 @@ def _only_views(op: Operation, target: _Written, workdir: str) -> bool:
         if posixpath.normpath(posixpath.join(cwd, match.group(1))) == target.path:
             return False
     words = command.split()
+    if len(words) >= 3 and words[0] == "cp" and not any(c in command for c in "|;&"):
+        destination = posixpath.normpath(posixpath.join(cwd, words[-1]))
+        return destination not in (target.path, posixpath.dirname(target.path))
     if words and words[0] in _VIEWERS:
         return "-i" not in words and not any(c in command for c in "|;&")
     execution = parse(command, cwd)

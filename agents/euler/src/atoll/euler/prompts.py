@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from atoll.pi.euler.runtimes import RUNTIMES
+from atoll.euler.runtimes import RUNTIMES
 
 APPROACHES: dict[str, str] = {
     "direct": "Solve it directly.",

@@ -17,8 +17,7 @@ from atoll.core.durable import canonical_json
 
 
 def components(settings: Any, model_revision: str | None) -> dict[str, Any]:
-    from atoll.pi.install import PI_VERSION, lock_sha256
-    from atoll.pi.session import TOOLS, extension_sha256
+    from atoll.pi.rollout import PI_VERSION, TOOLS, extension_sha256, lock_sha256
 
     text = settings.system_prompt_text()
     return {

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.pi.euler import report, rows
-from atoll.pi.euler.curriculum import Attempt
-from atoll.pi.euler.evaluate import Runner, Task, run_to_end
-from atoll.pi.euler.transfer import manifest as manifests
-from atoll.pi.euler.transfer import suite
-from atoll.pi.euler.transfer.manifest import AcceptanceRule, ManifestError
+from atoll.euler import report, rows, writer
+from atoll.euler.curriculum import Attempt
+from atoll.euler.evaluate import Runner, Task, run_to_end
+from atoll.euler.transfer import manifest as manifests
+from atoll.euler.transfer import suite
+from atoll.euler.transfer.manifest import AcceptanceRule, ManifestError
 
 RUN_ID = "transfer"
 PHASE = "transfer"
@@ -65,6 +65,7 @@ def run(
             "image_id": image.get("image_id"),
             "runtimes": image.get("runtimes"),
         },
+        run_limits=manifests.limits(runner.settings.pi),
         model={
             "name": runner.settings.pi.model,
             "signature": runner.settings.signature,
@@ -126,7 +127,7 @@ def run(
 
 def _existing(out: Path) -> dict[str, Any] | None:
     if not (out / manifests.MANIFEST_FILE).exists():
-        if out.exists() and any(out.iterdir()):
+        if not writer.is_empty(out):
             raise ManifestError(
                 f"{out} is not empty and holds no transfer manifest; use a new --out"
             )

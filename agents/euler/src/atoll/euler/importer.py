@@ -9,7 +9,11 @@ what is there instead of expecting one shape:
 - answers: `N. answer` lines in a text or Markdown file whose name says
   solutions or answers, and/or a CSV with id and answer columns (the
   statements CSV may carry them);
-- resources: any other member whose file name a statement links to.
+- resources: any other member whose file name a statement links to (HTML),
+  or, in a statement with no links (the text and CSV layouts), names in its
+  text: `names.txt` is the member `names.txt`, or the problem's own
+  `0022_names.txt` / `p022_names.txt`. A named resource the zip lacks makes
+  the problem unavailable (the curriculum stops there).
 
 Members are read from the archive into memory with a cap each; a zip that is
 not one, has unsafe member names, looks like a bomb, has no statements or has
@@ -31,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.sizes import GiB, MiB
-from atoll.pi.euler import answers as answer_format
-from atoll.pi.euler import htmltext
-from atoll.pi.euler.store import Catalog, Problem
+from atoll.euler import answers as answer_format
+from atoll.euler import htmltext
+from atoll.euler.store import Catalog, Problem
 
 MAX_MEMBERS = 100_000
 MAX_MEMBER_BYTES = 64 * MiB
@@ -243,9 +247,16 @@ def _catalog(archive: zipfile.ZipFile, members: list[_Member]) -> Catalog:
         )
     names = {m.base for m in members}
     problems: dict[int, Problem] = {}
+    renamed: dict[str, str] = {}  # resource name as the statement says it -> member base name
     for number in sorted(statements):
         item = statements[number]
         text, linked, images, title = htmltext.extract(item.html, names)
+        if not linked:
+            for name in _named_files(text):
+                found_as = _member_for(name, number, names)
+                if found_as is not None and found_as != name:
+                    renamed.setdefault(name, found_as)
+                linked.append(name)
         problems[number] = Problem(
             number=number,
             title=item.title or title or f"Problem {number}",
@@ -256,14 +267,16 @@ def _catalog(archive: zipfile.ZipFile, members: list[_Member]) -> Catalog:
             images=images,
         )
     wanted = {name for p in problems.values() for name in p.resources}
+    sources = {renamed.get(name, name): name for name in wanted}
     resources: dict[str, bytes] = {}
     for member in members:
+        wanted_as = sources.get(member.base)
         if (
-            member.base in wanted
-            and member.base not in resources
+            wanted_as is not None
+            and wanted_as not in resources
             and _statement_number(member) is None
         ):
-            resources[member.base] = _read(archive, member)
+            resources[wanted_as] = _read(archive, member)
     return Catalog(
         problems=problems,
         answers={n: a for n, a in answers.items() if n in problems},
@@ -271,6 +284,32 @@ def _catalog(archive: zipfile.ZipFile, members: list[_Member]) -> Catalog:
         source={"layout": layout},
         answers_without_statement=sorted(n for n in answers if n not in problems),
     )
+
+
+_NAMED_FILE = re.compile(
+    r"(?<![\w/.:-])([A-Za-z0-9][\w-]*(?:\.[\w-]+)*("
+    + "|".join(re.escape(s) for s in htmltext.DATA_SUFFIXES)
+    + r"))(?![\w-])",
+    re.I,
+)
+
+
+def _named_files(text: str) -> list[str]:
+    """Data file names a text statement mentions (`names.txt`, `0022_names.txt`), in order."""
+    found: list[str] = []
+    for match in _NAMED_FILE.finditer(text):
+        if match.group(1) not in found:
+            found.append(match.group(1))
+    return found
+
+
+def _member_for(name: str, number: int, members: set[str]) -> str | None:
+    """The zip member a statement's file name means: itself, or the problem's numbered copy."""
+    if name in members:
+        return name
+    numbered = re.compile(rf"^(?:p|problem)?0*{number}[_-]{re.escape(name)}$", re.I)
+    matches = sorted(m for m in members if numbered.match(m))
+    return matches[0] if matches else None
 
 
 def _statement_number(member: _Member) -> int | None:

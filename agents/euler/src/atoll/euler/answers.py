@@ -1,22 +1,31 @@
 """What counts as the expected value: one normalization, used by the gate and the importer.
 
-An answer is compared as an exact string after trimming whitespace and
-thousands separators (`1,234,567` and `1 234 567` are `1234567`); there is no float
-tolerance, because Project Euler answers are exact and a "close" float is a
-wrong answer.
+An answer is compared as an exact string after trimming whitespace, reading
+a typographic minus (`−2492`, U+2212, and the dashes used for it) as `-`, and
+removing thousands separators (`1,234,567`, `1 234 567` and `1\u2009234\u2009567`
+are `1234567`); there is no float tolerance, because Project Euler answers are
+exact and a "close" float is a wrong answer. A final response in prose (`The
+answer is −2,492.`) states the value when one of its numbers, read the same
+way, is the expected value.
 """
 
 from __future__ import annotations
 
 import re
 
+# Characters used for a minus sign in typeset text: minus, figure dash, en dash, small and
+# full-width hyphen-minus.
+_MINUSES = str.maketrans(
+    {"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"}
+)
 # Digit groups of three after a first group of one to three, with one separator used throughout.
 _GROUPED = re.compile(r"^([+-]?\d{1,3})((?:([,\u2009\u202f\u00a0 _'])\d{3})(?:\3\d{3})*)(\.\d+)?$")
-# A number as it appears in prose: grouped with commas or thin spaces, or plain.
-_NUMBER_IN_TEXT = re.compile(
-    r"(?<![\w.])[+-]?\d{1,3}(?:([,\u2009\u202f_'])\d{3})(?:\1\d{3})*(?:\.\d+)?(?![\w])"
-    r"|(?<![\w.])[+-]?\d+(?:\.\d+)?(?![\w])"
+# A number in prose, grouped (one separator throughout) ...
+_GROUPED_IN_TEXT = re.compile(
+    r"(?<![\w.,])[+-]?\d{1,3}(?:([,\u2009\u202f\u00a0 _'])\d{3})(?:\1\d{3})*(?:\.\d+)?(?![\w]|[.,]\d)"
 )
+# ... or plain (both are tried: "100 200" may be one grouped number or two plain ones).
+_PLAIN_IN_TEXT = re.compile(r"(?<![\w.,])[+-]?\d+(?:\.\d+)?(?![\w]|[.,]\d)")
 _NUMERIC = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 MAX_ANSWER_CHARS = 200
 
@@ -26,8 +35,9 @@ class AnswerFormatError(ValueError):
 
 
 def normalize(value: str) -> str:
-    """The comparable form of an answer: trimmed, thousands separators removed."""
-    text = value.strip()
+    """The comparable form of an answer: trimmed, a typographic minus as `-`, thousands
+    separators removed."""
+    text = value.strip().translate(_MINUSES)
     match = _GROUPED.match(text)
     if match:
         head, groups, sep, decimals = match.group(1), match.group(2), match.group(3), match.group(4)
@@ -62,8 +72,10 @@ def equals(printed: str | None, expected: str) -> bool:
 def stated_in(text: str, expected: str) -> bool:
     """Whether prose `text` states the value: a number token (or a bounded word) equal to it."""
     want = normalize(expected)
+    text = text.translate(_MINUSES)
     if _NUMERIC.match(want):
-        return any(normalize(m.group(0)) == want for m in _NUMBER_IN_TEXT.finditer(text))
+        found = [*_GROUPED_IN_TEXT.finditer(text), *_PLAIN_IN_TEXT.finditer(text)]
+        return any(normalize(m.group(0)) == want for m in found)
     return re.search(rf"(?<![\w]){re.escape(want)}(?![\w])", text) is not None
 
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from atoll.pi.euler.gate import GateInput, Operation, ToolCall
+from atoll.euler.gate import GateInput, Operation, ToolCall
 
 RECORD_FILE = "record.json"
 DEFAULT_WORKDIR = "/workspace"

@@ -14,9 +14,9 @@ import hashlib
 from importlib import resources
 
 from atoll.core.durable import canonical_json
-from atoll.pi.euler import htmltext
-from atoll.pi.euler.sample import reference
-from atoll.pi.euler.store import Catalog, Problem
+from atoll.euler import htmltext
+from atoll.euler.sample import reference
+from atoll.euler.store import Catalog, Problem
 
 # sha256 of the canonical JSON {"1": answer, ..., "10": answer}: all ten together, so the
 # digest pins the reference solutions without giving any single answer away.
@@ -41,7 +41,7 @@ def answers() -> dict[int, str]:
 
 def catalog() -> Catalog:
     resource_files = {"digits.txt": (reference.sqrt2_digits() + "\n").encode()}
-    folder = resources.files("atoll.pi.euler.sample").joinpath("statements")
+    folder = resources.files("atoll.euler.sample").joinpath("statements")
     problems = {}
     for number in NUMBERS:
         html = folder.joinpath(f"{number:03d}.html").read_text("utf-8")

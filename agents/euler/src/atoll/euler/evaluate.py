@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from atoll.core.termination import loop_signal_handlers
-from atoll.pi.euler import gate, prompts, record_input, rows
-from atoll.pi.euler.curriculum import Attempt
-from atoll.pi.euler.store import Store
+from atoll.euler import gate, prompts, record_input, rows
+from atoll.euler.curriculum import Attempt
+from atoll.euler.store import Store
 
 
 @dataclass(frozen=True)
@@ -219,18 +219,16 @@ class Runner:
 
     def preflight(self) -> dict[str, Any]:
         """Fail fast on what would fail every rollout: the key, the engine, the image, Pi."""
-        from atoll.pi import image as rollout_image
-        from atoll.pi import install
-        from atoll.pi.container import connect
+        from atoll.pi.rollout import connect, describe_image, ensure_image, ensure_pi
 
         self.settings.pi.api_key(self.settings.environ)
         self._client = connect(self.settings.docker_host)
         if self.settings.image:
-            described = rollout_image.describe(self._client, self.settings.image)
+            described = describe_image(self._client, self.settings.image)
         else:
-            described = rollout_image.ensure(self._client, self.say)
-        install.ensure(self.say)
-        self.image_info = described.to_json()
+            described = ensure_image(self._client, self.say)
+        ensure_pi(self.say)
+        self.image_info = described
         return self.image_info
 
     async def run(
@@ -343,9 +341,9 @@ def run_to_end(coroutine: Any) -> Any:
 
 
 def _default_image() -> str:
-    from atoll.pi import image as rollout_image
+    from atoll.pi.rollout import DEFAULT_IMAGE
 
-    return rollout_image.TAG
+    return DEFAULT_IMAGE
 
 
 def _tries(rollouts: Path, name: str) -> list[Path]:

@@ -1,6 +1,6 @@
 """Driving the curriculum: plan a round, run it through the evaluator, apply it, repeat.
 
-One process at a time owns a state directory (a file lock). The state is
+One process at a time owns a state directory (`atoll.euler.writer`). The state is
 saved after a round is planned (the open round) and after it is applied, and
 rows are appended as attempts finish, so a kill at any point resumes the
 same round with nothing lost and nothing counted twice.
@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from atoll.core.durable import atomic_write_json
-from atoll.pi.euler import curriculum, report, rows
-from atoll.pi.euler.curriculum import Config, CurriculumError, State
-from atoll.pi.euler.evaluate import Runner, run_to_end
-from atoll.pi.euler.store import Store
+from atoll.euler import curriculum, report, rows, writer
+from atoll.euler.curriculum import Config, State
+from atoll.euler.evaluate import Runner, run_to_end
+from atoll.euler.store import Store
 
 
 @dataclass
@@ -43,16 +41,8 @@ def run(
     rounds: int,
     say: Callable[[str], None],
 ) -> Outcome:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(state_dir / ".lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise CurriculumError(f"another curriculum run is using {state_dir}") from None
-    try:
+    with writer.hold(state_dir, "atoll euler curriculum", "--state"):
         return _run(state_dir, store, config, runner, rounds, say)
-    finally:
-        lock.release()
 
 
 def _run(
@@ -65,7 +55,15 @@ def _run(
 ) -> Outcome:
     state = curriculum.load(state_dir)
     if state is None:
-        state = State.new(config)
+        found = sorted(state_dir.rglob(rows.ROWS_FILE))
+        earlier = rows.read_all(found) if found else []
+        proven = curriculum.proven_mastered(earlier, config, runner.settings.signature)
+        state = State.new(config, proven)
+        if state.skipped:
+            say(
+                f"starting at problem {config.start}: problems {_spans(state.skipped)} are "
+                "recorded as skipped, not mastered (no rows prove them)"
+            )
     else:
         curriculum.check_identity(state, config)
     signature = runner.settings.signature
@@ -181,3 +179,14 @@ def _round_summary(directory: Path, plan_data: dict[str, Any], entry: dict[str, 
         notes=[verdict, curriculum.mix_line(plan_data)],
         ks=(1,),
     )
+
+
+def _spans(numbers: list[int]) -> str:
+    """`1-7, 9` for [1, 2, ..., 7, 9]."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

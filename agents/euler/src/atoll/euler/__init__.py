@@ -1,0 +1,34 @@
+"""Project Euler with the Pi coding agent: import, evaluate, score, progress, report, transfer.
+
+Raw rollout rows are the source of truth; every number a report prints is
+recomputed from them. Answers live only in a store's private part (mode
+0600) and never travel into a rollout's container.
+
+The store API below is stable for other distributions (a trainer reads its
+problems and answers through it):
+
+    catalog = read_zip(Path("euler.zip"))     # or sample_catalog()
+    write_store(catalog, Path("euler-store"))
+    store = Store(Path("euler-store"))
+    store.numbers(), store.entry(1), store.statement_text(1), store.expected(1)
+
+Importing it loads only the standard library and atoll.core.
+"""
+
+from atoll.euler.importer import ImportError_ as ImportFailed
+from atoll.euler.importer import read_zip
+from atoll.euler.sample import catalog as sample_catalog
+from atoll.euler.store import Catalog, Problem, ProblemEntry, Store, StoreError
+from atoll.euler.store import write as write_store
+
+__all__ = [
+    "Catalog",
+    "ImportFailed",
+    "Problem",
+    "ProblemEntry",
+    "Store",
+    "StoreError",
+    "read_zip",
+    "sample_catalog",
+    "write_store",
+]

@@ -1,0 +1,1 @@
+"""The `atoll euler` commands, one module each; `atoll.euler.cli` assembles them."""
