@@ -37,6 +37,8 @@ class Reason(StrEnum):
     FORMULATION_REJECTED = "formulation_rejected"
     LOW_SEMANTIC_DIVERGENCE = "low_semantic_divergence"
     INSUFFICIENT_SUCCESSFUL_PROGRAMS = "insufficient_successful_programs"
+    # too few feasible programs, because cases timed out even when their trial ran again alone
+    TIMED_OUT_ALONE = "timed_out_alone"
     LOW_EXECUTION_DIVERSITY_OR_IMPROVEMENT = "low_execution_diversity_or_improvement"
     REFERENCE_NOT_REPEATABLE = "reference_not_repeatable"
     NOOP_NOT_ZERO = "noop_not_zero"

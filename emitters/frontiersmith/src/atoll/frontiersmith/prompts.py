@@ -153,8 +153,8 @@ GENERATOR_RULES = (
     "same seed always gives the same list. Sizes must stay bounded: a simple program must handle "
     "every instance in well under a second. Standard library only; no I/O. It also defines "
     "examples() -> list of {name, instance, output, feasible, score} objects on small instances: at "
-    "least one well-formed output that is feasible and scores exactly 0 under the score formula "
-    "(feasible true, score 0), and one well-formed output that breaks the feasibility rules "
+    "least one well-formed output that is feasible (feasible true, score its exact score under "
+    "the score formula, or null), and one well-formed output that breaks the feasibility rules "
     "(feasible false, score 0); more may give their exact score, or score null."
 )
 SCORER_RULES = (
