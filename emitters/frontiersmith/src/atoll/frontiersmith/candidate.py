@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.core.llm import PaidChat, ProviderRejected, ProviderUnavailable
+from atoll.core.llm import (
+    BlockedByUncertain,
+    PaidChat,
+    ProviderRejected,
+    ProviderUnavailable,
+    RequestUncertain,
+)
 from atoll.frontiersmith import execution, prompts, stages
 from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
 from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
@@ -196,6 +202,12 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
     except ProviderUnavailable as exc:
         return done(
             Status.ERROR, Reason.PROVIDER_UNAVAILABLE, reached[-1] if reached else "", str(exc)
+        )
+    except (RequestUncertain, BlockedByUncertain) as exc:
+        # The candidate is skipped and the run goes on; the receipt stays uncertain with its
+        # reservation, and a resume refuses to send it again until `reconcile` settles it.
+        return done(
+            Status.ERROR, Reason.REQUEST_UNCERTAIN, reached[-1] if reached else "", str(exc)
         )
     except CheckInfrastructureError as exc:
         return done(Status.ERROR, Reason.EXECUTION_ERROR, "construction", str(exc))

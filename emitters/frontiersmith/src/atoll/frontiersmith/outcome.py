@@ -47,6 +47,7 @@ class Reason(StrEnum):
     # errors: findings about the infrastructure, retried on resume
     PROVIDER_REJECTED = "provider_rejected"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
+    REQUEST_UNCERTAIN = "request_uncertain"  # an answer lost after sending: reconcile, resume
     EXECUTION_ERROR = "execution_error"
     EXPORT_ERROR = "export_error"
 
@@ -55,6 +56,7 @@ ERRORS = frozenset(
     {
         Reason.PROVIDER_REJECTED,
         Reason.PROVIDER_UNAVAILABLE,
+        Reason.REQUEST_UNCERTAIN,
         Reason.EXECUTION_ERROR,
         Reason.EXPORT_ERROR,
     }

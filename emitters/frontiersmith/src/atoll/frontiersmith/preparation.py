@@ -94,11 +94,12 @@ def prepare(flags: Flags) -> Prepared:
     """A run ready to go, or Problem: every check before anything is paid or written."""
     from atoll.frontiersmith.trials import EnvironmentChoiceError, resolve_environment
 
-    if flags.out is None:
+    if flags.out is None and not flags.resume:
         raise Problem("--out DIR is required (the tasks, the report and the run's state go there)")
     notes: list[str] = []
     stored_run: RunDir | None = None
     if flags.resume:
+        # Without --out, the run is found through the run index, as `reconcile` finds it.
         stored_run = open_run(flags.resume, flags.out)
         config = _resumed_config(flags, stored_run)
     else:
@@ -123,6 +124,7 @@ def prepare(flags: Flags) -> Prepared:
             f"--budget {format_usd(config.budget_micro)} is below one request's worst-case "
             f"reservation ({format_usd(reservation)}); raise --budget"
         )
+    assert flags.out is not None
     if existing_runs(flags.out):
         run_id = existing_runs(flags.out)[0]
         raise Problem(

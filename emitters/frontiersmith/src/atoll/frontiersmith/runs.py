@@ -112,6 +112,16 @@ class RunDir:
             handle.write(line + "\n")
 
 
+def resume_command(run: RunDir) -> str:
+    """The command that resumes `run`, exactly as it can be typed (it names the output directory)."""
+    import shlex
+
+    return (
+        f"atoll emit frontiersmith --resume {run.run_id} "
+        f"--out {shlex.quote(str(run.out.resolve()))}"
+    )
+
+
 def new_run_id(fingerprint: str) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + fingerprint[:8]
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from atoll.core.ledger import Ledger, LedgerError, format_usd, usd_to_micro
+from atoll.core.ledger import Ledger, LedgerError, Receipt, format_usd, usd_to_micro
 from atoll.frontiersmith.command import EXIT_OK, EXIT_USAGE, error_line, make_console
 from atoll.frontiersmith.report import ledger_line
-from atoll.frontiersmith.runs import RunDir, RunError, open_run
+from atoll.frontiersmith.runs import RunDir, RunError, open_run, resume_command
 
 
 @contextlib.contextmanager
@@ -72,15 +72,38 @@ def reconcile_command(
             except LedgerError as exc:
                 error_line(console, str(exc))
                 return EXIT_USAGE
-        for r in chosen:
-            settled = ledger.reconcile(r.id, cost_micro, note)
-            console.print(
-                f"receipt {settled.id} ({settled.label}) settled at "
-                f"{format_usd(settled.cost_micro or 0)}"
-            )
-        run.log_event({"event": "reconcile", "receipts": [r.id for r in chosen]})
-        console.print(f"{ledger_line(ledger)}; resume with --resume {run_id}")
+        settled = [ledger.reconcile(r.id, cost_micro, note) for r in chosen]
+        for r in settled:
+            console.print(f"receipt {r.id} ({r.label}) settled at {format_usd(r.cost_micro or 0)}")
+        again = resent_on_resume(ledger, settled)
+        run.log_event(
+            {
+                "event": "reconcile",
+                "receipts": [r.id for r in chosen],
+                "settled_micro": sum(r.cost_micro or 0 for r in settled),
+                "resent_on_resume": len(again),
+                "resent_reserved_micro": sum(r.reserved_micro for r in again),
+            }
+        )
+        console.print(resend_line(settled, again))
+        console.print(f"{ledger_line(ledger)}; resume with {resume_command(run)}")
         return EXIT_OK
+
+
+def resent_on_resume(ledger: Ledger, settled: list[Receipt]) -> list[Receipt]:
+    """The settled requests a resume sends again: their answer was lost and none came since."""
+    return [r for r in settled if ledger.answered(r.key) is None]
+
+
+def resend_line(settled: list[Receipt], again: list[Receipt]) -> str:
+    """What a reconcile costs, said plainly: the settled amount, and what the resume re-sends."""
+    counted = sum(r.cost_micro or 0 for r in settled)
+    reserved = sum(r.reserved_micro for r in again)
+    return (
+        f"{len(settled)} request(s) settled at {format_usd(counted)}, counted in the run's token "
+        f"cost; the resume will send {len(again)} of them again (their answers were lost), "
+        f"reserving {format_usd(reserved)} first: a request the provider did answer is paid twice"
+    )
 
 
 def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
