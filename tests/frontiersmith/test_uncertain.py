@@ -47,7 +47,7 @@ def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
             venv_bin, tmp_path,
             "--seeds", str(seeds), "--target", "2", "--budget", "5", "--model", "scripted",
             "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
-            "--environment", "atoll-local", "--out", str(out),
+            "--environment", "atoll-local", "--worker-price", "3.6", "--out", str(out),
         )  # fmt: skip
         assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-4000:]
         summary = json.loads((out / "run.json").read_text())
@@ -61,6 +61,16 @@ def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
         assert summary["totals"]["candidates"] == 2 and summary["totals"]["yield"] == 0.5
         (run_id,) = [p.name for p in (out / "runs").iterdir()]
         assert f"reconcile {run_id}" in first.stderr
+        totals = summary["totals"]
+        assert totals["worker_cost_usd"] == pytest.approx(totals["worker_seconds"] / 1000, rel=1e-4)
+        assert totals["worker_cost_usd"] > 0
+        # the campaign's record: the seeds' full text and the code it ran
+        stored_seeds = (out / "runs" / run_id / "seeds.jsonl").read_text().splitlines()
+        assert [json.loads(line) for line in stored_seeds] == [
+            json.loads(line) for line in seeds.read_text().splitlines()
+        ]
+        code = json.loads((out / "runs" / run_id / "run-config.json").read_text())["code"]
+        assert "atoll.core" in code["packages"] and code["harbor"] and code["python"]
         with Ledger.open(out / "runs" / run_id / "ledger.sqlite") as ledger:
             (lost,) = ledger.uncertain()
         assert lost.label == "filter:u1"

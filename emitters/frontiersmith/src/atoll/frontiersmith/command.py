@@ -130,7 +130,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
         stop = state.stop or StopReason.INTERRUPTED
         summary = build_summary(
             run_id=run.run_id,
-            stored=run.stored(),
+            stored={**run.stored(), "config": config.to_json()},  # a resume's own settings
             outcomes=journal,
             seed_ids=[s.id for s in prepared.seeds],
             ledger=ledger,
@@ -190,6 +190,7 @@ def print_summary(console: Console, summary: dict[str, Any], run: RunDir) -> Non
     if t["token_cost_per_accepted_usd"] is not None:
         table.add_row("token cost per task", f"${t['token_cost_per_accepted_usd']:.6f}")
     table.add_row("worker time", f"{t['worker_seconds']:.1f} s")
+    table.add_row("worker cost", f"${t['worker_cost_usd']:.6f}")
     table.add_row("stopped", summary["stop"]["reason"])
     console.print(table)
     console.print(f"report: {run.out / 'report.md'}  tasks: {run.tasks_dir}")

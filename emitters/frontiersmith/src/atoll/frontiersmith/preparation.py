@@ -22,6 +22,7 @@ from atoll.frontiersmith.config import (
     DEFAULT_BASE_URL,
     RunConfig,
     code_hash,
+    code_identity,
     fingerprint,
     listed_prices,
 )
@@ -74,6 +75,7 @@ class Flags:
     rollout_tasks: int | None = None
     max_completion_tokens: int | None = None
     base_image: str | None = None
+    worker_price: str | None = None
     out: Path | None = None
     resume: str | None = None
     raise_budget: bool = False
@@ -131,7 +133,14 @@ def prepare(flags: Flags) -> Prepared:
             f"{flags.out} already holds run {run_id}; resume it with --resume {run_id}, "
             "or choose another --out"
         )
-    run = create_run(flags.out, config, digest, code_hash())
+    run = create_run(
+        flags.out,
+        config,
+        digest,
+        code_hash(),
+        code=code_identity(),
+        seeds=[s.to_json() for s in seeds],
+    )
     lock = run.lock()
     ledger = Ledger.create(run.ledger_path, config.budget_micro)
     notes.append(f"run {run.run_id}: {len(seeds)} seeds, budget {format_usd(config.budget_micro)}")
@@ -180,6 +189,7 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "rollout_tasks",
         "max_completion_tokens",
         "base_image",
+        "worker_price",
     ):
         value = getattr(flags, name)
         if value is not None:
@@ -234,6 +244,8 @@ def _resumed_config(flags: Flags, run: RunDir) -> RunConfig:
         updates["workers"] = flags.workers
     if flags.api_key_env is not None:
         updates["api_key_env"] = flags.api_key_env
+    if flags.worker_price is not None:
+        updates["worker_price"] = flags.worker_price
     if flags.budget is not None:
         try:
             updates["budget_micro"] = usd_to_micro(flags.budget)
@@ -255,7 +267,7 @@ def _open_resumed(
     stored = run.stored()
     if stored.get("fingerprint") != digest:
         what = (
-            "the installed code changed"
+            _code_change(stored.get("code") or {})
             if stored.get("code_hash") != code_hash()
             else "the seeds or settings changed"
         )
@@ -301,6 +313,22 @@ def _open_resumed(
         raise
     notes.append(f"resuming run {run.run_id}: {ledger_line(ledger)}")
     return Prepared(config, seeds, run, ledger, api_key, lock, notes)
+
+
+def _code_change(stored: dict[str, Any]) -> str:
+    """Which part of the installed code differs from the run's (its record may predate it)."""
+    now = code_identity()
+    changed = [
+        name
+        for name in sorted(set(now["packages"]) | set(stored.get("packages", {})))
+        if now["packages"].get(name) != stored.get("packages", {}).get(name)
+    ]
+    changed += [
+        f"{k} {stored.get(k)} -> {now[k]}" for k in ("harbor", "python") if stored.get(k) != now[k]
+    ]
+    if not stored or not changed:
+        return "the installed code changed"
+    return "the installed code changed: " + ", ".join(changed)
 
 
 def first_reservation(config: RunConfig, seeds: list[Seed]) -> int:

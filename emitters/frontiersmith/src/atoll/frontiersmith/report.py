@@ -49,6 +49,8 @@ def build_summary(
     tried = len(accepted) + len(rejected) + len(errors)  # every seed tried, errors included
     funnel = {stage: sum(1 for o in ordered if stage in o["reached"]) for stage in FUNNEL}
     config = dict(stored.get("config", {}))
+    per_hour = float(config.get("worker_price") or 0)
+    worker_usd = worker_seconds / 3600 * per_hour
     if not config.get("rollout_tasks"):
         funnel.pop("rollout")  # an optional stage this run did not ask for
     funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
@@ -79,6 +81,9 @@ def build_summary(
                 totals.spent_micro / 1e6 / len(accepted) if accepted else None
             ),
             "worker_seconds_per_accepted": (worker_seconds / len(accepted) if accepted else None),
+            "worker_usd_per_hour": per_hour,
+            "worker_cost_usd": worker_usd,
+            "worker_cost_per_accepted_usd": worker_usd / len(accepted) if accepted else None,
         },
         "funnel": funnel,
         "rejections": dict(Counter(o["reason"] for o in rejected).most_common()),
@@ -152,6 +157,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"| token cost per accepted task | {_usd(per_task)} |",
         f"| worker time (Harbor trials) | {t['worker_seconds']:.1f} s |",
         f"| worker time per accepted task | {_secs(t['worker_seconds_per_accepted'])} |",
+        f"| worker cost (at ${t.get('worker_usd_per_hour', 0.0):g} per hour) | "
+        f"${t.get('worker_cost_usd', 0.0):.6f} |",
+        f"| worker cost per accepted task | {_usd(t.get('worker_cost_per_accepted_usd'))} |",
         f"| wall time | {summary['wall_seconds']:.1f} s |",
         "",
         "![yield funnel](plots/funnel.png)",
