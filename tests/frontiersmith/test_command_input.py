@@ -137,7 +137,7 @@ def test_help_shows_every_default_and_flags_as_flags(venv_bin, tmp_path) -> None
         ("--base-url", "[default: https://api.openai.com/v1]"),
         ("--api-key-env", "[default: OPENAI_API_KEY]"),
         ("--workers", "[default: 1]"),
-        ("--environment", "[default: atoll-local]"),
+        ("--environment", "as `atoll run` chooses, else atoll-local]"),
         ("--solutions", "[default: 3]"),
         ("--max-repairs", "[default: 2]"),
         ("--min-divergence", "[default: 0.3]"),

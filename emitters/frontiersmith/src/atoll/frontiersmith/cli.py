@@ -64,7 +64,8 @@ def emit(
     environment: str = typer.Option(
         None,
         "--environment",
-        help="atoll-local, docker, or a Harbor environment. [default: atoll-local]",
+        help="atoll-local, docker, or a Harbor environment. [default: docker when an engine answers "
+        "and holds the tasks' base image, as `atoll run` chooses, else atoll-local]",
     ),
     max_candidates: int = typer.Option(
         None, "--max-candidates", help="Try at most this many seeds. [default: every seed]"

@@ -33,7 +33,9 @@ RECIPE_VERSION = "1"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_COMPLETION_TOKENS = 16384
 # Settings that do not change what a run produces.
-NOT_FINGERPRINTED = frozenset({"workers", "api_key_env", "budget_micro", "worker_price"})
+NOT_FINGERPRINTED = frozenset(
+    {"workers", "api_key_env", "budget_micro", "worker_price", "environment_choice"}
+)
 NAMESPACE = "atoll"
 
 
@@ -53,13 +55,14 @@ class RunConfig:
     price_out: str = ""
     workers: int = 1
     environment: str = "atoll-local"
+    environment_choice: str = ""  # why the trials run there, when the run chose it
     max_candidates: int = 0  # 0: every seed
     solutions: int = 3
     max_repairs: int = 2
     min_divergence: float = 0.3
     min_score_spread: float = 0.001
     rollout_tasks: int = 0
-    base_image: str = ""  # "" until chosen for the environment (see command.choose_base_image)
+    base_image: str = ""  # "" until chosen: the bundle default, python:3.12-slim
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
     worker_price: str = "0"  # USD per hour of trial time, for the report's worker cost
 

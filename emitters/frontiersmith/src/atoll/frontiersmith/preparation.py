@@ -18,6 +18,7 @@ from typing import Any
 from atoll.core.ledger import Ledger, LedgerError, format_usd, usd_to_micro
 from atoll.core.llm import chat_body, check_endpoint, read_api_key
 from atoll.frontiersmith import prompts
+from atoll.frontiersmith.bundle.spec import DEFAULT_BASE_IMAGE
 from atoll.frontiersmith.config import (
     DEFAULT_BASE_URL,
     RunConfig,
@@ -108,12 +109,16 @@ def prepare(flags: Flags) -> Prepared:
         config = _new_config(flags, notes)
     config.validate()
     seeds = load_seeds(config.seeds)
+    if not flags.resume and not config.base_image:
+        config = replace(config, base_image=DEFAULT_BASE_IMAGE)
+    if not flags.resume and flags.environment is None:
+        name, why = choose_trial_environment(config.base_image)
+        config = replace(config, environment=name, environment_choice=why)
+        notes.append(f"trials run on {name} ({why}); pass --environment to choose")
     try:
-        environment = resolve_environment(config.environment)
+        resolve_environment(config.environment)
     except EnvironmentChoiceError as exc:
         raise Problem(str(exc)) from None
-    if not flags.resume and not config.base_image:
-        config = replace(config, base_image=choose_base_image(environment.name))
     api_key = read_api_key(config.api_key_env)
     asyncio.run(check_endpoint(config.endpoint(), api_key))
     _check_sandbox()
@@ -344,28 +349,27 @@ def first_reservation(config: RunConfig, seeds: list[Seed]) -> int:
     return worst_case_micro(body, config.prices())
 
 
-def choose_base_image(environment: str) -> str:
-    """The bundle module's default image, or the offline one where only that is available."""
-    from atoll.frontiersmith.bundle import DEFAULT_BASE_IMAGE, OFFLINE_BASE_IMAGE
+def choose_trial_environment(base_image: str) -> tuple[str, str]:
+    """Where the execution trials run by default: where `atoll run` would run the emitted task.
 
-    if environment != "docker":
-        return DEFAULT_BASE_IMAGE
-    try:
-        import docker
-        from docker.errors import DockerException, ImageNotFound
+    The same choice, on a bundle-shaped probe (its Dockerfile's image, its
+    no-network policy): `docker` when an engine answers and holds the image
+    (and the egress sidecar that enforces the policy), else `atoll-local`,
+    which runs the bundle's program with the host's python3.
+    """
+    import tempfile
 
-        client = docker.from_env(timeout=5)
-        try:
-            try:
-                client.images.get(DEFAULT_BASE_IMAGE)
-                return DEFAULT_BASE_IMAGE
-            except ImageNotFound:
-                client.images.get(OFFLINE_BASE_IMAGE)
-                return OFFLINE_BASE_IMAGE
-        finally:
-            client.close()
-    except (DockerException, OSError, ImportError):
-        return DEFAULT_BASE_IMAGE
+    from atoll.core.run_defaults import choose_environment
+
+    with tempfile.TemporaryDirectory(prefix="atoll-fs-env-") as tmp:
+        probe = Path(tmp)
+        (probe / "environment").mkdir()
+        (probe / "environment" / "Dockerfile").write_text(f"FROM {base_image}\n")
+        (probe / "task.toml").write_text('[environment]\nnetwork_mode = "no-network"\n')
+        choice = choose_environment(probe)
+    if choice.name == "atoll-local":
+        return choice.name, f"{choice.reason}; the host's python3 runs the programs"
+    return choice.name, f"{choice.reason}; trials build the bundle's own image"
 
 
 def _check_sandbox() -> None:

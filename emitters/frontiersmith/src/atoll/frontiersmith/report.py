@@ -135,7 +135,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"# FrontierSmith collection {summary['run_id']}",
         "",
         f"Model `{config.get('model')}` at `{config.get('base_url')}`, seeds `{config.get('seeds')}`, "
-        f"environment `{config.get('environment')}`, target {config.get('target')}. "
+        f"trials on `{config.get('environment')}`"
+        + (f" ({config['environment_choice']})" if config.get("environment_choice") else "")
+        + f", target {config.get('target')}. "
         f"Stopped: {summary['stop']['reason']}"
         + (f" ({summary['stop']['detail']})" if summary["stop"]["detail"] else "")
         + ".",
