@@ -59,7 +59,19 @@ def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = home / "out"
     with ScriptedOpenAIServer(model.script) as server:
         done = emit(
-            venv_bin, home, *flags(server, seeds, out, "--workers", "2", "--rollout-tasks", "1")
+            venv_bin,
+            home,
+            *flags(
+                server,
+                seeds,
+                out,
+                "--workers",
+                "2",
+                "--rollout-tasks",
+                "1",
+                "--rollout-agent",
+                "oracle",
+            ),  # fmt: skip
         )
         requests = server.chat_requests()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -94,21 +106,13 @@ def test_three_tasks_from_five_seeds(collection: Any) -> None:
         assert accepted["task"]["reference_reward"] > accepted["task"]["baseline_reward"]
 
 
-def test_one_blind_rollout_is_scored_apart(collection: Any) -> None:
+def test_one_dry_run_rollout_is_scored_apart(collection: Any) -> None:
+    """`--rollout-agent oracle`: a Harbor trial of the exported task scores its reference."""
     rolled = [a for a in collection["summary"]["accepted"] if a["rollout"]]
     assert len(rolled) == 1
     (task,) = rolled
-    # the scripted model answers a blind attempt with its first strategy: sample 0's program
-    assert task["rollout"]["status"] == "scored"
-    assert (
-        task["rollout"]["reward"] == task["evidence"]["execution"]["trials"]["sample-0"]["reward"]
-    )
-    blind = [
-        r
-        for r in collection["requests"]
-        if "The statement below is all you get" in json.dumps(r.body)
-    ]
-    assert len(blind) == 1 and "Runtime limits" in json.dumps(blind[0].body)
+    assert (task["rollout"]["status"], task["rollout"]["agent"]) == ("scored", "oracle")
+    assert task["rollout"]["reward"] == task["task"]["reference_reward"]
 
 
 def test_repairs_and_invalid_answers_are_counted(collection: Any) -> None:

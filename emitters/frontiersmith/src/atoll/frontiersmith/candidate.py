@@ -24,7 +24,7 @@ from atoll.core.llm import (
     ProviderUnavailable,
     RequestUncertain,
 )
-from atoll.frontiersmith import execution, prompts, stages
+from atoll.frontiersmith import execution, stages
 from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
 from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
 from atoll.frontiersmith.model import StageModel
@@ -167,7 +167,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             {**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread
         )
         evidence["execution"] = result.to_json()
-        rollout = await _rollout(model, final, work, seed, ctx, stage)
+        rollout = await _rollout(final, work, seed, ctx, stage)
         stage("export")
         exported = write_bundle(ctx.run.tasks_dir / name, final_spec)
         if exported.bundle_hash != tested:
@@ -260,30 +260,33 @@ def _write(spec: BundleSpec, directory: Path) -> tuple[Path, str]:
 
 
 async def _rollout(
-    model: StageModel,
     final: Path,
     work: Path,
     seed: Seed,
     ctx: Context,
     stage: Callable[[str], None],
 ) -> dict[str, Any] | None:
-    """A blind attempt at the finished task, scored apart; it never changes or discards the task."""
+    """A coding agent's blind attempt at the finished task, in a Harbor trial, scored apart.
+
+    It never changes or discards the task: whatever goes wrong (the agent,
+    the provider, a timeout, the trial) is recorded as a failed rollout with
+    why, and the task is exported all the same.
+    """
+    from atoll.frontiersmith.preparation import rollout_agent
+
     if ctx.rollouts_left[0] <= 0:
         return None
     ctx.rollouts_left[0] -= 1
     stage("rollout")
+    agent = rollout_agent(ctx.config)
+    record: dict[str, Any] = {"agent": agent.name, "model": agent.model}
     try:
-        instruction = (final / "instruction.md").read_text(encoding="utf-8")
-        answer = await model.ask_valid(
-            "solve", prompts.rollout(instruction), repairs=ctx.config.max_repairs
-        )
-        solve_sh = (final / "solution" / "solve.sh").read_bytes()
-        program = execution.solution_dir(work / "programs", "rollout", answer["code"], solve_sh)
         outcome = await ctx.trials.run(
-            final, work / "trials", "rollout", solution_dir=program, owner=seed.id
+            final, work / "trials", "rollout", owner=seed.id, agent_config=agent.agent_config()
         )
-    except (Rejected, InfrastructureError) as failed:
-        return {"status": "failed", "detail": str(failed)}
+    except Exception as exc:  # the rollout is evidence apart: nothing in it may drop the task
+        return record | {"status": "failed", "detail": f"{type(exc).__name__}: {exc}"[:500]}
+    record |= {"trial_name": outcome.trial_name, "seconds": round(outcome.seconds, 3)}
     if not outcome.ok:
-        return {"status": "error", "detail": outcome.error}
-    return {"status": "scored", "reward": outcome.reward, "scores": outcome.scores}
+        return record | {"status": "failed", "detail": outcome.error}
+    return record | {"status": "scored", "reward": outcome.reward, "scores": outcome.scores}

@@ -87,6 +87,16 @@ def emit(
     rollout_tasks: int = typer.Option(
         None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks. [default: 0]"
     ),
+    rollout_agent: str = typer.Option(
+        None,
+        "--rollout-agent",
+        help="The agent of a rollout's Harbor trial (pi-docker, terminus-2, oracle for a dry "
+        "run, any atoll or Harbor agent, module:Class), with --model, --base-url and "
+        "--api-key-env. [default: pi-docker]",
+    ),
+    rollout_timeout: float = typer.Option(
+        None, "--rollout-timeout", help="A rollout agent's time limit, in seconds. [default: 1800]"
+    ),
     max_completion_tokens: int = typer.Option(
         None,
         "--max-completion-tokens",
@@ -136,6 +146,8 @@ def emit(
         min_divergence=min_divergence,
         min_score_spread=min_score_spread,
         rollout_tasks=rollout_tasks,
+        rollout_agent=rollout_agent,
+        rollout_timeout=rollout_timeout,
         max_completion_tokens=max_completion_tokens,
         base_image=base_image,
         worker_price=worker_price,

@@ -62,6 +62,8 @@ class RunConfig:
     min_divergence: float = 0.3
     min_score_spread: float = 0.001
     rollout_tasks: int = 0
+    rollout_agent: str = "pi-docker"  # a Harbor trial of the finished task with this agent
+    rollout_timeout: float = 1800.0  # the rollout agent's time limit, in seconds
     base_image: str = ""  # "" until chosen: the bundle default, python:3.12-slim
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
     worker_price: str = "0"  # USD per hour of trial time, for the report's worker cost
@@ -81,6 +83,7 @@ class RunConfig:
             (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
             (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
+            (self.rollout_timeout > 0, "--rollout-timeout must be above zero"),
             (self.max_completion_tokens >= 256, "--max-completion-tokens must be at least 256"),
             (
                 self.base_url.startswith(("http://", "https://")),

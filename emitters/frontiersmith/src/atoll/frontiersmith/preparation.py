@@ -29,6 +29,7 @@ from atoll.frontiersmith.config import (
 )
 from atoll.frontiersmith.protocol import schema
 from atoll.frontiersmith.report import ledger_line
+from atoll.frontiersmith.rollout import RolloutAgent, RolloutAgentError, resolve_rollout_agent
 from atoll.frontiersmith.runs import RunDir, create_run, existing_runs, open_run
 from atoll.frontiersmith.seeds import Seed, load_seeds
 
@@ -47,6 +48,8 @@ IDENTITY_FLAGS = {
     "min_divergence": "--min-divergence",
     "min_score_spread": "--min-score-spread",
     "rollout_tasks": "--rollout-tasks",
+    "rollout_agent": "--rollout-agent",
+    "rollout_timeout": "--rollout-timeout",
     "max_completion_tokens": "--max-completion-tokens",
     "base_image": "--base-image",
 }
@@ -74,6 +77,8 @@ class Flags:
     min_divergence: float | None = None
     min_score_spread: float | None = None
     rollout_tasks: int | None = None
+    rollout_agent: str | None = None
+    rollout_timeout: float | None = None
     max_completion_tokens: int | None = None
     base_image: str | None = None
     worker_price: str | None = None
@@ -119,6 +124,11 @@ def prepare(flags: Flags) -> Prepared:
         resolve_environment(config.environment)
     except EnvironmentChoiceError as exc:
         raise Problem(str(exc)) from None
+    if config.rollout_tasks:
+        try:
+            rollout_agent(config)
+        except RolloutAgentError as exc:
+            raise Problem(str(exc)) from None
     api_key = read_api_key(config.api_key_env)
     asyncio.run(check_endpoint(config.endpoint(), api_key))
     _check_sandbox()
@@ -192,6 +202,8 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "min_divergence",
         "min_score_spread",
         "rollout_tasks",
+        "rollout_agent",
+        "rollout_timeout",
         "max_completion_tokens",
         "base_image",
         "worker_price",
@@ -347,6 +359,17 @@ def first_reservation(config: RunConfig, seeds: list[Seed]) -> int:
         schema=schema("mutate"),
     )
     return worst_case_micro(body, config.prices())
+
+
+def rollout_agent(config: RunConfig) -> RolloutAgent:
+    """The run's rollout agent with the run's model flags."""
+    return resolve_rollout_agent(
+        config.rollout_agent,
+        model=config.model,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        timeout_s=config.rollout_timeout,
+    )
 
 
 def choose_trial_environment(base_image: str) -> tuple[str, str]:

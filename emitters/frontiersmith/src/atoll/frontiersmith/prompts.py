@@ -120,16 +120,6 @@ def solve(formulation: Mapping[str, Any], index: int, count: int) -> list[dict[s
     )
 
 
-def rollout(instruction: str) -> list[dict[str, str]]:
-    """A blind attempt: the finished task's instruction.md, exactly what a solver gets."""
-    return _messages(
-        "Solve this task. The statement below is all you get.\n\n"
-        + instruction
-        + "\n\nAnswer with the program to save as /workspace/solution.py. Fields: strategy (the "
-        "core algorithm, one or two sentences), code."
-    )
-
-
 def divergence(programs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     listed = "\n\n".join(
         f"### program {i}\nstrategy: {p['strategy']}\n```python\n{p['code']}\n```"

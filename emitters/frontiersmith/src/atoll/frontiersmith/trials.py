@@ -162,8 +162,10 @@ class HarborTrials:
         agent: str | None = None,
         owner: str = "",
         alone: bool = False,
+        agent_config: dict[str, Any] | None = None,
     ) -> TrialOutcome:
-        """One fresh trial: `agent` (nop or oracle), or the program in `solution_dir`."""
+        """One fresh trial: `agent` (nop or oracle), the program in `solution_dir`, or any
+        agent by its Harbor `AgentConfig` fields (`agent_config`, a rollout)."""
         from harbor.models.trial.config import (
             AgentConfig,
             EnvironmentConfig,
@@ -172,19 +174,21 @@ class HarborTrials:
         )
         from harbor.trial.trial import Trial
 
-        if solution_dir is not None:
-            agent_config = AgentConfig(
+        if agent_config is not None:
+            chosen = AgentConfig(**agent_config)
+        elif solution_dir is not None:
+            chosen = AgentConfig(
                 import_path=PROGRAM_AGENT,
                 kwargs={"solution_dir": str(solution_dir), "task_dir": str(task_dir)},
             )
         else:
-            agent_config = AgentConfig(name=agent or ORACLE)
+            chosen = AgentConfig(name=agent or ORACLE)
         name = f"{task_dir.name[:24]}__{label[:16]}__{secrets.token_hex(3)}"
         config = TrialConfig(
             task=TaskConfig(path=task_dir),
             trial_name=name,
             trials_dir=trials_dir,
-            agent=agent_config,
+            agent=chosen,
             environment=EnvironmentConfig(**self.environment.config()),
         )
         async with self._slot(alone):
