@@ -184,6 +184,8 @@ async def stop_leftover(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
         if roots.exists():
             return False, f"{roots} could not be removed"
         return True, "atoll-local stop; the run's trial roots removed"
+    if not (task_dir / "task.toml").is_file():
+        return False, f"its task directory {task_dir} is gone: the environment cannot be rebuilt"
     return True, f"{work.environment}: the environment's stop(delete=True) returned"
 
 
