@@ -9,6 +9,7 @@ model's money is in the ledger, the trials' time in worker receipts.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import time
@@ -27,6 +28,7 @@ from atoll.core.llm import (
 from atoll.frontiersmith import execution, stages
 from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
 from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
+from atoll.frontiersmith.meter import MeteredEndpoint
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import (
     InfrastructureError,
@@ -36,6 +38,7 @@ from atoll.frontiersmith.outcome import (
     Status,
     Tally,
 )
+from atoll.frontiersmith.rollout import MODEL_FREE
 from atoll.frontiersmith.runs import RunDir
 from atoll.frontiersmith.seeds import Seed
 from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChecks
@@ -280,12 +283,21 @@ async def _rollout(
     stage("rollout")
     agent = rollout_agent(ctx.config)
     record: dict[str, Any] = {"agent": agent.name, "model": agent.model}
+    meter = MeteredEndpoint(
+        ctx.chat, f"rollout:{seed.id}", ctx.config.max_completion_tokens
+    )  # the agent's requests go through the run's ledger
     try:
-        outcome = await ctx.trials.run(
-            final, work / "trials", "rollout", owner=seed.id, agent_config=agent.agent_config()
-        )
+        async with meter.serving():
+            if agent.name not in MODEL_FREE:
+                agent = dataclasses.replace(agent, base_url=meter.base_url)
+            outcome = await ctx.trials.run(
+                final, work / "trials", "rollout", owner=seed.id, agent_config=agent.agent_config()
+            )
     except Exception as exc:  # the rollout is evidence apart: nothing in it may drop the task
         return record | {"status": "failed", "detail": f"{type(exc).__name__}: {exc}"[:500]}
+    paid = [r for r in ctx.chat.ledger.receipts() if r.label == meter.label]
+    record["requests"] = len(paid)
+    record["cost_usd"] = sum(r.committed_micro for r in paid) / 1e6
     record |= {"trial_name": outcome.trial_name, "seconds": round(outcome.seconds, 3)}
     if not outcome.ok:
         return record | {"status": "failed", "detail": outcome.error}
