@@ -85,7 +85,10 @@ def emit(
         help="Least per-case score difference between samples. [default: 0.001]",
     ),
     rollout_tasks: int = typer.Option(
-        None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks. [default: 0]"
+        None,
+        "--rollout-tasks",
+        help="Rollouts (a Harbor trial with --rollout-agent) on this many accepted tasks. "
+        "[default: 0]",
     ),
     rollout_agent: str = typer.Option(
         None,
