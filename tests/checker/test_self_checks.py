@@ -119,12 +119,77 @@ def test_each_broken_checker_is_named(toy, program, case):
     assert not report.ok and report.failures[-1].name == check
 
 
-def test_a_contract_without_a_zero_score_example_is_refused(toy, program):
+def _examples(toy: Path, examples: list[dict]) -> None:
     contract = json.loads((toy / "tests" / "contract.json").read_text())
-    contract["examples"] = [e for e in contract["examples"] if e["name"] != "zero"]
+    contract["examples"] = examples
     (toy / "tests" / "contract.json").write_text(json.dumps(contract))
-    with pytest.raises(SelfCheckFailed, match="no feasible example that scores 0"):
+
+
+INSTANCE = {"case": 0, "hint": 1}
+TOO_BIG = {"name": "too big", "instance": INSTANCE, "output": {"x": 2}, "feasible": False}
+
+
+@pytest.mark.parametrize(
+    "feasible",
+    [
+        [
+            {
+                "name": "half",
+                "instance": INSTANCE,
+                "output": {"x": 0.5},
+                "feasible": True,
+                "score": 0.5,
+            }
+        ],
+        [
+            {
+                "name": "some",
+                "instance": INSTANCE,
+                "output": {"x": 0.3},
+                "feasible": True,
+                "score": None,
+            }
+        ],
+        [{"name": "one", "instance": INSTANCE, "output": {"x": 1}, "feasible": True, "score": 1}],
+    ],
+    ids=["declared above 0", "score null", "declared 1"],
+)
+def test_feasible_examples_may_declare_any_score_or_none(toy, program, feasible):
+    """A formula without a feasible zero (a ratio to a bound) is a valid contract."""
+    _examples(toy, [*feasible, TOO_BIG | {"score": 0}])
+    assert self_check(toy / "tests").ok
+    assert grade_task(toy, program(GOOD)).reward == 0.75
+
+
+@pytest.mark.parametrize(
+    ("examples", "message"),
+    [
+        ([TOO_BIG], "no feasible example"),
+        (
+            [{"name": "half", "instance": INSTANCE, "output": {"x": 0.5}, "feasible": True}],
+            "no infeasible example",
+        ),
+    ],
+    ids=["no feasible example", "no infeasible example"],
+)
+def test_a_contract_needs_a_feasible_and_an_infeasible_example(toy, program, examples, message):
+    _examples(toy, examples)
+    with pytest.raises(SelfCheckFailed, match=message):
         grade_task(toy, program(GOOD))
+
+
+def test_the_scorer_is_held_to_a_declared_score_above_zero(toy, program):
+    _examples(
+        toy,
+        [
+            {"name": "half", "instance": INSTANCE, "output": {"x": 0.5}, "feasible": True,
+             "score": 0.6},
+            TOO_BIG,
+        ],
+    )  # fmt: skip
+    with pytest.raises(SelfCheckFailed, match="which scores 0.6") as failed:
+        grade_task(toy, program(GOOD))
+    assert failed.value.check == "scorer agrees with the examples"
 
 
 def test_a_checker_that_fails_on_the_submissions_own_output(toy, program):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def _nothing_paid_or_written(server: ScriptedOpenAIServer, out: Path) -> None:
         ({"--price-out": None}, ["--price-in and --price-out go together"]),
         ({"--min-divergence": "1.5"}, ["--min-divergence must be between 0 and 1"]),
         ({"--solutions": "1"}, ["--solutions must be at least 2"]),
+        ({"--worker-price": "-1"}, ["--worker-price '-1' is not a price in USD per hour"]),
+        ({"--worker-price": "cheap"}, ["--worker-price 'cheap' is not a price in USD per hour"]),
     ],
 )
 @pytest.mark.slow
@@ -123,3 +126,26 @@ def test_a_new_run_in_a_directory_that_holds_one(venv_bin, tmp_path, server, see
     done = emit(venv_bin, tmp_path, *_common(server, seed_file, out), "--budget", "5")
     _one_line_error(done, f"already holds run {run_id}", f"--resume {run_id}")
     assert server.chat_requests() == []
+
+
+def test_help_shows_every_default_and_flags_as_flags(venv_bin, tmp_path) -> None:
+    done = emit(venv_bin, tmp_path, "--help")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert "None" not in text and "<bool>" not in text
+    for flag, default in [
+        ("--base-url", "[default: https://api.openai.com/v1]"),
+        ("--api-key-env", "[default: OPENAI_API_KEY]"),
+        ("--workers", "[default: 1]"),
+        ("--environment", "as `atoll run` chooses, else atoll-local]"),
+        ("--solutions", "[default: 3]"),
+        ("--max-repairs", "[default: 2]"),
+        ("--min-divergence", "[default: 0.3]"),
+        ("--min-score-spread", "[default: 0.001]"),
+        ("--max-completion-tokens", "[default: 16384]"),
+        ("--base-image", "[default: python:3.12-slim]"),
+        ("--worker-price", "[default: 0, unpriced]"),
+    ]:
+        block = " ".join(text.split(flag, 1)[1].split("\n  --", 1)[0].split())
+        assert default in block, (flag, block)
+    assert re.search(r"^  --raise-budget\s+On --resume", text, re.MULTILINE), text

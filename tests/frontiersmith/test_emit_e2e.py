@@ -11,13 +11,12 @@ and must score what the run recorded; Harbor's no-op agent must score 0.
 from __future__ import annotations
 
 import json
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import emit, emit_env
+from conftest import emit, oracle_and_nop
 from support.frontiersmith_model import (
     BAD_SCORER_ONCE,
     FILTER_REJECTS,
@@ -60,7 +59,19 @@ def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = home / "out"
     with ScriptedOpenAIServer(model.script) as server:
         done = emit(
-            venv_bin, home, *flags(server, seeds, out, "--workers", "2", "--rollout-tasks", "1")
+            venv_bin,
+            home,
+            *flags(
+                server,
+                seeds,
+                out,
+                "--workers",
+                "2",
+                "--rollout-tasks",
+                "1",
+                "--rollout-agent",
+                "oracle",
+            ),  # fmt: skip
         )
         requests = server.chat_requests()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -87,7 +98,7 @@ def test_three_tasks_from_five_seeds(collection: Any) -> None:
         assert metadata["verification_stage"] == "construction"
         assert metadata["seed_lineage"]["seed_id"] == accepted["seed_id"]
         trials = accepted["evidence"]["execution"]["trials"]
-        assert trials["nop"]["reward"] == 0.0
+        assert trials["nop"]["reward"] == 0.0 and trials["empty-answer"]["reward"] == 0.0
         assert (
             trials["reference"]["scores"]
             == trials[f"sample-{accepted['evidence']['execution']['reference_sample']}"]["scores"]
@@ -95,21 +106,13 @@ def test_three_tasks_from_five_seeds(collection: Any) -> None:
         assert accepted["task"]["reference_reward"] > accepted["task"]["baseline_reward"]
 
 
-def test_one_blind_rollout_is_scored_apart(collection: Any) -> None:
+def test_one_dry_run_rollout_is_scored_apart(collection: Any) -> None:
+    """`--rollout-agent oracle`: a Harbor trial of the exported task scores its reference."""
     rolled = [a for a in collection["summary"]["accepted"] if a["rollout"]]
     assert len(rolled) == 1
     (task,) = rolled
-    # the scripted model answers a blind attempt with its first strategy: sample 0's program
-    assert task["rollout"]["status"] == "scored"
-    assert (
-        task["rollout"]["reward"] == task["evidence"]["execution"]["trials"]["sample-0"]["reward"]
-    )
-    blind = [
-        r
-        for r in collection["requests"]
-        if "The statement below is all you get" in json.dumps(r.body)
-    ]
-    assert len(blind) == 1 and "Runtime limits" in json.dumps(blind[0].body)
+    assert (task["rollout"]["status"], task["rollout"]["agent"]) == ("scored", "oracle")
+    assert task["rollout"]["reward"] == task["task"]["reference_reward"]
 
 
 def test_repairs_and_invalid_answers_are_counted(collection: Any) -> None:
@@ -163,29 +166,8 @@ def test_emitted_tasks_score_as_recorded_and_a_noop_scores_zero(
     recorded = {
         a["task"]["name"]: a["task"]["reference_reward"] for a in collection["summary"]["accepted"]
     }
-    jobs = home / "jobs"
-    jobs.mkdir()
-    job = {
-        "jobs_dir": str(jobs),
-        "n_concurrent_trials": 2,
-        "agents": [{"name": "oracle"}, {"name": "nop"}],
-        "tasks": [{"path": str(path)} for path in sorted((out / "tasks").iterdir())],
-        "environment": {"import_path": "atoll.core.environments.local:LocalEnvironment"},
+    rewards = oracle_and_nop(venv_bin, home, sorted((out / "tasks").iterdir()))
+    assert rewards == {
+        **{(name, "oracle"): reward for name, reward in recorded.items()},
+        **{(name, "nop"): 0.0 for name in recorded},
     }
-    (home / "job.json").write_text(json.dumps(job))
-    done = subprocess.run(
-        [str(venv_bin / "atoll"), "run", "-c", str(home / "job.json")],
-        capture_output=True, text=True, timeout=600, cwd=home,
-        env={**emit_env(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    trials = [json.loads(p.read_text()) for p in jobs.glob("*/*/result.json")]
-    seen = set()
-    for trial in trials:
-        assert trial["exception_info"] is None, trial["exception_info"]
-        name = Path(trial["task_id"]["path"]).name
-        agent = trial["agent_info"]["name"]
-        reward = trial["verifier_result"]["rewards"]["reward"]
-        assert reward == (recorded[name] if agent == "oracle" else 0.0), (name, agent)
-        seen.add((name, agent))
-    assert seen == {(n, a) for n in recorded for a in ("oracle", "nop")}

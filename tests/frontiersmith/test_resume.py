@@ -193,7 +193,7 @@ def test_cleanup_closes_the_receipts_a_killed_run_left_open(venv_bin: Path, tmp_
         ledger.end_work(done_id, "done")
     done = emit(venv_bin, tmp_path, "cleanup", run.run_id, "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert "closed 1 open worker receipt" in done.stdout + done.stderr
+    assert "closed 1 of 1 open worker receipt" in done.stdout + done.stderr
     assert not (run.work_dir / "local-roots").exists()
     with Ledger.open(run.ledger_path) as ledger:
         assert [w.state for w in ledger.work()] == ["cleaned", "done"]

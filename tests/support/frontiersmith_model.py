@@ -11,6 +11,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from support.openai_server import Reply, StageScript
@@ -108,6 +109,183 @@ EXACT = (
 SAMPLES = (GREEDY_VALUE, GREEDY_RATIO, EXACT)
 
 
+@dataclass(frozen=True)
+class TaskKit:
+    """What the scripted model answers for one kind of task: the public text and the code."""
+
+    title: str
+    instruction: str
+    objective: str
+    feasibility_text: str
+    score_formula: str
+    baseline_strategy: str
+    generator: str
+    scorer: str
+    feasibility: str
+    baseline: str
+    samples: tuple[str, str, str]
+    strategies: tuple[str, str, str]
+
+
+KNAPSACK = TaskKit(
+    title="Valuable picks under a weight cap",
+    instruction=(
+        'Input: {"items": [{"w": int, "v": int}, ...], "capacity": int}. '
+        'Output: {"take": [indices]} of distinct items whose weights sum to at most '
+        "capacity. Score: the value taken divided by the value of all items. "
+        'Example: items [{"w":5,"v":3},{"w":4,"v":2}], capacity 5: '
+        '{"take": [0]} is feasible and scores 0.6.'
+    ),
+    objective="Maximize the share of the total value that fits under the cap.",
+    feasibility_text="Distinct valid indices whose weights sum to at most the capacity.",
+    score_formula="sum of taken values / sum of all values, in [0, 1]",
+    baseline_strategy="Take every other item while it fits.",
+    generator=GENERATOR,
+    scorer=SCORER,
+    feasibility=FEASIBILITY,
+    baseline=BASELINE,
+    samples=SAMPLES,
+    strategies=("greedy by value", "greedy by ratio", "exhaustive"),
+)
+
+# --- bin packing scored as a ratio to a lower bound: no feasible packing scores 0 -----------
+
+BIN_GENERATOR = """import random
+
+
+def generate(seed):
+    rng = random.Random(seed)
+    instances = []
+    for _ in range(8):
+        capacity = rng.randint(10, 20)
+        sizes = [rng.randint(2, capacity - 1) for _ in range(rng.randint(8, 14))]
+        instances.append({"capacity": capacity, "sizes": sizes})
+    return instances
+
+
+def examples():
+    instance = {"capacity": 10, "sizes": [6, 5, 4]}
+    return [
+        {"name": "one item per bin", "instance": instance, "output": {"bins": [[0], [1], [2]]}, "feasible": True, "score": 2 / 3},
+        {"name": "pairs that fit", "instance": instance, "output": {"bins": [[0, 2], [1]]}, "feasible": True, "score": 1.0},
+        {"name": "overfull bin", "instance": instance, "output": {"bins": [[0, 1], [2]]}, "feasible": False, "score": 0.0},
+    ]
+"""
+
+BIN_FEASIBLE = """def _feasible(instance, output):
+    if not isinstance(output, dict) or set(output) != {"bins"}:
+        return False
+    bins, sizes = output["bins"], instance["sizes"]
+    if not isinstance(bins, list) or not bins:
+        return False
+    seen = []
+    for packed in bins:
+        if not isinstance(packed, list) or not packed:
+            return False
+        for k in packed:
+            if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(sizes):
+                return False
+        if sum(sizes[k] for k in packed) > instance["capacity"]:
+            return False
+        seen.extend(packed)
+    return sorted(seen) == list(range(len(sizes)))
+"""
+
+BIN_FEASIBILITY = (
+    BIN_FEASIBLE
+    + """
+
+def is_feasible(instance, output):
+    return _feasible(instance, output)
+"""
+)
+
+BIN_SCORER = (
+    "import math\n\n"
+    + BIN_FEASIBLE
+    + """
+
+def score(instance, output):
+    if not _feasible(instance, output):
+        return 0.0
+    bound = math.ceil(sum(instance["sizes"]) / instance["capacity"])
+    return bound / len(output["bins"])
+"""
+)
+
+# Treats an empty answer as worth half, except while the grader's malformed-output check is
+# looking: the self-check passes, and only grading an empty answer can tell.
+_UNWATCHED = """import sys
+
+
+def _unwatched():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_check_malformed":
+            return False
+        frame = frame.f_back
+    return True
+"""
+BIN_SCORER_REWARDS_EMPTY = _UNWATCHED + BIN_SCORER.replace(
+    "def score(instance, output):\n",
+    "def score(instance, output):\n    if output == {} and _unwatched():\n        return 0.5\n",
+)
+BIN_FEASIBILITY_ACCEPTS_EMPTY = _UNWATCHED + BIN_FEASIBILITY.replace(
+    "def is_feasible(instance, output):\n",
+    "def is_feasible(instance, output):\n    if output == {} and _unwatched():\n        return True\n",
+)
+
+_PACK = (
+    "import json, sys\n\ninstance = json.load(sys.stdin)\nsizes, cap = instance['sizes'], "
+    "instance['capacity']\nbins, loads = [], []\n"
+)
+NEXT_FIT = _PACK + (
+    "for k, size in enumerate(sizes):\n"
+    "    if not bins or loads[-1] + size > cap:\n        bins.append([]); loads.append(0)\n"
+    "    bins[-1].append(k); loads[-1] += size\n"
+    "print(json.dumps({'bins': bins}))\n"
+)
+FIRST_FIT = _PACK + (
+    "for k in ORDER:\n"
+    "    for b in range(len(bins)):\n"
+    "        if loads[b] + sizes[k] <= cap:\n            bins[b].append(k); loads[b] += sizes[k]; break\n"
+    "    else:\n        bins.append([k]); loads.append(sizes[k])\n"
+    "print(json.dumps({'bins': bins}))\n"
+)
+BEST_FIT_DECREASING = _PACK + (
+    "for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):\n"
+    "    fits = [b for b in range(len(bins)) if loads[b] + sizes[k] <= cap]\n"
+    "    if fits:\n"
+    "        b = max(fits, key=lambda b: loads[b]); bins[b].append(k); loads[b] += sizes[k]\n"
+    "    else:\n        bins.append([k]); loads.append(sizes[k])\n"
+    "print(json.dumps({'bins': bins}))\n"
+)
+
+BIN_PACKING = TaskKit(
+    title="Few bins for many parcels",
+    instruction=(
+        'Input: {"capacity": int, "sizes": [int, ...]}. Output: {"bins": [[indices], ...]}: '
+        "every parcel index exactly once, each bin's sizes summing to at most capacity. "
+        "Score: ceil(sum(sizes) / capacity) / len(bins), a ratio to a lower bound in (0, 1]. "
+        'Example: capacity 10, sizes [6, 5, 4]: {"bins": [[0, 2], [1]]} scores 1.0.'
+    ),
+    objective="Pack every parcel into as few bins as possible.",
+    feasibility_text="Every index once; no bin over capacity.",
+    score_formula="ceil(sum(sizes) / capacity) / len(bins)",
+    baseline_strategy="Next fit: open a new bin whenever the parcel does not fit the last one.",
+    generator=BIN_GENERATOR,
+    scorer=BIN_SCORER,
+    feasibility=BIN_FEASIBILITY,
+    baseline=NEXT_FIT,
+    samples=(
+        FIRST_FIT.replace("ORDER", "range(len(sizes))"),
+        FIRST_FIT.replace("ORDER", "sorted(range(len(sizes)), key=lambda k: -sizes[k])"),
+        BEST_FIT_DECREASING,
+    ),
+    strategies=("first fit", "first fit decreasing", "best fit decreasing"),
+)
+
+
 # --- the scripted model: answers by STAGE, per seed, with scripted behaviours ---------------
 
 # What a seed's candidate does wrong, on purpose:
@@ -116,6 +294,7 @@ LOW_DIVERGENCE = "low_divergence"  # no sample pair is distinct -> low_semantic_
 SAME_SAMPLES = "same_samples"  # every sample is the same program -> low execution diversity
 BAD_SCORER_ONCE = "bad_scorer_once"  # the first scorer fails the self-check, the repair is right
 INVALID_BASELINE_ONCE = "invalid_baseline_once"  # the first baseline answer is not JSON
+REWARDS_EMPTY = "rewards_empty"  # bin packing whose scorer gives an empty answer 0.5
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
@@ -136,21 +315,15 @@ def is_repair(request: dict[str, Any]) -> bool:
     return any(m.get("role") == "assistant" for m in request.get("messages", []))
 
 
-def formulation(seed_id: str) -> dict[str, str]:
+def formulation(seed_id: str, kit: TaskKit = KNAPSACK) -> dict[str, str]:
     return {
-        "title": f"Valuable picks under a weight cap [seed {seed_id}]",
+        "title": f"{kit.title} [seed {seed_id}]",
         "mutation": "objective",
-        "instruction": (
-            'Input: {"items": [{"w": int, "v": int}, ...], "capacity": int}. '
-            'Output: {"take": [indices]} of distinct items whose weights sum to at most '
-            "capacity. Score: the value taken divided by the value of all items. "
-            'Example: items [{"w":5,"v":3},{"w":4,"v":2}], capacity 5: '
-            '{"take": [0]} is feasible and scores 0.6.'
-        ),
-        "objective": "Maximize the share of the total value that fits under the cap.",
-        "feasibility": "Distinct valid indices whose weights sum to at most the capacity.",
-        "score_formula": "sum of taken values / sum of all values, in [0, 1]",
-        "baseline_strategy": "Take every other item while it fits.",
+        "instruction": kit.instruction,
+        "objective": kit.objective,
+        "feasibility": kit.feasibility_text,
+        "score_formula": kit.score_formula,
+        "baseline_strategy": kit.baseline_strategy,
         "why_open_ended": "The best share depends on the instance; no fixed rule reaches it.",
     }
 
@@ -162,7 +335,14 @@ class KnapsackModel:
     set (or its delay passes), so a test can act while a request is in flight.
     """
 
-    def __init__(self, behaviours: dict[str, str] | None = None, *, latency_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        behaviours: dict[str, str] | None = None,
+        *,
+        latency_s: float = 0.0,
+        kit: TaskKit = KNAPSACK,
+    ) -> None:
+        self.kit = kit
         self.behaviours = dict(behaviours or {})
         self.latency_s = latency_s
         self.hold: tuple[str, str] | None = None
@@ -175,9 +355,9 @@ class KnapsackModel:
                 "baseline": self._answer(self.baseline),
                 "solve": self._answer(self.solve),
                 "divergence": self._answer(self.divergence),
-                "generator": self._answer(lambda r: {"code": GENERATOR}),
+                "generator": self._answer(lambda r: {"code": self.kit.generator}),
                 "scorer": self._answer(self.scorer),
-                "feasibility": self._answer(lambda r: {"code": FEASIBILITY}),
+                "feasibility": self._answer(self.feasibility),
                 "review": self._answer(self.review),
             }
         )
@@ -200,7 +380,7 @@ class KnapsackModel:
         return self.behaviours.get(seed_of(request)) == behaviour
 
     def mutate(self, request: dict[str, Any]) -> dict[str, str]:
-        answer = formulation(seed_of(request))
+        answer = formulation(seed_of(request), self.kit)
         attempt = re.search(r"Attempt (\d+)\.", _text(request))
         if attempt:  # a reworked formulation reads differently
             answer["title"] += f" (attempt {attempt.group(1)})"
@@ -218,17 +398,14 @@ class KnapsackModel:
     def baseline(self, request: dict[str, Any]) -> Any:
         if self._does(request, INVALID_BASELINE_ONCE) and not is_repair(request):
             return "here is my program: print(1)"
-        return {"strategy": "every other item while it fits", "code": BASELINE}
+        return {"strategy": self.kit.baseline_strategy, "code": self.kit.baseline}
 
     def solve(self, request: dict[str, Any]) -> dict[str, str]:
         match = _SAMPLE.search(_text(request))
         index = int(match.group("i")) - 1 if match else 0
         if self._does(request, SAME_SAMPLES):
-            return {"strategy": "greedy by value", "code": GREEDY_VALUE}
-        return {
-            "strategy": ("greedy by value", "greedy by ratio", "exhaustive")[index % 3],
-            "code": SAMPLES[index % 3],
-        }
+            return {"strategy": self.kit.strategies[0], "code": self.kit.samples[0]}
+        return {"strategy": self.kit.strategies[index % 3], "code": self.kit.samples[index % 3]}
 
     def divergence(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._does(request, LOW_DIVERGENCE):
@@ -240,7 +417,14 @@ class KnapsackModel:
     def scorer(self, request: dict[str, Any]) -> dict[str, str]:
         if self._does(request, BAD_SCORER_ONCE) and not is_repair(request):
             return {"code": BAD_SCORER}
-        return {"code": SCORER}
+        if self._does(request, REWARDS_EMPTY):
+            return {"code": BIN_SCORER_REWARDS_EMPTY}
+        return {"code": self.kit.scorer}
+
+    def feasibility(self, request: dict[str, Any]) -> dict[str, str]:
+        if self._does(request, REWARDS_EMPTY):
+            return {"code": BIN_FEASIBILITY_ACCEPTS_EMPTY}
+        return {"code": self.kit.feasibility}
 
     def review(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"approved": True, "issues": [], "rationale": "consistent"}

@@ -9,6 +9,7 @@ model's money is in the ledger, the trials' time in worker receipts.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import time
@@ -17,10 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.core.llm import PaidChat, ProviderRejected, ProviderUnavailable
-from atoll.frontiersmith import execution, prompts, stages
+from atoll.core.llm import (
+    BlockedByUncertain,
+    PaidChat,
+    ProviderRejected,
+    ProviderUnavailable,
+    RequestUncertain,
+)
+from atoll.frontiersmith import execution, stages
 from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
 from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
+from atoll.frontiersmith.meter import MeteredEndpoint
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import (
     InfrastructureError,
@@ -30,6 +38,7 @@ from atoll.frontiersmith.outcome import (
     Status,
     Tally,
 )
+from atoll.frontiersmith.rollout import MODEL_FREE
 from atoll.frontiersmith.runs import RunDir
 from atoll.frontiersmith.seeds import Seed
 from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChecks
@@ -161,7 +170,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             {**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread
         )
         evidence["execution"] = result.to_json()
-        rollout = await _rollout(model, final, work, seed, ctx, stage)
+        rollout = await _rollout(final, work, seed, ctx, stage)
         stage("export")
         exported = write_bundle(ctx.run.tasks_dir / name, final_spec)
         if exported.bundle_hash != tested:
@@ -196,6 +205,12 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
     except ProviderUnavailable as exc:
         return done(
             Status.ERROR, Reason.PROVIDER_UNAVAILABLE, reached[-1] if reached else "", str(exc)
+        )
+    except (RequestUncertain, BlockedByUncertain) as exc:
+        # The candidate is skipped and the run goes on; the receipt stays uncertain with its
+        # reservation, and a resume refuses to send it again until `reconcile` settles it.
+        return done(
+            Status.ERROR, Reason.REQUEST_UNCERTAIN, reached[-1] if reached else "", str(exc)
         )
     except CheckInfrastructureError as exc:
         return done(Status.ERROR, Reason.EXECUTION_ERROR, "construction", str(exc))
@@ -248,30 +263,42 @@ def _write(spec: BundleSpec, directory: Path) -> tuple[Path, str]:
 
 
 async def _rollout(
-    model: StageModel,
     final: Path,
     work: Path,
     seed: Seed,
     ctx: Context,
     stage: Callable[[str], None],
 ) -> dict[str, Any] | None:
-    """A blind attempt at the finished task, scored apart; it never changes or discards the task."""
+    """A coding agent's blind attempt at the finished task, in a Harbor trial, scored apart.
+
+    It never changes or discards the task: whatever goes wrong (the agent,
+    the provider, a timeout, the trial) is recorded as a failed rollout with
+    why, and the task is exported all the same.
+    """
+    from atoll.frontiersmith.preparation import rollout_agent
+
     if ctx.rollouts_left[0] <= 0:
         return None
     ctx.rollouts_left[0] -= 1
     stage("rollout")
+    agent = rollout_agent(ctx.config)
+    record: dict[str, Any] = {"agent": agent.name, "model": agent.model}
+    meter = MeteredEndpoint(
+        ctx.chat, f"rollout:{seed.id}", ctx.config.max_completion_tokens
+    )  # the agent's requests go through the run's ledger
     try:
-        instruction = (final / "instruction.md").read_text(encoding="utf-8")
-        answer = await model.ask_valid(
-            "solve", prompts.rollout(instruction), repairs=ctx.config.max_repairs
-        )
-        solve_sh = (final / "solution" / "solve.sh").read_bytes()
-        program = execution.solution_dir(work / "programs", "rollout", answer["code"], solve_sh)
-        outcome = await ctx.trials.run(
-            final, work / "trials", "rollout", solution_dir=program, owner=seed.id
-        )
-    except (Rejected, InfrastructureError) as failed:
-        return {"status": "failed", "detail": str(failed)}
+        async with meter.serving():
+            if agent.name not in MODEL_FREE:
+                agent = dataclasses.replace(agent, base_url=meter.base_url)
+            outcome = await ctx.trials.run(
+                final, work / "trials", "rollout", owner=seed.id, agent_config=agent.agent_config()
+            )
+    except Exception as exc:  # the rollout is evidence apart: nothing in it may drop the task
+        return record | {"status": "failed", "detail": f"{type(exc).__name__}: {exc}"[:500]}
+    paid = [r for r in ctx.chat.ledger.receipts() if r.label == meter.label]
+    record["requests"] = len(paid)
+    record["cost_usd"] = sum(r.committed_micro for r in paid) / 1e6
+    record |= {"trial_name": outcome.trial_name, "seconds": round(outcome.seconds, 3)}
     if not outcome.ok:
-        return {"status": "error", "detail": outcome.error}
-    return {"status": "scored", "reward": outcome.reward, "scores": outcome.scores}
+        return record | {"status": "failed", "detail": outcome.error}
+    return record | {"status": "scored", "reward": outcome.reward, "scores": outcome.scores}

@@ -12,11 +12,18 @@ from pathlib import Path
 
 import typer
 
+from atoll.frontiersmith.bundle.spec import DEFAULT_BASE_IMAGE
+from atoll.frontiersmith.config import DEFAULT_BASE_URL, DEFAULT_MAX_COMPLETION_TOKENS
+
+# Plain help: a boolean option shows as a flag (the rich layout prints a `<bool>` value after
+# it), and each default is written into the help text, since a flag left out is `None` here
+# (on --resume, "not given" must be told apart from "given the default").
 app = typer.Typer(
     help="Synthesize open-ended optimization tasks from closed problems, check them by "
     "execution in Harbor, and emit them as Harbor tasks.",
     context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 
@@ -24,47 +31,98 @@ app = typer.Typer(
 def emit(
     ctx: typer.Context,
     seeds: str = typer.Option(
-        None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file."
+        None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file. [required]"
     ),
-    target: int = typer.Option(None, "--target", help="Stop once this many tasks are accepted."),
-    budget: str = typer.Option(None, "--budget", help="The most to spend on model calls, in USD."),
-    model: str = typer.Option(None, "--model", help="The model name sent with every request."),
-    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (…/v1)."),
+    target: int = typer.Option(
+        None, "--target", help="Stop once this many tasks are accepted. [required]"
+    ),
+    budget: str = typer.Option(
+        None, "--budget", help="The most to spend on model calls, in USD. [required]"
+    ),
+    model: str = typer.Option(
+        None, "--model", help="The model name sent with every request. [required]"
+    ),
+    base_url: str = typer.Option(
+        None, "--base-url", help=f"OpenAI-compatible endpoint (…/v1). [default: {DEFAULT_BASE_URL}]"
+    ),
     api_key_env: str = typer.Option(
-        None, "--api-key-env", help="Environment variable holding the key."
+        None,
+        "--api-key-env",
+        help="Environment variable holding the key. [default: OPENAI_API_KEY]",
     ),
-    price_in: str = typer.Option(None, "--price-in", help="USD per million input tokens."),
-    price_out: str = typer.Option(None, "--price-out", help="USD per million output tokens."),
-    workers: int = typer.Option(None, "--workers", help="Seeds processed at a time."),
+    price_in: str = typer.Option(
+        None,
+        "--price-in",
+        help="USD per million input tokens. [default: from litellm's bundled price table]",
+    ),
+    price_out: str = typer.Option(
+        None,
+        "--price-out",
+        help="USD per million output tokens. [default: from litellm's bundled price table]",
+    ),
+    workers: int = typer.Option(None, "--workers", help="Seeds processed at a time. [default: 1]"),
     environment: str = typer.Option(
-        None, "--environment", help="atoll-local, docker, or a Harbor environment."
+        None,
+        "--environment",
+        help="atoll-local, docker, or a Harbor environment. [default: docker when an engine answers "
+        "and holds the tasks' base image, as `atoll run` chooses, else atoll-local]",
     ),
     max_candidates: int = typer.Option(
-        None, "--max-candidates", help="Try at most this many seeds."
+        None, "--max-candidates", help="Try at most this many seeds. [default: every seed]"
     ),
     solutions: int = typer.Option(
-        None, "--solutions", help="Independent solution samples per candidate."
+        None, "--solutions", help="Independent solution samples per candidate. [default: 3]"
     ),
-    max_repairs: int = typer.Option(None, "--max-repairs", help="Repairs per stage and candidate."),
+    max_repairs: int = typer.Option(
+        None, "--max-repairs", help="Repairs per stage and candidate. [default: 2]"
+    ),
     min_divergence: float = typer.Option(
-        None, "--min-divergence", help="Share of sample pairs that must be distinct."
+        None, "--min-divergence", help="Share of sample pairs that must be distinct. [default: 0.3]"
     ),
     min_score_spread: float = typer.Option(
-        None, "--min-score-spread", help="Least per-case score difference between samples."
+        None,
+        "--min-score-spread",
+        help="Least per-case score difference between samples. [default: 0.001]",
     ),
     rollout_tasks: int = typer.Option(
-        None, "--rollout-tasks", help="Blind rollouts on this many accepted tasks."
+        None,
+        "--rollout-tasks",
+        help="Rollouts (a Harbor trial with --rollout-agent) on this many accepted tasks. "
+        "[default: 0]",
+    ),
+    rollout_agent: str = typer.Option(
+        None,
+        "--rollout-agent",
+        help="The agent of a rollout's Harbor trial (pi-docker, terminus-2, oracle for a dry "
+        "run, any atoll or Harbor agent, module:Class), with --model, --base-url and "
+        "--api-key-env. [default: pi-docker]",
+    ),
+    rollout_timeout: float = typer.Option(
+        None, "--rollout-timeout", help="A rollout agent's time limit, in seconds. [default: 1800]"
     ),
     max_completion_tokens: int = typer.Option(
         None,
         "--max-completion-tokens",
-        help="Output tokens allowed per request (bounds each reservation).",
+        help=f"Output tokens allowed per request (bounds each reservation). "
+        f"[default: {DEFAULT_MAX_COMPLETION_TOKENS}]",
     ),
     base_image: str = typer.Option(
-        None, "--base-image", help="The tasks' base image (default: chosen for --environment)."
+        None, "--base-image", help=f"The tasks' base image. [default: {DEFAULT_BASE_IMAGE}]"
     ),
-    out: Path = typer.Option(None, "--out", help="Output directory: tasks, report, run state."),
-    resume: str = typer.Option(None, "--resume", help="Resume this run (its id is in DIR/runs/)."),
+    worker_price: str = typer.Option(
+        None,
+        "--worker-price",
+        help="What an hour of trial time costs you, in USD (the report's worker cost). "
+        "[default: 0, unpriced]",
+    ),
+    out: Path = typer.Option(
+        None, "--out", help="Output directory: tasks, report, run state. [required for a new run]"
+    ),
+    resume: str = typer.Option(
+        None,
+        "--resume",
+        help="Resume this run (found through the run index, or in --out). [default: a new run]",
+    ),
     raise_budget: bool = typer.Option(
         False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."
     ),
@@ -91,8 +149,11 @@ def emit(
         min_divergence=min_divergence,
         min_score_spread=min_score_spread,
         rollout_tasks=rollout_tasks,
+        rollout_agent=rollout_agent,
+        rollout_timeout=rollout_timeout,
         max_completion_tokens=max_completion_tokens,
         base_image=base_image,
+        worker_price=worker_price,
         out=out,
         resume=resume,
         raise_budget=raise_budget,

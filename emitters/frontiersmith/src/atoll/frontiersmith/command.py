@@ -24,7 +24,7 @@ from atoll.frontiersmith.config import ConfigError
 from atoll.frontiersmith.display import Display
 from atoll.frontiersmith.outcome import Outcome
 from atoll.frontiersmith.preparation import Flags, Prepared, Problem, prepare
-from atoll.frontiersmith.runs import RunDir, RunError
+from atoll.frontiersmith.runs import RunDir, RunError, resume_command
 from atoll.frontiersmith.seeds import SeedError
 
 EXIT_OK = 0
@@ -130,7 +130,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
         stop = state.stop or StopReason.INTERRUPTED
         summary = build_summary(
             run_id=run.run_id,
-            stored=run.stored(),
+            stored={**run.stored(), "config": config.to_json()},  # a resume's own settings
             outcomes=journal,
             seed_ids=[s.id for s in prepared.seeds],
             ledger=ledger,
@@ -141,34 +141,36 @@ async def execute(prepared: Prepared, console: Console) -> int:
         write_report(run.out, summary)
         run.log_event({"event": "stop", "reason": str(stop)})
     print_summary(console, summary, run)
-    return _exit_code(console, stop, state.stop_detail, run)
+    return _exit_code(console, stop, state.stop_detail, run, len(ledger.uncertain()))
 
 
 def _rollouts_done(journal: dict[str, dict[str, Any]]) -> int:
     return sum(1 for o in journal.values() if o.get("rollout"))
 
 
-def _exit_code(console: Console, stop: str, detail: str, run: RunDir) -> int:
+def _exit_code(console: Console, stop: str, detail: str, run: RunDir, uncertain: int) -> int:
     from atoll.frontiersmith.pipeline import StopReason
 
+    resume = resume_command(run)
     if stop == StopReason.BUDGET:
         error_line(
             console,
-            f"{detail}; the run stopped cleanly (resume with --resume {run.run_id} "
-            "--raise-budget --budget USD)",
+            f"{detail}; the run stopped cleanly (resume with {resume} --raise-budget --budget USD)",
         )
         return EXIT_BUDGET
-    if stop == StopReason.UNCERTAIN:
-        error_line(
-            console, f"{detail}; run `atoll emit frontiersmith reconcile {run.run_id}`, then resume"
-        )
-        return EXIT_UNCERTAIN
     if stop == StopReason.PROVIDER:
-        error_line(console, f"{detail}; fix the key, the model or --base-url, then resume")
+        error_line(console, f"{detail}; fix the key, the model or --base-url, then {resume}")
         return EXIT_PROVIDER
     if stop == StopReason.INTERRUPTED:
-        error_line(console, f"interrupted; resume with --resume {run.run_id}")
+        error_line(console, f"interrupted; resume with {resume}")
         return EXIT_INTERRUPTED
+    if uncertain:
+        error_line(
+            console,
+            f"{uncertain} request(s) uncertain (sent, answer lost; their seeds were skipped): "
+            f"run `atoll emit frontiersmith reconcile {run.run_id}`, then {resume}",
+        )
+        return EXIT_UNCERTAIN
     return EXIT_OK
 
 
@@ -188,6 +190,7 @@ def print_summary(console: Console, summary: dict[str, Any], run: RunDir) -> Non
     if t["token_cost_per_accepted_usd"] is not None:
         table.add_row("token cost per task", f"${t['token_cost_per_accepted_usd']:.6f}")
     table.add_row("worker time", f"{t['worker_seconds']:.1f} s")
+    table.add_row("worker cost", f"${t['worker_cost_usd']:.6f}")
     table.add_row("stopped", summary["stop"]["reason"])
     console.print(table)
     console.print(f"report: {run.out / 'report.md'}  tasks: {run.tasks_dir}")

@@ -1,10 +1,12 @@
 """A run's configuration and its fingerprint.
 
 The fingerprint binds everything that decides what a run produces: the
-settings below, the seeds' exact content, and the hash of the installed code
-that turns them into tasks (this package and the grader it ships). Changed
-code or a changed seed file means a new run identity, so a resume can never
-mix two pipelines' outputs. What does not change the result (how many
+settings below, the seeds' exact content, and the identity of the installed
+code that turns them into tasks: the source hash of every atoll
+distribution (the pipeline, the grader it ships, and atoll.core's ledger,
+sandbox and atoll-local environment the trials run in), the Harbor version
+and the Python version. Changed code or a changed seed file means a new run
+identity, so a resume can never mix two pipelines' outputs. What does not change the result (how many
 workers, where the key lives) stays out of it; the money limit lives in the
 ledger, where it can only be changed explicitly.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import pkgutil
+import platform
 from dataclasses import asdict, dataclass, fields
 from decimal import Decimal
 from functools import cache
@@ -29,9 +33,10 @@ RECIPE_VERSION = "1"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_COMPLETION_TOKENS = 16384
 # Settings that do not change what a run produces.
-NOT_FINGERPRINTED = frozenset({"workers", "api_key_env", "budget_micro"})
-# Packages whose code decides the emitted tasks.
-CODE_PACKAGES = ("atoll.frontiersmith", "atoll.checker")
+NOT_FINGERPRINTED = frozenset(
+    {"workers", "api_key_env", "budget_micro", "worker_price", "environment_choice"}
+)
+NAMESPACE = "atoll"
 
 
 class ConfigError(ValueError):
@@ -50,14 +55,18 @@ class RunConfig:
     price_out: str = ""
     workers: int = 1
     environment: str = "atoll-local"
+    environment_choice: str = ""  # why the trials run there, when the run chose it
     max_candidates: int = 0  # 0: every seed
     solutions: int = 3
     max_repairs: int = 2
     min_divergence: float = 0.3
     min_score_spread: float = 0.001
     rollout_tasks: int = 0
-    base_image: str = ""  # "" until chosen for the environment (see command.choose_base_image)
+    rollout_agent: str = "pi-docker"  # a Harbor trial of the finished task with this agent
+    rollout_timeout: float = 1800.0  # the rollout agent's time limit, in seconds
+    base_image: str = ""  # "" until chosen: the bundle default, python:3.12-slim
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
+    worker_price: str = "0"  # USD per hour of trial time, for the report's worker cost
 
     def validate(self) -> None:
         checks = [
@@ -74,6 +83,7 @@ class RunConfig:
             (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
             (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
+            (self.rollout_timeout > 0, "--rollout-timeout must be above zero"),
             (self.max_completion_tokens >= 256, "--max-completion-tokens must be at least 256"),
             (
                 self.base_url.startswith(("http://", "https://")),
@@ -84,6 +94,18 @@ class RunConfig:
             if not ok:
                 raise ConfigError(message)
         self.prices()
+        self.worker_usd_per_hour()
+
+    def worker_usd_per_hour(self) -> Decimal:
+        try:
+            price = Decimal(self.worker_price)
+        except ArithmeticError:
+            price = Decimal(-1)
+        if not price.is_finite() or price < 0:
+            raise ConfigError(
+                f"--worker-price {self.worker_price!r} is not a price in USD per hour"
+            )
+        return price
 
     def prices(self) -> Prices:
         try:
@@ -126,14 +148,47 @@ def fingerprint(config: RunConfig, seeds: list[Seed], code_hash: str) -> str:
 
 
 @cache
+def code_identity() -> dict[str, Any]:
+    """The installed code a run depends on: every atoll package's source hash, Harbor, Python."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        harbor = version("harbor")
+    except PackageNotFoundError:
+        harbor = "not installed"
+    return {
+        "packages": {name: _source_hash(name) for name in atoll_packages()},
+        "harbor": harbor,
+        "python": platform.python_version(),
+    }
+
+
+@cache
 def code_hash() -> str:
-    """sha256 over the installed source of the packages that make the tasks (path + content)."""
+    """sha256 over `code_identity()`: what a run's fingerprint binds of the installed code."""
+    return hashlib.sha256(canonical_json(code_identity())).hexdigest()
+
+
+def atoll_packages() -> list[str]:
+    """Every package installed under the `atoll` namespace (one per distribution)."""
+    spec = importlib.util.find_spec(NAMESPACE)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    found = {
+        f"{NAMESPACE}.{info.name}"
+        for info in pkgutil.iter_modules(list(spec.submodule_search_locations))
+        if info.ispkg
+    }
+    return sorted(found)
+
+
+def _source_hash(package: str) -> str:
+    """sha256 over a package's installed source files (path + content)."""
     digest = hashlib.sha256()
-    for package in CODE_PACKAGES:
-        for root in _package_dirs(package):
-            for path in sorted(p for p in root.rglob("*") if _is_source(p)):
-                digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for root in _package_dirs(package):
+        for path in sorted(p for p in root.rglob("*") if _is_source(p)):
+            digest.update(f"{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
 

@@ -2,12 +2,15 @@
 
 For each candidate: a staging bundle (the real bundle writer, the real
 grader in tests/) is run as fresh Harbor trials for a no-op (Harbor's `nop`
-agent: no submission at all), the baseline and every sample; the best
-feasible sample becomes the reference, the final bundle is written with it,
-and Harbor's own oracle runs that exact bundle once more. Acceptance is the
-design's rule, checked on the per-case scores each trial's verifier wrote:
+agent: no submission at all), an empty answer (a program that prints `{}`,
+graded by the real grader, so a scorer that rewards an empty answer is
+caught: the no-op alone never reaches the scorer), the baseline and every
+sample; the best feasible sample becomes the reference, the final bundle is
+written with it, and Harbor's own oracle runs that exact bundle once more.
+Acceptance is the design's rule, checked on the per-case scores each trial's
+verifier wrote:
 
-- the no-op scores exactly 0;
+- the no-op and the empty answer score exactly 0;
 - the baseline, and at least two samples, are feasible on every case (a
   valid output that scores 0 counts);
 - per-case scores differ between the feasible samples by at least
@@ -17,12 +20,17 @@ design's rule, checked on the per-case scores each trial's verifier wrote:
   scores exactly.
 
 A trial that errs (no reward, a failed self-check, a broken environment) is
-retried once; an error is never read as a low score.
+retried once; an error is never read as a low score. A trial with a case
+that timed out is run again once alone (no other trial of the run at the
+same time): a timeout under load is not evidence against a task. Cases that
+time out even alone count as infeasible, and a rejection they cause says so
+(`timed_out_alone`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +43,9 @@ from atoll.frontiersmith.trials import NOOP, ORACLE, HarborTrials, TrialOutcome
 
 Progress = Callable[[str], None]
 TRIAL_RETRIES = 1
+EMPTY_ANSWER = "empty-answer"
+# A submission that answers every instance with an empty object: it must score exactly 0.
+EMPTY_ANSWER_PROGRAM = "import sys\n\nsys.stdin.read()\nprint('{}')\n"
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,27 @@ async def trial(
     solution: Path | None = None,
     agent: str | None = None,
 ) -> TrialOutcome:
-    """A trial, retried once on an infrastructure error; still failing is an error, not a score."""
+    """A trial, retried once on an infrastructure error; still failing is an error, not a score.
+
+    A trial in which a case timed out is run again once alone; the second
+    run's scores stand, and the outcome names the cases that timed out first.
+    """
     for attempt in range(TRIAL_RETRIES + 1):
         outcome = await runner.run(
             task_dir, trials_dir, label, solution_dir=solution, agent=agent, owner=owner
         )
+        if outcome.ok and outcome.timed_out:
+            first = outcome.timed_out
+            outcome = await runner.run(
+                task_dir,
+                trials_dir,
+                f"{label}-alone",
+                solution_dir=solution,
+                agent=agent,
+                owner=owner,
+                alone=True,
+            )
+            outcome = dataclasses.replace(outcome, label=label, timed_out_under_load=first)
         if outcome.ok:
             return outcome
         if attempt == TRIAL_RETRIES:
@@ -101,9 +128,10 @@ async def run_programs(
     programs: dict[str, str],
     progress: Progress,
 ) -> dict[str, TrialOutcome]:
-    """The no-op and every program, each a fresh trial of the staging bundle."""
+    """The no-op, the empty answer and every program, each a fresh trial of the staging bundle."""
     solve_sh = (staging / "solution" / "solve.sh").read_bytes()
     trials_dir = work / "trials"
+    programs = {EMPTY_ANSWER: EMPTY_ANSWER_PROGRAM, **programs}
     progress(f"execution: {len(programs) + 1} trials")
     labels = [NOOP, *programs]
     outcomes = await asyncio.gather(
@@ -131,25 +159,29 @@ def choose_reference(
     outcomes: dict[str, TrialOutcome], samples: int, config: RunConfig
 ) -> tuple[int, float]:
     """Apply the acceptance rules to the program trials; (reference sample, spread) or Rejected."""
-    noop = outcomes[NOOP]
-    if noop.reward != 0.0:
-        raise Rejected(
-            "execution", Reason.NOOP_NOT_ZERO, f"the no-op scored {noop.reward!r}, not exactly 0"
-        )
+    for label, what in ((NOOP, "the no-op (no submission)"), (EMPTY_ANSWER, "an empty answer")):
+        if label in outcomes and outcomes[label].reward != 0.0:
+            raise Rejected(
+                "execution",
+                Reason.NOOP_NOT_ZERO,
+                f"{what} scored {outcomes[label].reward!r}, not exactly 0",
+            )
     baseline = outcomes["baseline"]
     if not baseline.feasible_everywhere:
         bad = [i for i, c in enumerate(baseline.cases) if not c.feasible]
         raise Rejected(
             "execution",
-            Reason.INSUFFICIENT_SUCCESSFUL_PROGRAMS,
-            f"the baseline is infeasible on cases {bad[:8]}",
+            _insufficient([baseline]),
+            f"the baseline is infeasible on cases {bad[:8]}" + _timeouts_note([baseline]),
         )
     feasible = [i for i in range(samples) if outcomes[f"sample-{i}"].feasible_everywhere]
     if len(feasible) < 2:
+        failed = [outcomes[f"sample-{i}"] for i in range(samples) if i not in feasible]
         raise Rejected(
             "execution",
-            Reason.INSUFFICIENT_SUCCESSFUL_PROGRAMS,
-            f"{len(feasible)} of {samples} samples are feasible on every case; 2 needed",
+            _insufficient(failed),
+            f"{len(feasible)} of {samples} samples are feasible on every case; 2 needed"
+            + _timeouts_note(failed),
         )
     spread = score_spread([outcomes[f"sample-{i}"].scores for i in feasible])
     if spread < config.min_score_spread:
@@ -169,6 +201,21 @@ def choose_reference(
             f"({baseline.reward:.6g}) with a score above 0",
         )
     return best, spread
+
+
+def _insufficient(failed: list[TrialOutcome]) -> Reason:
+    """Too few feasible programs; `timed_out_alone` when cases timed out even run alone."""
+    if any(o.timed_out for o in failed):
+        return Reason.TIMED_OUT_ALONE
+    return Reason.INSUFFICIENT_SUCCESSFUL_PROGRAMS
+
+
+def _timeouts_note(failed: list[TrialOutcome]) -> str:
+    timed = {o.label: o.timed_out for o in failed if o.timed_out}
+    if not timed:
+        return ""
+    listed = "; ".join(f"{label} cases {cases[:8]}" for label, cases in timed.items())
+    return f" (timed out even when run again alone: {listed})"
 
 
 def score_spread(per_sample: list[list[float]]) -> float:

@@ -37,6 +37,8 @@ class Reason(StrEnum):
     FORMULATION_REJECTED = "formulation_rejected"
     LOW_SEMANTIC_DIVERGENCE = "low_semantic_divergence"
     INSUFFICIENT_SUCCESSFUL_PROGRAMS = "insufficient_successful_programs"
+    # too few feasible programs, because cases timed out even when their trial ran again alone
+    TIMED_OUT_ALONE = "timed_out_alone"
     LOW_EXECUTION_DIVERSITY_OR_IMPROVEMENT = "low_execution_diversity_or_improvement"
     REFERENCE_NOT_REPEATABLE = "reference_not_repeatable"
     NOOP_NOT_ZERO = "noop_not_zero"
@@ -45,6 +47,7 @@ class Reason(StrEnum):
     # errors: findings about the infrastructure, retried on resume
     PROVIDER_REJECTED = "provider_rejected"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
+    REQUEST_UNCERTAIN = "request_uncertain"  # an answer lost after sending: reconcile, resume
     EXECUTION_ERROR = "execution_error"
     EXPORT_ERROR = "export_error"
 
@@ -53,6 +56,7 @@ ERRORS = frozenset(
     {
         Reason.PROVIDER_REJECTED,
         Reason.PROVIDER_UNAVAILABLE,
+        Reason.REQUEST_UNCERTAIN,
         Reason.EXECUTION_ERROR,
         Reason.EXPORT_ERROR,
     }

@@ -3,10 +3,12 @@
 Finished seeds (accepted or rejected) are journaled and skipped on resume;
 a seed that ended in an infrastructure error is tried again. The run stops
 cleanly — no new paid request, in-flight requests allowed to settle — when
-the target is reached, the budget cannot cover the next request, a request
-becomes uncertain, the provider refuses the key, the model or the endpoint
-(401, 403, 404), or the user interrupts it; seeds cut short that way are
-not journaled, so a resume continues them (replaying what was paid).
+the target is reached, the budget cannot cover the next request, the
+provider refuses the key, the model or the endpoint (401, 403, 404), or the
+user interrupts it; seeds cut short that way are not journaled, so a resume
+continues them (replaying what was paid). A request that becomes uncertain
+only skips its seed (an error, so a resume tries it again once the receipt
+is reconciled): the run goes on with the others.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from atoll.core.ledger import BudgetExhausted
-from atoll.core.llm import BlockedByUncertain, ProviderRejected, RequestUncertain, StopRequested
+from atoll.core.llm import ProviderRejected, StopRequested
 from atoll.frontiersmith.candidate import Context, process
 from atoll.frontiersmith.outcome import Outcome, Status
 from atoll.frontiersmith.seeds import Seed
@@ -29,7 +31,6 @@ class StopReason(StrEnum):
     COMPLETE = "complete"  # every seed (or --max-candidates) was tried
     TARGET = "target_reached"
     BUDGET = "budget_exhausted"
-    UNCERTAIN = "uncertain_request"
     PROVIDER = "provider_refused"  # 401/403/404: the key, the model or the endpoint is wrong
     INTERRUPTED = "interrupted"
 
@@ -84,9 +85,6 @@ async def run_seeds(
             return
         except BudgetExhausted as exc:
             state.request_stop(StopReason.BUDGET, str(exc))
-            return
-        except (RequestUncertain, BlockedByUncertain) as exc:
-            state.request_stop(StopReason.UNCERTAIN, str(exc))
             return
         except ProviderRejected as exc:
             state.request_stop(StopReason.PROVIDER, str(exc))

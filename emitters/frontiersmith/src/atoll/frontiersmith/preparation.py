@@ -18,15 +18,18 @@ from typing import Any
 from atoll.core.ledger import Ledger, LedgerError, format_usd, usd_to_micro
 from atoll.core.llm import chat_body, check_endpoint, read_api_key
 from atoll.frontiersmith import prompts
+from atoll.frontiersmith.bundle.spec import DEFAULT_BASE_IMAGE
 from atoll.frontiersmith.config import (
     DEFAULT_BASE_URL,
     RunConfig,
     code_hash,
+    code_identity,
     fingerprint,
     listed_prices,
 )
 from atoll.frontiersmith.protocol import schema
 from atoll.frontiersmith.report import ledger_line
+from atoll.frontiersmith.rollout import RolloutAgent, RolloutAgentError, resolve_rollout_agent
 from atoll.frontiersmith.runs import RunDir, create_run, existing_runs, open_run
 from atoll.frontiersmith.seeds import Seed, load_seeds
 
@@ -45,6 +48,8 @@ IDENTITY_FLAGS = {
     "min_divergence": "--min-divergence",
     "min_score_spread": "--min-score-spread",
     "rollout_tasks": "--rollout-tasks",
+    "rollout_agent": "--rollout-agent",
+    "rollout_timeout": "--rollout-timeout",
     "max_completion_tokens": "--max-completion-tokens",
     "base_image": "--base-image",
 }
@@ -72,8 +77,11 @@ class Flags:
     min_divergence: float | None = None
     min_score_spread: float | None = None
     rollout_tasks: int | None = None
+    rollout_agent: str | None = None
+    rollout_timeout: float | None = None
     max_completion_tokens: int | None = None
     base_image: str | None = None
+    worker_price: str | None = None
     out: Path | None = None
     resume: str | None = None
     raise_budget: bool = False
@@ -94,23 +102,33 @@ def prepare(flags: Flags) -> Prepared:
     """A run ready to go, or Problem: every check before anything is paid or written."""
     from atoll.frontiersmith.trials import EnvironmentChoiceError, resolve_environment
 
-    if flags.out is None:
+    if flags.out is None and not flags.resume:
         raise Problem("--out DIR is required (the tasks, the report and the run's state go there)")
     notes: list[str] = []
     stored_run: RunDir | None = None
     if flags.resume:
+        # Without --out, the run is found through the run index, as `reconcile` finds it.
         stored_run = open_run(flags.resume, flags.out)
         config = _resumed_config(flags, stored_run)
     else:
         config = _new_config(flags, notes)
     config.validate()
     seeds = load_seeds(config.seeds)
+    if not flags.resume and not config.base_image:
+        config = replace(config, base_image=DEFAULT_BASE_IMAGE)
+    if not flags.resume and flags.environment is None:
+        name, why = choose_trial_environment(config.base_image)
+        config = replace(config, environment=name, environment_choice=why)
+        notes.append(f"trials run on {name} ({why}); pass --environment to choose")
     try:
-        environment = resolve_environment(config.environment)
+        resolve_environment(config.environment)
     except EnvironmentChoiceError as exc:
         raise Problem(str(exc)) from None
-    if not flags.resume and not config.base_image:
-        config = replace(config, base_image=choose_base_image(environment.name))
+    if config.rollout_tasks:
+        try:
+            rollout_agent(config)
+        except RolloutAgentError as exc:
+            raise Problem(str(exc)) from None
     api_key = read_api_key(config.api_key_env)
     asyncio.run(check_endpoint(config.endpoint(), api_key))
     _check_sandbox()
@@ -123,13 +141,21 @@ def prepare(flags: Flags) -> Prepared:
             f"--budget {format_usd(config.budget_micro)} is below one request's worst-case "
             f"reservation ({format_usd(reservation)}); raise --budget"
         )
+    assert flags.out is not None
     if existing_runs(flags.out):
         run_id = existing_runs(flags.out)[0]
         raise Problem(
             f"{flags.out} already holds run {run_id}; resume it with --resume {run_id}, "
             "or choose another --out"
         )
-    run = create_run(flags.out, config, digest, code_hash())
+    run = create_run(
+        flags.out,
+        config,
+        digest,
+        code_hash(),
+        code=code_identity(),
+        seeds=[s.to_json() for s in seeds],
+    )
     lock = run.lock()
     ledger = Ledger.create(run.ledger_path, config.budget_micro)
     notes.append(f"run {run.run_id}: {len(seeds)} seeds, budget {format_usd(config.budget_micro)}")
@@ -176,8 +202,11 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "min_divergence",
         "min_score_spread",
         "rollout_tasks",
+        "rollout_agent",
+        "rollout_timeout",
         "max_completion_tokens",
         "base_image",
+        "worker_price",
     ):
         value = getattr(flags, name)
         if value is not None:
@@ -232,6 +261,8 @@ def _resumed_config(flags: Flags, run: RunDir) -> RunConfig:
         updates["workers"] = flags.workers
     if flags.api_key_env is not None:
         updates["api_key_env"] = flags.api_key_env
+    if flags.worker_price is not None:
+        updates["worker_price"] = flags.worker_price
     if flags.budget is not None:
         try:
             updates["budget_micro"] = usd_to_micro(flags.budget)
@@ -253,7 +284,7 @@ def _open_resumed(
     stored = run.stored()
     if stored.get("fingerprint") != digest:
         what = (
-            "the installed code changed"
+            _code_change(stored.get("code") or {})
             if stored.get("code_hash") != code_hash()
             else "the seeds or settings changed"
         )
@@ -301,6 +332,22 @@ def _open_resumed(
     return Prepared(config, seeds, run, ledger, api_key, lock, notes)
 
 
+def _code_change(stored: dict[str, Any]) -> str:
+    """Which part of the installed code differs from the run's (its record may predate it)."""
+    now = code_identity()
+    changed = [
+        name
+        for name in sorted(set(now["packages"]) | set(stored.get("packages", {})))
+        if now["packages"].get(name) != stored.get("packages", {}).get(name)
+    ]
+    changed += [
+        f"{k} {stored.get(k)} -> {now[k]}" for k in ("harbor", "python") if stored.get(k) != now[k]
+    ]
+    if not stored or not changed:
+        return "the installed code changed"
+    return "the installed code changed: " + ", ".join(changed)
+
+
 def first_reservation(config: RunConfig, seeds: list[Seed]) -> int:
     """The worst-case reservation of the run's first request (a mutate of the first seed)."""
     from atoll.core.llm import worst_case_micro
@@ -314,28 +361,38 @@ def first_reservation(config: RunConfig, seeds: list[Seed]) -> int:
     return worst_case_micro(body, config.prices())
 
 
-def choose_base_image(environment: str) -> str:
-    """The bundle module's default image, or the offline one where only that is available."""
-    from atoll.frontiersmith.bundle import DEFAULT_BASE_IMAGE, OFFLINE_BASE_IMAGE
+def rollout_agent(config: RunConfig) -> RolloutAgent:
+    """The run's rollout agent with the run's model flags."""
+    return resolve_rollout_agent(
+        config.rollout_agent,
+        model=config.model,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        timeout_s=config.rollout_timeout,
+    )
 
-    if environment != "docker":
-        return DEFAULT_BASE_IMAGE
-    try:
-        import docker
-        from docker.errors import DockerException, ImageNotFound
 
-        client = docker.from_env(timeout=5)
-        try:
-            try:
-                client.images.get(DEFAULT_BASE_IMAGE)
-                return DEFAULT_BASE_IMAGE
-            except ImageNotFound:
-                client.images.get(OFFLINE_BASE_IMAGE)
-                return OFFLINE_BASE_IMAGE
-        finally:
-            client.close()
-    except (DockerException, OSError, ImportError):
-        return DEFAULT_BASE_IMAGE
+def choose_trial_environment(base_image: str) -> tuple[str, str]:
+    """Where the execution trials run by default: where `atoll run` would run the emitted task.
+
+    The same choice, on a bundle-shaped probe (its Dockerfile's image, its
+    no-network policy): `docker` when an engine answers and holds the image
+    (and the egress sidecar that enforces the policy), else `atoll-local`,
+    which runs the bundle's program with the host's python3.
+    """
+    import tempfile
+
+    from atoll.core.run_defaults import choose_environment
+
+    with tempfile.TemporaryDirectory(prefix="atoll-fs-env-") as tmp:
+        probe = Path(tmp)
+        (probe / "environment").mkdir()
+        (probe / "environment" / "Dockerfile").write_text(f"FROM {base_image}\n")
+        (probe / "task.toml").write_text('[environment]\nnetwork_mode = "no-network"\n')
+        choice = choose_environment(probe)
+    if choice.name == "atoll-local":
+        return choice.name, f"{choice.reason}; the host's python3 runs the programs"
+    return choice.name, f"{choice.reason}; trials build the bundle's own image"
 
 
 def _check_sandbox() -> None:

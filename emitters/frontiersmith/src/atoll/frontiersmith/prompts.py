@@ -120,16 +120,6 @@ def solve(formulation: Mapping[str, Any], index: int, count: int) -> list[dict[s
     )
 
 
-def rollout(instruction: str) -> list[dict[str, str]]:
-    """A blind attempt: the finished task's instruction.md, exactly what a solver gets."""
-    return _messages(
-        "Solve this task. The statement below is all you get.\n\n"
-        + instruction
-        + "\n\nAnswer with the program to save as /workspace/solution.py. Fields: strategy (the "
-        "core algorithm, one or two sentences), code."
-    )
-
-
 def divergence(programs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     listed = "\n\n".join(
         f"### program {i}\nstrategy: {p['strategy']}\n```python\n{p['code']}\n```"
@@ -153,8 +143,8 @@ GENERATOR_RULES = (
     "same seed always gives the same list. Sizes must stay bounded: a simple program must handle "
     "every instance in well under a second. Standard library only; no I/O. It also defines "
     "examples() -> list of {name, instance, output, feasible, score} objects on small instances: at "
-    "least one well-formed output that is feasible and scores exactly 0 under the score formula "
-    "(feasible true, score 0), and one well-formed output that breaks the feasibility rules "
+    "least one well-formed output that is feasible (feasible true, score its exact score under "
+    "the score formula, or null), and one well-formed output that breaks the feasibility rules "
     "(feasible false, score 0); more may give their exact score, or score null."
 )
 SCORER_RULES = (

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
-from atoll.core.ledger import Ledger, format_usd
+from atoll.core.ledger import Ledger, State, format_usd
 from atoll.frontiersmith.outcome import FUNNEL, Status
 
 PLOTS = ("funnel.png", "rejections.png", "cost_per_task.png")
@@ -44,10 +44,13 @@ def build_summary(
     totals = ledger.totals()
     receipts = ledger.receipts()
     invalid = sum(1 for r in receipts if (r.verdict or "").startswith("invalid"))
+    reconciled = [r for r in receipts if r.state is State.RECONCILED]
     worker_seconds = sum(w.seconds or 0.0 for w in ledger.work())
-    tried = len(accepted) + len(rejected)
+    tried = len(accepted) + len(rejected) + len(errors)  # every seed tried, errors included
     funnel = {stage: sum(1 for o in ordered if stage in o["reached"]) for stage in FUNNEL}
     config = dict(stored.get("config", {}))
+    per_hour = float(config.get("worker_price") or 0)
+    worker_usd = worker_seconds / 3600 * per_hour
     if not config.get("rollout_tasks"):
         funnel.pop("rollout")  # an optional stage this run did not ask for
     funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
@@ -67,6 +70,8 @@ def build_summary(
             "errors": len(errors),
             "yield": len(accepted) / tried if tried else 0.0,
             "requests": sum(1 for r in receipts if r.state in ("answered", "rejected")),
+            "reconciled_requests": len(reconciled),
+            "reconciled_usd": sum(r.cost_micro or 0 for r in reconciled) / 1e6,
             "invalid_outputs": invalid,
             "token_cost_usd": totals.spent_micro / 1e6,
             "reserved_uncertain_usd": totals.open_micro / 1e6,
@@ -76,6 +81,9 @@ def build_summary(
                 totals.spent_micro / 1e6 / len(accepted) if accepted else None
             ),
             "worker_seconds_per_accepted": (worker_seconds / len(accepted) if accepted else None),
+            "worker_usd_per_hour": per_hour,
+            "worker_cost_usd": worker_usd,
+            "worker_cost_per_accepted_usd": worker_usd / len(accepted) if accepted else None,
         },
         "funnel": funnel,
         "rejections": dict(Counter(o["reason"] for o in rejected).most_common()),
@@ -127,7 +135,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"# FrontierSmith collection {summary['run_id']}",
         "",
         f"Model `{config.get('model')}` at `{config.get('base_url')}`, seeds `{config.get('seeds')}`, "
-        f"environment `{config.get('environment')}`, target {config.get('target')}. "
+        f"trials on `{config.get('environment')}`"
+        + (f" ({config['environment_choice']})" if config.get("environment_choice") else "")
+        + f", target {config.get('target')}. "
         f"Stopped: {summary['stop']['reason']}"
         + (f" ({summary['stop']['detail']})" if summary["stop"]["detail"] else "")
         + ".",
@@ -138,15 +148,20 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "|---|---|",
         f"| accepted tasks | {t['accepted']} |",
         f"| candidates tried | {t['candidates']} (of {t['seeds_available']} seeds) |",
-        f"| yield | {t['yield']:.1%} |",
+        f"| yield (accepted over every seed tried, errors included) | {t['yield']:.1%} |",
         f"| rejected | {t['rejected']} |",
         f"| infrastructure errors (not rejections) | {t['errors']} |",
         f"| model requests | {t['requests']} ({t['invalid_outputs']} invalid answers) |",
         f"| token cost | ${t['token_cost_usd']:.6f} of ${t['budget_usd']:.2f} |",
+        f"| of which reconciled requests (answer lost, settled at their reservation, sent again "
+        f"on resume) | ${t.get('reconciled_usd', 0.0):.6f} ({t.get('reconciled_requests', 0)}) |",
         f"| reserved for uncertain requests | ${t['reserved_uncertain_usd']:.6f} |",
         f"| token cost per accepted task | {_usd(per_task)} |",
         f"| worker time (Harbor trials) | {t['worker_seconds']:.1f} s |",
         f"| worker time per accepted task | {_secs(t['worker_seconds_per_accepted'])} |",
+        f"| worker cost (at ${t.get('worker_usd_per_hour', 0.0):g} per hour) | "
+        f"${t.get('worker_cost_usd', 0.0):.6f} |",
+        f"| worker cost per accepted task | {_usd(t.get('worker_cost_per_accepted_usd'))} |",
         f"| wall time | {summary['wall_seconds']:.1f} s |",
         "",
         "![yield funnel](plots/funnel.png)",

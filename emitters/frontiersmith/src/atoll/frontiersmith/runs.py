@@ -26,10 +26,11 @@ from typing import Any
 
 import filelock
 
-from atoll.core.durable import atomic_write_json
+from atoll.core.durable import atomic_write_json, atomic_write_text
 from atoll.frontiersmith.config import RunConfig
 
 RUN_FILE = "run-config.json"
+SEEDS_FILE = "seeds.jsonl"  # the seeds' full text, as the run read them
 RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
 
 
@@ -53,6 +54,10 @@ class RunDir:
     @property
     def config_path(self) -> Path:
         return self.root / RUN_FILE
+
+    @property
+    def seeds_path(self) -> Path:
+        return self.root / SEEDS_FILE
 
     @property
     def outcomes_dir(self) -> Path:
@@ -112,12 +117,35 @@ class RunDir:
             handle.write(line + "\n")
 
 
+def resume_command(run: RunDir) -> str:
+    """The command that resumes `run`, exactly as it can be typed (it names the output directory)."""
+    import shlex
+
+    return (
+        f"atoll emit frontiersmith --resume {run.run_id} "
+        f"--out {shlex.quote(str(run.out.resolve()))}"
+    )
+
+
 def new_run_id(fingerprint: str) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + fingerprint[:8]
 
 
-def create_run(out: Path, config: RunConfig, fingerprint: str, code_hash: str) -> RunDir:
-    """A new run in `out`, which must not already hold one."""
+def create_run(
+    out: Path,
+    config: RunConfig,
+    fingerprint: str,
+    code_hash: str,
+    *,
+    code: dict[str, Any] | None = None,
+    seeds: list[dict[str, Any]] | None = None,
+) -> RunDir:
+    """A new run in `out`, which must not already hold one.
+
+    The run directory keeps the campaign's record: its settings, the code it
+    ran (`code`: every atoll package's hash, Harbor's and Python's versions)
+    and the seeds' full text (`seeds.jsonl`), not only their hash.
+    """
     existing = existing_runs(out)
     if existing:
         raise RunError(
@@ -134,8 +162,13 @@ def create_run(out: Path, config: RunConfig, fingerprint: str, code_hash: str) -
             "code_hash": code_hash,
             "created_at": time.time(),
             "config": config.to_json(),
+            "code": code or {},
         },
     )
+    if seeds is not None:
+        atomic_write_text(
+            run.seeds_path, "".join(json.dumps(s, sort_keys=True) + "\n" for s in seeds)
+        )
     remember(run)
     return run
 

@@ -9,9 +9,9 @@ read-only. It is the same code, the same checks, that the task's verifier
 runs before it grades anything, so a candidate that passes here cannot
 fail its own self-check in a trial.
 
-The contract's examples (a feasible output that scores 0 and an
-infeasible one, which the grader holds the validator and scorer to) come
-from the generator's author: generator.py also defines `examples()`.
+The contract's examples (a feasible output with its declared score, or
+none, and an infeasible one, which the grader holds the validator and scorer
+to) come from the generator's author: generator.py also defines `examples()`.
 """
 
 from __future__ import annotations

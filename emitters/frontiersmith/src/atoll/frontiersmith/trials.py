@@ -16,9 +16,11 @@ killed run left open.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from atoll.core.ledger import Ledger
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
 
+TIMEOUT = "timeout"  # the grader's per-case status for a run past its limits
 NOOP = "nop"
 ORACLE = "oracle"
 PROGRAM_AGENT = "atoll.frontiersmith.program_agent:ProgramAgent"
@@ -87,6 +90,8 @@ class TrialOutcome:
     reward: float | None = None
     cases: list[CaseScore] = field(default_factory=list)
     error: str | None = None
+    # cases that timed out in a first run, before this trial ran again alone
+    timed_out_under_load: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -95,6 +100,11 @@ class TrialOutcome:
     @property
     def scores(self) -> list[float]:
         return [c.score for c in self.cases]
+
+    @property
+    def timed_out(self) -> list[int]:
+        """The cases that ran past their limits."""
+        return [i for i, c in enumerate(self.cases) if c.status == TIMEOUT]
 
     @property
     def feasible_everywhere(self) -> bool:
@@ -110,6 +120,7 @@ class TrialOutcome:
             "statuses": [c.status for c in self.cases],
             "feasible": [c.feasible for c in self.cases],
             "error": self.error,
+            "timed_out_under_load": self.timed_out_under_load,
         }
 
 
@@ -119,7 +130,27 @@ class HarborTrials:
     def __init__(self, environment: EnvironmentRef, ledger: Ledger, *, slots: int) -> None:
         self.environment = environment
         self.ledger = ledger
-        self._slots = asyncio.Semaphore(max(1, slots))
+        self._count = max(1, slots)
+        self._slots = asyncio.Semaphore(self._count)
+        self._exclusive = asyncio.Lock()  # one trial at a time may wait to run alone
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, alone: bool) -> AsyncIterator[None]:
+        """One slot, or (alone) every slot: no other trial of the run runs meanwhile."""
+        if not alone:
+            async with self._slots:
+                yield
+            return
+        async with self._exclusive:
+            taken = 0
+            try:
+                for _ in range(self._count):
+                    await self._slots.acquire()
+                    taken += 1
+                yield
+            finally:
+                for _ in range(taken):
+                    self._slots.release()
 
     async def run(
         self,
@@ -130,8 +161,11 @@ class HarborTrials:
         solution_dir: Path | None = None,
         agent: str | None = None,
         owner: str = "",
+        alone: bool = False,
+        agent_config: dict[str, Any] | None = None,
     ) -> TrialOutcome:
-        """One fresh trial: `agent` (nop or oracle), or the program in `solution_dir`."""
+        """One fresh trial: `agent` (nop or oracle), the program in `solution_dir`, or any
+        agent by its Harbor `AgentConfig` fields (`agent_config`, a rollout)."""
         from harbor.models.trial.config import (
             AgentConfig,
             EnvironmentConfig,
@@ -140,22 +174,24 @@ class HarborTrials:
         )
         from harbor.trial.trial import Trial
 
-        if solution_dir is not None:
-            agent_config = AgentConfig(
+        if agent_config is not None:
+            chosen = AgentConfig(**agent_config)
+        elif solution_dir is not None:
+            chosen = AgentConfig(
                 import_path=PROGRAM_AGENT,
                 kwargs={"solution_dir": str(solution_dir), "task_dir": str(task_dir)},
             )
         else:
-            agent_config = AgentConfig(name=agent or ORACLE)
+            chosen = AgentConfig(name=agent or ORACLE)
         name = f"{task_dir.name[:24]}__{label[:16]}__{secrets.token_hex(3)}"
         config = TrialConfig(
             task=TaskConfig(path=task_dir),
             trial_name=name,
             trials_dir=trials_dir,
-            agent=agent_config,
+            agent=chosen,
             environment=EnvironmentConfig(**self.environment.config()),
         )
-        async with self._slots:
+        async with self._slot(alone):
             work = self.ledger.start_work(
                 f"trial:{owner}:{label}",
                 self.environment.name,

@@ -9,14 +9,22 @@ import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from atoll.core.ledger import Ledger, LedgerError, format_usd, usd_to_micro
+from atoll.core.ledger import (
+    Ledger,
+    LedgerError,
+    Receipt,
+    WorkerReceipt,
+    format_usd,
+    usd_to_micro,
+)
 from atoll.frontiersmith.command import EXIT_OK, EXIT_USAGE, error_line, make_console
 from atoll.frontiersmith.report import ledger_line
-from atoll.frontiersmith.runs import RunDir, RunError, open_run
+from atoll.frontiersmith.runs import RunDir, RunError, open_run, resume_command
 
 
 @contextlib.contextmanager
@@ -72,18 +80,42 @@ def reconcile_command(
             except LedgerError as exc:
                 error_line(console, str(exc))
                 return EXIT_USAGE
-        for r in chosen:
-            settled = ledger.reconcile(r.id, cost_micro, note)
-            console.print(
-                f"receipt {settled.id} ({settled.label}) settled at "
-                f"{format_usd(settled.cost_micro or 0)}"
-            )
-        run.log_event({"event": "reconcile", "receipts": [r.id for r in chosen]})
-        console.print(f"{ledger_line(ledger)}; resume with --resume {run_id}")
+        settled = [ledger.reconcile(r.id, cost_micro, note) for r in chosen]
+        for r in settled:
+            console.print(f"receipt {r.id} ({r.label}) settled at {format_usd(r.cost_micro or 0)}")
+        again = resent_on_resume(ledger, settled)
+        run.log_event(
+            {
+                "event": "reconcile",
+                "receipts": [r.id for r in chosen],
+                "settled_micro": sum(r.cost_micro or 0 for r in settled),
+                "resent_on_resume": len(again),
+                "resent_reserved_micro": sum(r.reserved_micro for r in again),
+            }
+        )
+        console.print(resend_line(settled, again))
+        console.print(f"{ledger_line(ledger)}; resume with {resume_command(run)}")
         return EXIT_OK
 
 
+def resent_on_resume(ledger: Ledger, settled: list[Receipt]) -> list[Receipt]:
+    """The settled requests a resume sends again: their answer was lost and none came since."""
+    return [r for r in settled if ledger.answered(r.key) is None]
+
+
+def resend_line(settled: list[Receipt], again: list[Receipt]) -> str:
+    """What a reconcile costs, said plainly: the settled amount, and what the resume re-sends."""
+    counted = sum(r.cost_micro or 0 for r in settled)
+    reserved = sum(r.reserved_micro for r in again)
+    return (
+        f"{len(settled)} request(s) settled at {format_usd(counted)}, counted in the run's token "
+        f"cost; the resume will send {len(again)} of them again (their answers were lost), "
+        f"reserving {format_usd(reserved)} first: a request the provider did answer is paid twice"
+    )
+
+
 def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
+    import asyncio
     import shutil
 
     console = make_console()
@@ -92,22 +124,112 @@ def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
             return EXIT_USAGE
         run, ledger = owned
         left = ledger.work(states=("running",))
-        removed = 0
+        cleaned = 0
         for work in left:
-            project = str(work.detail.get("compose_project", ""))
-            if work.environment == "docker" and project:
-                removed += _remove_compose_project(project)
-            ledger.end_work(work.id, "cleaned", {"cleaned_at": time.time()})
+            done, why = asyncio.run(stop_leftover(work, run))
+            if done:
+                ledger.end_work(work.id, "cleaned", {"cleaned_at": time.time(), "how": why})
+                cleaned += 1
+            else:
+                error_line(console, f"trial {work.name} ({work.environment}) is not cleaned: {why}")
         roots = run.work_dir / "local-roots"
-        if roots.is_dir():
+        if roots.is_dir() and not ledger.work(states=("running",)):
             shutil.rmtree(roots, ignore_errors=True)
         if remove_work and run.work_dir.is_dir():
             shutil.rmtree(run.work_dir, ignore_errors=True)
         console.print(
-            f"closed {len(left)} open worker receipt(s); removed {removed} container(s)"
+            f"closed {cleaned} of {len(left)} open worker receipt(s)"
             + ("; removed the working files" if remove_work else "")
         )
-        return EXIT_OK
+        return EXIT_OK if cleaned == len(left) else EXIT_USAGE
+
+
+async def stop_leftover(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
+    """Stop and delete what one killed trial left, through its environment's own `stop`.
+
+    The environment is rebuilt as Harbor's trial built it (the same task, the
+    same session id, the same trial directory) and asked to stop with
+    delete. The receipt may be closed only when the environment confirms:
+    for Docker, no container of the trial's Compose project is left; for
+    atoll-local, the trial's root under the run's local roots is gone.
+    """
+    from atoll.frontiersmith.trials import EnvironmentChoiceError, resolve_environment
+
+    try:
+        environment = resolve_environment(work.environment)
+    except EnvironmentChoiceError as exc:
+        return False, str(exc)
+    task_dir = Path(str(work.detail.get("task_dir", "")))
+    trial_dir = Path(str(work.detail.get("trial_dir", "")))
+    if (task_dir / "task.toml").is_file():
+        try:
+            await _environment_stop(environment.config(), work.name, task_dir, trial_dir)
+        except Exception as exc:  # the environment's own failure: report it, keep the receipt
+            return False, f"{type(exc).__name__}: {exc}"[:300]
+    if work.environment == "docker":
+        project = str(work.detail.get("compose_project", ""))
+        if project and not (task_dir / "task.toml").is_file():
+            _remove_compose_project(project)  # the task is gone: by the project's label
+        left = _compose_containers(project)
+        if left is None:
+            return False, "the Docker engine does not answer, so nothing can be confirmed"
+        if left:
+            return False, f"{left} container(s) of Compose project {project} remain"
+        return True, "docker compose down, no container left"
+    if work.environment == "atoll-local":
+        import shutil
+
+        roots = run.work_dir / "local-roots"
+        shutil.rmtree(roots, ignore_errors=True)  # the roots of this run only
+        if roots.exists():
+            return False, f"{roots} could not be removed"
+        return True, "atoll-local stop; the run's trial roots removed"
+    if not (task_dir / "task.toml").is_file():
+        return False, f"its task directory {task_dir} is gone: the environment cannot be rebuilt"
+    return True, f"{work.environment}: the environment's stop(delete=True) returned"
+
+
+async def _environment_stop(
+    environment: dict[str, Any], name: str, task_dir: Path, trial_dir: Path
+) -> None:
+    from harbor.environments.factory import EnvironmentFactory
+    from harbor.models.task.task import Task
+    from harbor.models.trial.config import EnvironmentConfig
+    from harbor.models.trial.paths import TrialPaths
+
+    task = Task(task_dir)
+    env = EnvironmentFactory.create_environment_from_config(
+        config=EnvironmentConfig(**environment),
+        environment_dir=task.paths.environment_dir,
+        environment_name=task.short_name,
+        session_id=f"{name}__env",
+        trial_paths=TrialPaths(trial_dir),
+        task_env_config=task.config.environment,
+    )
+    await env.stop(delete=True)
+
+
+def _compose_containers(project: str) -> int | None:
+    """How many containers of a Compose project exist (None: the engine cannot be asked)."""
+    import re
+
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        return None
+    name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
+    try:
+        client = docker.from_env(timeout=30)
+        try:
+            found = client.containers.list(
+                all=True, filters={"label": f"com.docker.compose.project={name}"}
+            )
+        finally:
+            client.close()
+    except DockerException:
+        return None
+    return len(found)
 
 
 def _remove_compose_project(project: str) -> int:

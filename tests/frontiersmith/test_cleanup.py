@@ -1,0 +1,122 @@
+"""`cleanup` stops a killed run's Docker trial through Harbor's own environment, then confirms.
+
+A trial's environment is started as Harbor's trial starts it (same session
+id, same task) and left running, as a SIGKILL of the run would leave it,
+with its worker receipt open. `cleanup` rebuilds the environment, asks it
+to stop with delete, and closes the receipt only once no container of the
+trial's Compose project is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from support.engine import docker_engine
+from support.frontiersmith_model import EXACT, FEASIBILITY, GENERATOR, SCORER
+
+from atoll.checker import Contract
+from atoll.core.ledger import Ledger
+from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, BundleSpec, write_bundle
+from atoll.frontiersmith.config import RunConfig
+from atoll.frontiersmith.runs import create_run
+from atoll.frontiersmith.upkeep import _compose_containers, cleanup_command
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _bundle(where: Path) -> Path:
+    namespace: dict = {}
+    exec(GENERATOR, namespace)
+    contract = Contract(seed=3, check_seeds=(4, 5, 6)).to_json()
+    spec = BundleSpec(
+        name="cart",
+        title="Valuable picks under a weight cap",
+        summary="Maximize the share of value under the cap.",
+        statement="Take items under the cap.",
+        solution=EXACT,
+        generator=GENERATOR,
+        scorer=SCORER,
+        feasibility=FEASIBILITY,
+        contract=Contract.from_json(contract | {"examples": namespace["examples"]()}),
+        mutation="objective",
+        seed_lineage={"seed_id": "c1"},
+        base_image=OFFLINE_BASE_IMAGE,
+    )
+    write_bundle(where, spec)
+    return where
+
+
+async def _leave_running(task_dir: Path, trial_dir: Path, name: str) -> None:
+    from harbor.environments.factory import EnvironmentFactory
+    from harbor.models.task.task import Task
+    from harbor.models.trial.config import EnvironmentConfig
+    from harbor.models.trial.paths import TrialPaths
+
+    task = Task(task_dir)
+    paths = TrialPaths(trial_dir)
+    paths.mkdir()
+    env = EnvironmentFactory.create_environment_from_config(
+        config=EnvironmentConfig(type="docker"),
+        environment_dir=task.paths.environment_dir,
+        environment_name=task.short_name,
+        session_id=f"{name}__env",
+        trial_paths=paths,
+        task_env_config=task.config.environment,
+    )
+    await env.start(force_build=False)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_cleanup_stops_a_left_docker_trial_and_confirms_before_closing(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_engine())
+    out = tmp_path / "out"
+    config = RunConfig(seeds="textbook", target=1, budget_micro=10**6, model="m")
+    run = create_run(out, config, "e" * 64, "code")
+    task_dir = _bundle(run.work_dir / "c1" / "staging" / "cart")
+    name = "cart__baseline__a1b2c3"
+    trial_dir = run.work_dir / "c1" / "trials" / name
+    project = f"{name}__env"
+    with Ledger.create(run.ledger_path, config.budget_micro) as ledger:
+        ledger.start_work(
+            "trial:c1:baseline",
+            "docker",
+            name,
+            {"trial_dir": str(trial_dir), "task_dir": str(task_dir), "compose_project": project},
+        )
+    try:
+        asyncio.run(_leave_running(task_dir, trial_dir, name))
+        assert _compose_containers(project) == 1  # what a killed run leaves
+
+        assert cleanup_command(run.run_id, out, remove_work=False) == 0
+
+        assert _compose_containers(project) == 0
+        with Ledger.open(run.ledger_path) as ledger:
+            (work,) = ledger.work()
+        assert work.state == "cleaned"
+        assert "no container left" in work.detail["how"]
+    finally:
+        from atoll.frontiersmith.upkeep import _remove_compose_project
+
+        _remove_compose_project(project)
+
+
+@pytest.mark.slow
+def test_a_receipt_stays_open_when_the_environment_cannot_confirm(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    out = tmp_path / "out"
+    config = RunConfig(seeds="textbook", target=1, budget_micro=10**6, model="m")
+    run = create_run(out, config, "d" * 64, "code")
+    with Ledger.create(run.ledger_path, config.budget_micro) as ledger:
+        ledger.start_work(
+            "trial:c1:nop", "docker", "cart__nop__x", {"compose_project": "cart__nop__x__env"}
+        )
+    assert cleanup_command(run.run_id, out, remove_work=False) == 2
+    with Ledger.open(run.ledger_path) as ledger:
+        assert [w.state for w in ledger.work()] == ["running"]  # a later cleanup can finish it

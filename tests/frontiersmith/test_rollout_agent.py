@@ -1,0 +1,98 @@
+"""Rollouts with a real coding agent: real Pi (`pi-docker`) in a Harbor trial of an accepted task.
+
+One campaign, two seeds, both accepted, each rolled out with Pi against the
+same scripted loopback model that wrote them. On p1 Pi writes the exhaustive
+program to /workspace/solution.py and the trial's verifier scores it; on p2
+the provider answers Pi with HTTP 500: the rollout is recorded as failed,
+with why, and the task is exported all the same. Pi's requests go through
+the run's ledger (reserved, settled, the lost one left uncertain).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import emit
+from support.frontiersmith_model import EXACT, KnapsackModel, seed_lines, seed_of
+from support.openai_server import Reply, ScriptedOpenAIServer, ToolCall
+
+from atoll.core.ledger import Ledger, State
+from atoll.frontiersmith.bundle import read_bundle
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def pi_turn(request: dict) -> Reply:
+    """Pi's model: write the program, then stop; on seed p2 the provider fails."""
+    if seed_of(request) == "p2":
+        return Reply(status=500, error_message="scripted provider failure")
+    done = sum(1 for m in request.get("messages") or [] if m.get("role") == "assistant")
+    if done == 0:
+        write = ToolCall("write", {"path": "/workspace/solution.py", "content": EXACT})
+        return Reply(tool_calls=(write,), completion_tokens=12)
+    return Reply(content="solution.py is written.", completion_tokens=6)
+
+
+def test_pi_rolls_out_accepted_tasks_and_a_failing_provider_keeps_the_task(
+    venv_bin: Path, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(seed_lines(["p1", "p2"]))
+    out = tmp_path / "out"
+    model = KnapsackModel()
+    pi_requests: list[dict] = []
+
+    def answer(request: dict) -> Reply:
+        if "response_format" in request:  # a FrontierSmith stage
+            return model.script(request)
+        pi_requests.append(request)
+        return pi_turn(request)
+
+    with ScriptedOpenAIServer(answer) as server:
+        done = emit(
+            venv_bin, tmp_path,
+            "--seeds", str(seeds), "--target", "2", "--budget", "5", "--model", "scripted",
+            "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
+            "--environment", "atoll-local", "--rollout-tasks", "2",
+            "--rollout-agent", "pi-docker", "--rollout-timeout", "300", "--out", str(out),
+        )  # fmt: skip
+    # the 500 answered a rollout request after it was sent: uncertain (exit 3), never re-sent
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-5000:]
+    summary = json.loads((out / "run.json").read_text())
+    by_seed = {a["seed_id"]: a for a in summary["accepted"]}
+    assert sorted(by_seed) == ["p1", "p2"]  # the failed rollout dropped nothing
+    for accepted in by_seed.values():
+        read_bundle(out / accepted["task"]["path"])  # exported, intact
+
+    solved = by_seed["p1"]["rollout"]
+    assert (solved["status"], solved["agent"], solved["model"]) == (
+        "scored",
+        "pi-docker",
+        "scripted",
+    )
+    trials = by_seed["p1"]["evidence"]["execution"]["trials"]
+    exact = next(t for t in trials.values() if t["label"] == "sample-2")
+    assert solved["reward"] == exact["reward"] and solved["scores"] == exact["scores"]
+    assert any(r.get("tools") for r in pi_requests)  # Pi's own requests, with its tools
+    # ... each through the run's ledger: reserved, sent without streaming, settled
+    assert not any(r.get("stream") for r in pi_requests)
+    (run_dir,) = (out / "runs").iterdir()
+    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+        receipts = ledger.receipts()
+    rolled = [r for r in receipts if r.label == "rollout:p1"]
+    assert [r.state for r in rolled] == [State.ANSWERED, State.ANSWERED]
+    assert solved["requests"] == 2
+    assert solved["cost_usd"] == sum(r.cost_micro for r in rolled) / 1e6 > 0
+    assert [r.state for r in receipts if r.label == "rollout:p2"] == [State.UNCERTAIN]
+    assert (
+        summary["totals"]["token_cost_usd"]
+        == sum(r.cost_micro or 0 for r in receipts if r.state is not State.UNCERTAIN) / 1e6
+    )
+
+    failed = by_seed["p2"]["rollout"]
+    assert failed["status"] == "failed" and failed["agent"] == "pi-docker"
+    assert "HTTP 500: scripted provider failure" in failed["detail"]
+    report = (out / "report.md").read_text()
+    assert f"{solved['reward']:.4f}" in report and "failed" in report
