@@ -353,30 +353,43 @@ def test_scoring_reads_only_marked_decimal_lines() -> None:
     assert score_output(f"{m[0]} 10\n{m[0]} 10\n{m[1]} 20\n{m[2]} 30\n", m, CASES) == 0
 
 
+CLI_RUNS = {
+    # file name: (submission, expected line)
+    "reads.py": (
+        ATTACKS["python reads the harness's files and environment"][2],
+        CheckResult(0, 6, "submission"),
+    ),
+    "forges.js": (
+        ATTACKS["javascript prints the markers it reads in its source"][2].replace(
+            "factors, limit", "a, b, limit, modulus, residue"
+        ),
+        CheckResult(0, 6, "submission"),
+    ),
+    "loops.py": (ATTACKS["python loops forever"][2], CheckResult(0, 6, "submission")),
+    "honest.js": (JS_RECURRENCE, CheckResult(6, 6, None)),
+}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CLI_RUNS))
 def test_check_command_prints_only_the_counts(
-    tmp_path: Path, venv_bin: Path, sandbox_url: str
+    name: str, tmp_path: Path, venv_bin: Path, sandbox_url: str
 ) -> None:
-    leak = tmp_path / "leak.py"
-    leak.write_text(ATTACKS["python reads the harness's files and environment"][2])
-    honest = tmp_path / "honest.js"
-    honest.write_text(JS_RECURRENCE)
-    runs = {
-        leak: ("python", CheckResult(0, 6, "submission")),
-        honest: ("javascript", CheckResult(6, 6, None)),
-    }
-    for path, (language, expected) in runs.items():
-        done = subprocess.run(
-            [str(venv_bin / "atoll"), "pi", "train", "check", "--family", "recurrence",
-             "--language", language, "--split", "eval", "--index", "7",
-             "--sandbox-url", sandbox_url, str(path)],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.count("\n") == 1
-        assert json.loads(done.stdout) == expected.to_json()
-        output = done.stdout + done.stderr
-        assert not any(str(v) in output for v in _hidden_values("recurrence", "eval", 7))
+    code, expected = CLI_RUNS[name]
+    path = tmp_path / name
+    path.write_text(code)
+    language = "python" if name.endswith(".py") else "javascript"
+    done = subprocess.run(
+        [str(venv_bin / "atoll"), "pi", "train", "check", "--family", "recurrence",
+         "--language", language, "--split", "eval", "--index", "7",
+         "--sandbox-url", sandbox_url, "--timeout", "2", str(path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1
+    assert json.loads(done.stdout) == expected.to_json()
+    output = done.stdout + done.stderr
+    assert not any(str(v) in output for v in _hidden_values("recurrence", "eval", 7))
 
 
 @pytest.mark.slow
