@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import flawed_backends
 import httpx
 import pytest
 from sandbox_fusion import RunCodeRequest, RunCodeResponse, run_code
@@ -249,6 +250,27 @@ def test_a_fetched_link_to_a_host_file_is_not_followed(embedded: str, tmp_path: 
     )
     assert response.status == "Success"
     assert response.files == {"honest.txt": _b64(b"mine")}
+
+
+@pytest.mark.slow
+def test_conflicting_file_names_are_refused(embedded: str) -> None:
+    files = {"data": _b64(b"a file"), "data/inner.txt": _b64(b"under it")}
+    body = {"code": "print(1)", "language": "python", "files": files}
+    response = httpx.post(f"{embedded}/run_code", json=body)
+    assert response.status_code == 422
+    assert "cannot write files['data/inner.txt']" in response.json()["detail"]
+
+
+@pytest.mark.slow
+def test_a_failing_backend_is_a_sandbox_error_not_a_failed_run() -> None:
+    with EmbeddedFusionServer(backend=flawed_backends.Crashes()) as server:
+        body = {"code": "print(1)", "language": "python"}
+        answer = httpx.post(f"{server.url}/run_code", json=body).json()
+        with pytest.raises(Exception, match="Sandbox responded with error: the sandbox failed"):
+            _run(server.url, code="print(1)", language="python")
+    assert answer["status"] == "SandboxError"
+    assert answer["run_result"] is None
+    assert answer["message"] == "the sandbox failed: RuntimeError: backend bug"
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import os
 import secrets
 import stat
@@ -39,6 +40,8 @@ from atoll.core.sandbox.spec import (
     Status,
 )
 from atoll.core.sizes import GiB, MiB
+
+log = logging.getLogger(__name__)
 
 WORKDIR = "/workspace"
 # The longest run a request may ask for; SandboxFusion has no such cap, but a
@@ -111,6 +114,10 @@ def run_code(request: RunCodeRequest, backend: SandboxBackend) -> RunCodeRespons
             )
         except SandboxError as exc:
             return RunCodeResponse(status=RunStatus.SANDBOX_ERROR, message=str(exc))
+        except Exception as exc:  # a backend's own bug is still the sandbox's failure, not a run's
+            log.exception("the sandbox backend failed")
+            message = f"the sandbox failed: {type(exc).__name__}: {exc}"
+            return RunCodeResponse(status=RunStatus.SANDBOX_ERROR, message=message)
         run_result = _command_result(result)
         return RunCodeResponse(
             status=_run_status(run_result),
@@ -159,8 +166,11 @@ def _write_files(workspace: Path, files: dict[str, str | None]) -> None:
         except (binascii.Error, ValueError):
             raise RequestError(f"files[{name!r}] is not base64") from None
         target = workspace / _relative(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as exc:  # a name that is also another file's directory, say
+            raise RequestError(f"cannot write files[{name!r}]: {exc.strerror}") from None
 
 
 def _hand_over(workspace: Path) -> None:
