@@ -88,7 +88,8 @@ def check_submission(
             request,
             endpoint=sandbox_url,
             max_attempts=_ATTEMPTS,
-            client_timeout=run_timeout_s + 30,
+            # Room to wait for a free worker behind a trainer's other checks, not only to run.
+            client_timeout=run_timeout_s * 10 + 30,
         )
         stdout = response.run_result.stdout if response.run_result is not None else None
     except Exception as exc:  # the client raises bare Exception for every transport failure
