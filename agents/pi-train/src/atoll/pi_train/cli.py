@@ -64,6 +64,18 @@ def _say(line: str) -> None:
     _err.print(line)
 
 
+@tinker_app.command("install")
+def install_cmd() -> None:
+    """Build the managed Python 3.11 environment (trainer and SkyRL tx) unless it is there."""
+    from atoll.pi_train import env
+
+    try:
+        present = env.ensure(_say)
+    except env.EnvironmentUnavailable as exc:
+        _fail(str(exc))
+    _out.print(f"managed Tinker environment (Python {env.PYTHON_VERSION}) at {present.root}")
+
+
 @tinker_app.command("tiny-model")
 def tiny_model_cmd(
     out: Path = typer.Argument(..., help="Directory to write the model and tokenizer into."),

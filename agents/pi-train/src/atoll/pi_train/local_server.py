@@ -56,7 +56,13 @@ class ServerState:
 
 
 def state_dir() -> Path:
-    return managed_env.cache_root() / "local"
+    """`$ATOLL_TINKER_LOCAL_DIR`, else `local/` beside the managed environment.
+
+    Holds the server's record, log, database and checkpoints; a separate
+    directory gives a separate server (tests use one of their own).
+    """
+    explicit = os.environ.get("ATOLL_TINKER_LOCAL_DIR")
+    return Path(explicit) if explicit else managed_env.cache_root() / "local"
 
 
 def _state_file() -> Path:

@@ -143,6 +143,10 @@ def train(
 ) -> Path:
     """Run the trainer to `settings.iterations` and write the summary; its path."""
     key = api_key()
+    if completed_iterations(run_dir) >= settings.iterations:
+        progress(settings.iterations, settings.iterations)
+        say(f"{run_dir}: all {settings.iterations} iterations are done already")
+        return summary.write(run_dir, manifest)
     env = managed_env.ensure(say)
     job = {
         "mode": mode,
