@@ -35,10 +35,14 @@ def check(
         None,
         "--sandbox-url",
         envvar="SANDBOX_FUSION_ENDPOINT",
-        help="A SandboxFusion-compatible sandbox on loopback [default: one started for this check].",
+        help="A SandboxFusion-compatible sandbox on loopback (default: one started for this check).",
     ),
-    timeout: float = typer.Option(
-        6.0, "--timeout", min=0.1, max=300, help="Seconds for all the hidden calls together."
+    timeout: float | None = typer.Option(
+        None,
+        "--timeout",
+        min=0.1,
+        max=300,
+        help="Seconds for all the hidden calls together (default: the checker's, 6 s).",
     ),
 ) -> None:
     """Score FILE on one hidden-variant instance; print {passed, total, failure} as one JSON line."""
@@ -58,14 +62,13 @@ def check(
     except (OSError, UnicodeDecodeError) as exc:
         _fail(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}")
     instance = FAMILIES[family].instance(split, index)  # type: ignore[arg-type]
+    limits = {} if timeout is None else {"run_timeout_s": timeout}
     try:
         if sandbox_url is not None:
-            result = check_submission(code, language, instance, sandbox_url, run_timeout_s=timeout)
+            result = check_submission(code, language, instance, sandbox_url, **limits)
         else:
             with EmbeddedFusionServer() as server:
-                result = check_submission(
-                    code, language, instance, server.url, run_timeout_s=timeout
-                )
+                result = check_submission(code, language, instance, server.url, **limits)
     except NotLoopbackError as exc:
         _fail(str(exc))
     except SandboxError as exc:
