@@ -21,8 +21,8 @@ def fusion_serve(
     port: int = typer.Option(
         DEFAULT_PORT, "--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one)."
     ),
-    workers: int = typer.Option(
-        0, "--workers", min=0, help="Programs run at once [default: one per core]."
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Programs run at once (default: one per core)."
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
 ) -> None:
