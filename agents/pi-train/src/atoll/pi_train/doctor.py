@@ -13,6 +13,6 @@ def check_tinker_env() -> Finding:
             "tinker-env",
             False,
             f"not installed in {env.env_dir()}",
-            "`atoll tinker local up` (or any `atoll pi train` command) installs it on first use",
+            "`atoll tinker install` (`atoll tinker local up` and `atoll pi train` also do on first use)",
         )
     return Finding("tinker-env", True, f"Python {env.PYTHON_VERSION} at {present.root}", "")

@@ -181,7 +181,10 @@ def train(
         with (
             log.open("ab") as sink,
             _child(
-                [str(env.python), str(managed_env.managed_script("train"))], child_env, sink
+                [str(env.python), str(managed_env.managed_script("train"))],
+                child_env,
+                sink,
+                run_dir,
             ) as child,
         ):
             assert child.stdin is not None
@@ -202,12 +205,15 @@ def train(
 
 
 @contextlib.contextmanager
-def _child(argv: list[str], env: dict[str, str], sink: Any) -> Iterator[subprocess.Popen[bytes]]:
+def _child(
+    argv: list[str], env: dict[str, str], sink: Any, cwd: Path
+) -> Iterator[subprocess.Popen[bytes]]:
     """The trainer in its own process group, stopped with everything it started on the way out."""
     import signal
 
     child = subprocess.Popen(
         argv,
+        cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=sink,
         stderr=subprocess.STDOUT,
