@@ -158,6 +158,12 @@ def solve(a, b, limit, modulus, residue):
             total += t
 """,
     ),
+    "python with non-ASCII text": (
+        "recurrence",
+        "python",
+        "# Σ over the terms — a naïve walk is fast enough: they grow like φⁿ\n"
+        + PY_RECURRENCE.replace("    return total", "    print('café ∑', total)\n    return total"),
+    ),
     "javascript BigInt": ("multiples", "javascript", JS_MULTIPLES_BIGINT),
     "javascript decimal string, console output": (
         "multiples",
@@ -230,6 +236,23 @@ print(found[:1000])
 
 def solve(a, b, limit, modulus, residue):
     return max((int(n) for n in found), default=0)
+""",
+    ),
+    "python forks a child that prints markers after the calls": (
+        "recurrence",
+        "python",
+        """
+import os, re, time
+markers = re.findall(r"@[0-9a-f]{32}", open(__file__).read())
+if os.fork() == 0:
+    time.sleep(0.3)
+    for marker in markers:
+        os.write(1, ("\\n" + marker + " 7\\n").encode())
+    os._exit(0)
+
+
+def solve(a, b, limit, modulus, residue):
+    return 7
 """,
     ),
     "python loops forever": (
@@ -427,6 +450,14 @@ def test_an_unreachable_sandbox_is_an_infrastructure_failure_not_a_score(
     assert done.stderr.strip().splitlines() == [
         f"error: the sandbox ({url}) failed; this is not a score"
     ]
+
+
+def test_text_no_sandbox_accepts_is_the_submissions_failure() -> None:
+    instance = FAMILIES["multiples"].instance("train", 0)
+    closed = f"http://127.0.0.1:{free_port()}"  # never reached: nothing is sent
+    for code in ("def solve(factors, limit):\n    return '\ud800'\n", "#" * (2 << 20)):
+        result = check_submission(code, "python", instance, closed)
+        assert result == CheckResult(0, 6, "submission")
 
 
 def test_a_sandbox_off_this_machine_is_refused(tmp_path: Path, venv_bin: Path) -> None:

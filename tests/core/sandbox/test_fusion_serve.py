@@ -211,7 +211,7 @@ def test_ping_and_unknown_paths(embedded: str) -> None:
 @pytest.mark.parametrize(
     "body",
     [
-        {"language": "python"},  # no code
+        {"language": "python", "stdin": "print(1)"},  # no code
         {"code": "print(1)", "language": "cobol"},
         {"code": "print(1)", "language": "python", "run_timeout": "soon"},
     ],
@@ -250,6 +250,16 @@ def test_a_fetched_link_to_a_host_file_is_not_followed(embedded: str, tmp_path: 
     )
     assert response.status == "Success"
     assert response.files == {"honest.txt": _b64(b"mine")}
+
+
+@pytest.mark.slow
+def test_code_that_is_not_unicode_text_is_refused(embedded: str) -> None:
+    body = b'{"code": "print(1)  # \\ud800", "language": "python"}'
+    response = httpx.post(
+        f"{embedded}/run_code", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert "print(1)" not in response.text
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ logging.getLogger("sandbox_fusion").propagate = False
 DEFAULT_RUN_TIMEOUT_S = 6.0
 _SANDBOX_LANGUAGE = {"python": "python", "javascript": "nodejs"}
 _ATTEMPTS = 3  # transport retries on loopback; a run is deterministic, so a repeat is harmless
+MAX_CODE_BYTES = 1 << 20  # far above any solve(); a sandbox refuses much larger requests
 _MAX_DIGITS = 400  # longer "numbers" are not results of these families
 _DECIMAL = re.compile(rf"-?[0-9]{{1,{_MAX_DIGITS}}}")
 
@@ -75,6 +76,8 @@ def check_submission(
     if language not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}; choose one of: {', '.join(LANGUAGES)}")
     cases = instance.cases
+    if not _sendable(code):  # the sandbox would refuse it: the submission's failure, not its
+        return CheckResult(0, len(cases), "submission")
     markers = new_markers(len(cases))
     program = build_program(code, language, [c.args for c in cases], markers)
     request = RunCodeRequest(
@@ -99,6 +102,14 @@ def check_submission(
         return CheckResult(0, len(cases), "infrastructure")
     passed = score_output(stdout, markers, cases)
     return CheckResult(passed, len(cases), None if passed == len(cases) else "submission")
+
+
+def _sendable(code: str) -> bool:
+    """Whether `code` is text a sandbox accepts: valid UTF-8, within the size bound."""
+    try:
+        return len(code.encode("utf-8")) <= MAX_CODE_BYTES
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
 
 
 def new_markers(count: int) -> list[str]:

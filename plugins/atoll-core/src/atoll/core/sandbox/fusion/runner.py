@@ -104,7 +104,10 @@ def run_code(request: RunCodeRequest, backend: SandboxBackend) -> RunCodeRespons
         workspace.mkdir()
         program = f"tmp{secrets.token_hex(6)}{runtime.suffix}"
         _write_files(workspace, request.files)
-        (workspace / program).write_text(request.code, encoding="utf-8")
+        try:
+            (workspace / program).write_bytes(request.code.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise RequestError("code is not valid Unicode text (a lone surrogate)") from None
         _hand_over(workspace)
         try:
             result = backend.run(

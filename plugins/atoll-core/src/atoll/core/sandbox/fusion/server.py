@@ -90,7 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             request = RunCodeRequest.model_validate_json(body)
         except ValidationError as exc:
-            detail = json.loads(exc.json(include_url=False, include_context=False))
+            detail = json.loads(
+                exc.json(include_url=False, include_context=False, include_input=False)
+            )
             self._reply(HTTPStatus.UNPROCESSABLE_ENTITY, {"detail": detail})
             return
         try:
