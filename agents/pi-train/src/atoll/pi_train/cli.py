@@ -185,7 +185,7 @@ def _run_with_progress(start: Any) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from atoll.pi_train import env, tasks
-    from atoll.pi_train.run import RunError
+    from atoll.pi_train.run import RunError, RunInputError
 
     with Progress(
         "[progress.description]{task.description}",
@@ -204,7 +204,9 @@ def _run_with_progress(start: Any) -> None:
             written = start(progress, lambda line: bar.console.print(line))
         except (RunError, tasks.TaskSetError, env.EnvironmentUnavailable, ValueError) as exc:
             bar.stop()
-            _fail(str(exc), code=2 if not isinstance(exc, RunError) else 1)
+            # A run that started and failed is 1; bad input or a missing prerequisite is 2.
+            failed = isinstance(exc, RunError) and not isinstance(exc, RunInputError)
+            _fail(str(exc), code=1 if failed else 2)
     _out.print(f"{written}")
 
 

@@ -33,6 +33,10 @@ class RunError(Exception):
     """A run that cannot start or did not finish; the message says why and what to do."""
 
 
+class RunInputError(RunError):
+    """Bad input or a missing prerequisite (no key, other settings in the run directory)."""
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     base_model: str
@@ -54,7 +58,7 @@ def default_base_url() -> str:
 def api_key() -> str:
     key = os.environ.get("TINKER_API_KEY", "")
     if not key:
-        raise RunError(
+        raise RunInputError(
             "TINKER_API_KEY is not set: export your Tinker key (for the local server, "
             '`eval "$(atoll tinker local up --print-env)"`)'
         )
@@ -103,7 +107,7 @@ def prepare_manifest(
                 for k in set(mine["config"]) | set(theirs["config"])
                 if mine["config"].get(k) != theirs["config"].get(k)
             ) or sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-            raise RunError(
+            raise RunInputError(
                 f"{run_dir} holds a run with other settings ({', '.join(changed)}); "
                 "resume it with the same flags or choose another --out"
             )

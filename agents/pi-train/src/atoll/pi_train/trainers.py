@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.pi_train import run, tasks
-from atoll.pi_train.run import MAX_SUBMISSIONS, RunError, TrainSettings
+from atoll.pi_train.run import MAX_SUBMISSIONS, RunInputError, TrainSettings
 
 
 def _bounds(settings: TrainSettings, turns: int) -> dict[str, Any]:
@@ -33,11 +33,12 @@ def train_hidden(
     from atoll.pi_train.families import GENERATOR_VERSION
     from atoll.pi_train.harness import check_submission
 
+    run.api_key()  # before anything is written: a run without a key never starts
     if sandbox_url is not None:
         try:
             require_loopback_url(sandbox_url)
         except NotLoopbackError as exc:
-            raise RunError(str(exc)) from None
+            raise RunInputError(str(exc)) from None
     task_list = tasks.hidden_tasks(settings.languages, run.groups_needed(settings))
     by_id = {t.id: t for t in task_list}
     manifest = run.prepare_manifest(
@@ -83,11 +84,12 @@ def train_answer(
     """GRPO on the Euler store: exact answer with a small code-format penalty."""
     from atoll.pi_train.euler_source import StoreError
 
+    run.api_key()
     try:
         store = tasks.store_at(store_dir)
         task_list = tasks.answer_tasks(store, settings.languages, run.groups_needed(settings))
     except StoreError as exc:
-        raise RunError(str(exc)) from None
+        raise RunInputError(str(exc)) from None
     by_id = {t.id: t for t in task_list}
     manifest = run.prepare_manifest(
         out,
