@@ -15,6 +15,7 @@ MEMBERS = {
     "atoll-guidance-ttt": "atoll.guidance_ttt.plugin",
     "atoll-pi-docker": "atoll.pi.plugin",
     "atoll-euler": "atoll.euler.plugin",
+    "atoll-pi-train": "atoll.pi_train.plugin",
     "atoll-frontiercs-judge": "atoll.judge.plugin",
     "atoll-checker": "atoll.checker.plugin",
     "atoll-frontiersmith": "atoll.frontiersmith.plugin",

@@ -11,23 +11,29 @@ problems and answers through it):
     write_store(catalog, Path("euler-store"))
     store = Store(Path("euler-store"))
     store.numbers(), store.entry(1), store.statement_text(1), store.expected(1)
+    normalize(text)                           # an answer as the gate compares it
+    LANGUAGES                                 # the runtimes a problem is attempted in
 
 Importing it loads only the standard library and atoll.core.
 """
 
+from atoll.euler.answers import normalize
 from atoll.euler.importer import ImportError_ as ImportFailed
 from atoll.euler.importer import read_zip
+from atoll.euler.runtimes import LANGUAGES
 from atoll.euler.sample import catalog as sample_catalog
 from atoll.euler.store import Catalog, Problem, ProblemEntry, Store, StoreError
 from atoll.euler.store import write as write_store
 
 __all__ = [
+    "LANGUAGES",
     "Catalog",
     "ImportFailed",
     "Problem",
     "ProblemEntry",
     "Store",
     "StoreError",
+    "normalize",
     "read_zip",
     "sample_catalog",
     "write_store",

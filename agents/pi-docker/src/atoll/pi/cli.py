@@ -6,6 +6,7 @@ a rollout that ended in an infrastructure error exits 1 (its record is kept).
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,12 @@ image_app = typer.Typer(
     help="The rollout image (Python 3 and Node.js; no Julia).", no_args_is_help=True
 )
 app.add_typer(image_app, name="image")
+
+# `atoll pi train`: mounted from atoll-pi-train when that distribution is installed.
+if importlib.util.find_spec("atoll.pi_train") is not None:
+    from atoll.pi_train.cli import train_app
+
+    app.add_typer(train_app, name="train")
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)

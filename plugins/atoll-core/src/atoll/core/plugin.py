@@ -41,7 +41,7 @@ def atoll_commands() -> list[Registration]:
             "sandbox",
             Kind.COMMAND,
             "atoll.core.sandbox_cmd:app",
-            "Check a sandbox backend (ours or a third party's) against the conformance suite.",
+            "Check a sandbox backend against the conformance suite; serve SandboxFusion's run_code API.",
         ),
     ]
 

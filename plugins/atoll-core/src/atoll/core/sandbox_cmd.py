@@ -18,10 +18,12 @@ from rich.markup import escape
 
 from atoll.core.sandbox import SandboxBackend, SandboxError, backend_names, get_backend
 from atoll.core.sandbox.conformance import CHECKS, CheckResult, Outcome, run_suite, select
+from atoll.core.sandbox.fusion.command import fusion_serve
 from atoll.core.targets import TargetError, import_target
 
 app = typer.Typer(
-    help="The sandbox backends: check one against the adversarial conformance suite.",
+    help="The sandbox backends: check one against the adversarial conformance suite, "
+    "or serve SandboxFusion's run_code API on loopback.",
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -43,7 +45,10 @@ _LABEL = {**{o: o.value for o in Outcome}, Outcome.NOT_APPLICABLE: "n/a"}
 
 @app.callback()
 def _group() -> None:
-    """The sandbox backends: check one against the adversarial conformance suite."""
+    """The sandbox backends: check one against the conformance suite, or serve run_code."""
+
+
+app.command("fusion-serve")(fusion_serve)
 
 
 def resolve(name: str) -> Any:

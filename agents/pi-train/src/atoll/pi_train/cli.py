@@ -1,0 +1,300 @@
+"""`atoll pi train ...` and `atoll tinker ...`: the command lines of atoll-pi-train.
+
+Only Typer and Rich are imported here; each command imports its own module
+when it runs, so `atoll --help` stays fast. Bad input and missing
+prerequisites are one error line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_out = Console(highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    from rich.markup import escape
+
+    _err.print(f"[bold red]error:[/bold red] {escape(message)}")
+    raise typer.Exit(code)
+
+
+train_app = typer.Typer(
+    help="Train a Pi policy on Tinker: hidden-variant tool RL, answer-only GRPO.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+tinker_app = typer.Typer(
+    help="A Tinker-API service on this machine (SkyRL tx, CPU) and tiny test models.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+local_app = typer.Typer(help="The local SkyRL tx server: up, status, down.", no_args_is_help=True)
+tinker_app.add_typer(local_app, name="local")
+
+
+@train_app.callback()
+def _train_group() -> None:
+    """Train a Pi policy on Tinker: hidden-variant tool RL, answer-only GRPO."""
+
+
+@tinker_app.callback()
+def _tinker_group() -> None:
+    """A Tinker-API service on this machine (SkyRL tx, CPU) and tiny test models."""
+
+
+# --- `atoll pi train check` lives in atoll.pi_train.check_command (the task-family half of
+# --- the distribution); it is mounted here when that module is present.
+if importlib.util.find_spec("atoll.pi_train.check_command") is not None:
+    from atoll.pi_train.check_command import check as _check
+
+    train_app.command("check")(_check)
+
+
+def _say(line: str) -> None:
+    _err.print(line)
+
+
+@tinker_app.command("install")
+def install_cmd() -> None:
+    """Build the managed Python 3.11 environment (trainer and SkyRL tx) unless it is there."""
+    from atoll.pi_train import env
+
+    try:
+        present = env.ensure(_say)
+    except env.EnvironmentUnavailable as exc:
+        _fail(str(exc))
+    _out.print(f"managed Tinker environment (Python {env.PYTHON_VERSION}) at {present.root}")
+
+
+@tinker_app.command("tiny-model")
+def tiny_model_cmd(
+    out: Path = typer.Argument(..., help="Directory to write the model and tokenizer into."),
+    seed: int = typer.Option(0, "--seed", help="Same seed, same files."),
+) -> None:
+    """Build a tiny random Qwen3-architecture model and its tokenizer (nothing downloaded)."""
+    from atoll.pi_train import env, tiny_model
+
+    try:
+        built = tiny_model.build(out, seed, _say)
+    except env.EnvironmentUnavailable as exc:
+        _fail(str(exc))
+    _out.print(f"{out}: {built['parameters']} parameters (seed {seed})")
+
+
+@local_app.command("up")
+def local_up(
+    base_model: Path | None = typer.Option(
+        None, "--base-model", help="Model directory [default: the tiny model of seed 0]."
+    ),
+    port: int | None = typer.Option(
+        None, "--port", help="Port on 127.0.0.1 [default: a free one]."
+    ),
+    print_env: bool = typer.Option(
+        False, "--print-env", help="Print only the export lines (for `eval`)."
+    ),
+) -> None:
+    """Start SkyRL tx on 127.0.0.1 from the managed environment; wait until it answers."""
+    from atoll.pi_train import env, local_server
+
+    try:
+        state = local_server.up(_say, base_model=base_model, port=port)
+    except (env.EnvironmentUnavailable, local_server.ServerError) as exc:
+        _fail(str(exc))
+    if not print_env:
+        _err.print(f"local Tinker server at {state.base_url} (pid {state.pid}, {state.base_model})")
+    print(state.exports())
+
+
+@local_app.command("status")
+def local_status() -> None:
+    """Say whether the local server runs, and where; exit 1 if it does not."""
+    from atoll.pi_train import local_server
+
+    state = local_server.status()
+    if state is None:
+        _out.print("no local Tinker server")
+        raise typer.Exit(1)
+    health = "answers" if local_server.answers(state.base_url) else "does not answer"
+    _out.print(f"{state.base_url} (pid {state.pid}) {health}; base model {state.base_model}")
+
+
+@local_app.command("down")
+def local_down() -> None:
+    """Stop the local server and every process it started."""
+    from atoll.pi_train import local_server
+
+    try:
+        state = local_server.down()
+    except local_server.ServerError as exc:
+        _fail(str(exc), code=1)
+    _out.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
+
+
+def _settings(
+    base_model: str,
+    renderer: str,
+    base_url: str | None,
+    lora_rank: int,
+    learning_rate: float,
+    groups_per_batch: int,
+    group_size: int,
+    iterations: int,
+    max_tokens: int,
+    languages: str,
+) -> Any:
+    from atoll.pi_train.run import TrainSettings, default_base_url
+
+    chosen = tuple(dict.fromkeys(x.strip() for x in languages.split(",") if x.strip()))
+    if not chosen:
+        _fail("--languages names no language")
+    for name, value in (
+        ("--groups-per-batch", groups_per_batch),
+        ("--group-size", group_size),
+        ("--iterations", iterations),
+        ("--max-tokens", max_tokens),
+        ("--lora-rank", lora_rank),
+    ):
+        if value < 1:
+            _fail(f"{name} must be at least 1 (got {value})")
+    model = str(Path(base_model).resolve()) if Path(base_model).is_dir() else base_model
+    return TrainSettings(
+        base_model=model,
+        renderer=renderer,
+        base_url=base_url or default_base_url(),
+        lora_rank=lora_rank,
+        learning_rate=learning_rate,
+        groups_per_batch=groups_per_batch,
+        group_size=group_size,
+        iterations=iterations,
+        max_tokens=max_tokens,
+        languages=chosen,
+    )
+
+
+def _run_with_progress(start: Any) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from atoll.pi_train import env, tasks
+    from atoll.pi_train.run import RunError, RunInputError
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("iterations", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            written = start(progress, lambda line: bar.console.print(line))
+        except (RunError, tasks.TaskSetError, env.EnvironmentUnavailable, ValueError) as exc:
+            bar.stop()
+            # A run that started and failed is 1; bad input or a missing prerequisite is 2.
+            failed = isinstance(exc, RunError) and not isinstance(exc, RunInputError)
+            _fail(str(exc), code=1 if failed else 2)
+    _out.print(f"{written}")
+
+
+_BASE_MODEL = typer.Option(
+    ..., "--base-model", help="Tinker base model name, or a model directory."
+)
+_RENDERER = typer.Option("qwen3", "--renderer", help="tinker-cookbook renderer name.")
+_BASE_URL = typer.Option(
+    None, "--base-url", help="Tinker API [default: $TINKER_BASE_URL, else hosted Tinker]."
+)
+_LORA_RANK = typer.Option(8, "--lora-rank", help="LoRA rank.")
+_LR = typer.Option(1e-4, "--learning-rate", help="Adam learning rate.")
+_GROUPS = typer.Option(2, "--groups-per-batch", help="Groups (tasks) per iteration.")
+_GROUP_SIZE = typer.Option(4, "--group-size", help="Rollouts per group.")
+_ITERATIONS = typer.Option(10, "--iterations", help="Iterations in total (a rerun resumes).")
+_MAX_TOKENS = typer.Option(512, "--max-tokens", help="Sampled tokens per turn.")
+_OUT = typer.Option(..., "--out", help="Run directory (rerun to resume).")
+
+
+@train_app.command("hidden")
+def hidden_cmd(
+    base_model: str = _BASE_MODEL,
+    renderer: str = _RENDERER,
+    base_url: str | None = _BASE_URL,
+    lora_rank: int = _LORA_RANK,
+    learning_rate: float = _LR,
+    groups_per_batch: int = _GROUPS,
+    group_size: int = _GROUP_SIZE,
+    iterations: int = _ITERATIONS,
+    max_tokens: int = _MAX_TOKENS,
+    languages: str = typer.Option("python,javascript", "--languages", help="Comma-separated."),
+    out: Path = _OUT,
+    sandbox_url: str | None = typer.Option(
+        None,
+        "--sandbox-url",
+        help="SandboxFusion-compatible sandbox on loopback [default: one started in-process].",
+    ),
+) -> None:
+    """Hidden-variant tool RL: one group per (family, hidden case set, language)."""
+    from atoll.pi_train.trainers import train_hidden
+
+    settings = _settings(
+        base_model,
+        renderer,
+        base_url,
+        lora_rank,
+        learning_rate,
+        groups_per_batch,
+        group_size,
+        iterations,
+        max_tokens,
+        languages,
+    )
+    _run_with_progress(
+        lambda progress, say: train_hidden(settings, out, sandbox_url, progress, say)
+    )
+
+
+@train_app.command("answer")
+def answer_cmd(
+    base_model: str = _BASE_MODEL,
+    renderer: str = _RENDERER,
+    base_url: str | None = _BASE_URL,
+    lora_rank: int = _LORA_RANK,
+    learning_rate: float = _LR,
+    groups_per_batch: int = _GROUPS,
+    group_size: int = _GROUP_SIZE,
+    iterations: int = _ITERATIONS,
+    max_tokens: int = _MAX_TOKENS,
+    languages: str = typer.Option(
+        "python,javascript,julia", "--languages", help="Comma-separated."
+    ),
+    out: Path = _OUT,
+    store: Path = typer.Option(..., "--store", help="The store made by `atoll euler import`."),
+) -> None:
+    """Answer-only GRPO on the Euler store: one group per problem x language x strategy."""
+    from atoll.pi_train.trainers import train_answer
+
+    settings = _settings(
+        base_model,
+        renderer,
+        base_url,
+        lora_rank,
+        learning_rate,
+        groups_per_batch,
+        group_size,
+        iterations,
+        max_tokens,
+        languages,
+    )
+    _run_with_progress(lambda progress, say: train_answer(settings, out, store, progress, say))

@@ -1,0 +1,253 @@
+"""The local Tinker-API service: SkyRL tx on 127.0.0.1, started from the managed environment.
+
+One server per machine user, recorded in `server.json` under the managed
+environment's cache (pid, port, base model). `up` starts it in its own process
+group and waits until `/api/v1/healthz` answers; `down` stops the whole group
+(API process and engine) and waits until no process of it is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from atoll.core.durable import atomic_write_json
+from atoll.pi_train import env as managed_env
+
+# The SDK checks only the prefix; SkyRL tx accepts any key.
+LOCAL_API_KEY = "tml-local"
+# Fixed shapes: every new batch size recompiles the engine's functions.
+BACKEND_CONFIG = {
+    "max_lora_adapters": 8,
+    "max_lora_rank": 8,
+    "sample_max_num_sequences": 8,
+    "train_micro_batch_size": 1,
+}
+START_DEADLINE_S = 240.0
+STOP_DEADLINE_S = 20.0
+
+
+class ServerError(Exception):
+    """The local server cannot be started, reached or stopped; the message says why."""
+
+
+@dataclass(frozen=True)
+class ServerState:
+    pid: int
+    port: int
+    base_model: str
+    log: str
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def exports(self) -> str:
+        return f"export TINKER_BASE_URL={self.base_url}\nexport TINKER_API_KEY={LOCAL_API_KEY}"
+
+
+def state_dir() -> Path:
+    """`$ATOLL_TINKER_LOCAL_DIR`, else `local/` beside the managed environment.
+
+    Holds the server's record, log, database and checkpoints; a separate
+    directory gives a separate server (tests use one of their own).
+    """
+    explicit = os.environ.get("ATOLL_TINKER_LOCAL_DIR")
+    return Path(explicit) if explicit else managed_env.cache_root() / "local"
+
+
+def _state_file() -> Path:
+    return state_dir() / "server.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not a server
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2] != "Z"
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return any(_alive(int(p.name)) for p in Path("/proc").iterdir() if _in_group(p, pgid))
+
+
+def _in_group(proc: Path, pgid: int) -> bool:
+    if not proc.name.isdigit():
+        return False
+    try:
+        stat = (proc / "stat").read_text()
+        return int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def status() -> ServerState | None:
+    """The recorded server if its process still runs, else None (a stale record is dropped)."""
+    try:
+        state = ServerState(**json.loads(_state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if not _alive(state.pid):
+        _state_file().unlink(missing_ok=True)
+        return None
+    return state
+
+
+def answers(base_url: str, timeout: float = 2.0) -> bool:
+    try:
+        return httpx.get(f"{base_url}/api/v1/healthz", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def default_base_model(say: Callable[[str], None]) -> Path:
+    """The tiny model of seed 0 in the cache, built on first use."""
+    from atoll.pi_train import tiny_model
+
+    target = managed_env.cache_root() / "tiny-model-seed0"
+    if not (target / "config.json").is_file():
+        tiny_model.build(target, seed=0, say=say)
+    return target
+
+
+def up(
+    say: Callable[[str], None], base_model: Path | None = None, port: int | None = None
+) -> ServerState:
+    """Start the server unless one runs (then it must serve the same base model); wait until it answers."""
+    from filelock import FileLock
+
+    state_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(state_dir() / "server.lock")):
+        running = status()
+        model = str((base_model or default_base_model(say)).resolve())
+        if running is not None:
+            if running.base_model != model:
+                raise ServerError(
+                    f"a local Tinker server already runs at {running.base_url} with base model "
+                    f"{running.base_model}; `atoll tinker local down` first"
+                )
+            if port not in (None, running.port):
+                raise ServerError(f"a local Tinker server already runs at {running.base_url}")
+            return running
+        if not (Path(model) / "config.json").is_file():
+            raise ServerError(f"{model} is not a model directory (no config.json)")
+        env = managed_env.ensure(say)
+        chosen = port or _free_port()
+        state = _start(env, model, chosen)
+        atomic_write_json(_state_file(), asdict(state))
+    return _wait_ready(state)
+
+
+def _start(env: managed_env.ManagedEnv, model: str, port: int) -> ServerState:
+    work = state_dir()
+    log = work / "server.log"
+    argv = [
+        str(env.python),
+        str(managed_env.managed_script("serve")),
+        "--base-model",
+        model,
+        "--backend",
+        "jax",
+        "--backend-config",
+        json.dumps(BACKEND_CONFIG),
+        "--checkpoints-base",
+        str(work / "checkpoints"),
+        "--database-url",
+        f"sqlite:///{work / 'tinker.db'}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    child_env = {
+        **os.environ,
+        "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HF_HUB_OFFLINE": "1",
+        "JAX_PLATFORMS": "cpu",
+        "JAX_COMPILATION_CACHE_DIR": str(managed_env.cache_root() / "jax-cache"),
+    }
+    child_env.pop("VIRTUAL_ENV", None)
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            argv,
+            cwd=work,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return ServerState(pid=process.pid, port=port, base_model=model, log=str(log))
+
+
+def _log_tail(state: ServerState, lines: int = 12) -> str:
+    try:
+        return "\n".join(Path(state.log).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _wait_ready(state: ServerState) -> ServerState:
+    deadline = time.monotonic() + START_DEADLINE_S
+    while time.monotonic() < deadline:
+        if answers(state.base_url):
+            return state
+        if not _alive(state.pid):
+            down()
+            raise ServerError(f"the local Tinker server exited while starting:\n{_log_tail(state)}")
+        time.sleep(0.5)
+    down()
+    raise ServerError(
+        f"the local Tinker server did not answer within {START_DEADLINE_S:.0f} s:\n{_log_tail(state)}"
+    )
+
+
+def down() -> ServerState | None:
+    """Stop the recorded server's whole process group; the state it had, or None if none ran."""
+    try:
+        state = ServerState(**json.loads(_state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    pgid = state.pid
+    for sig, wait in ((signal.SIGTERM, STOP_DEADLINE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.2)
+        if not _group_alive(pgid):
+            break
+    if _group_alive(pgid):
+        raise ServerError(f"processes of the local Tinker server (group {pgid}) are still running")
+    _state_file().unlink(missing_ok=True)
+    return state

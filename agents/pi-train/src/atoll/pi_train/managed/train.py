@@ -1,0 +1,297 @@
+"""The Tinker RL trainer, run by the managed Python 3.11 interpreter.
+
+Reads its job (JSON) on stdin: mode (`hidden` or `answer`), the tasks (ids and
+prompts only — no expected value ever reaches this process), the training
+settings, and the URL of the scoring service the launching `atoll pi train`
+process runs on loopback. Builds tinker-cookbook Envs, EnvGroupBuilders and an
+RLDataset over those tasks and runs the cookbook's own RL loop
+(`tinker_cookbook.rl.train.main`) with the run directory as its log path, so
+`metrics.jsonl`, `checkpoints.jsonl` and resuming are the cookbook's. The
+Tinker key comes from `TINKER_API_KEY` in the environment, never from the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import chz
+import httpx
+import tinker
+from tinker_cookbook import renderers
+from tinker_cookbook.rl import train
+from tinker_cookbook.rl.types import (
+    Env,
+    EnvGroupBuilder,
+    RLDataset,
+    RLDatasetBuilder,
+    StepResult,
+)
+from tinker_cookbook.tokenizer_utils import get_tokenizer
+
+SUBMIT_TOOL = "submit_solution"
+_FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.DOTALL)
+
+
+class Scorer:
+    """The launching process's scoring service: checks, rewards and progress, over loopback."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self._client = httpx.AsyncClient(
+            base_url=url, headers={"authorization": f"Bearer {token}"}, timeout=600
+        )
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = await self._client.post(path, json=body)
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        return result
+
+
+def last_code_block(text: str) -> str:
+    """The last fenced code block of a message, else the whole message."""
+    blocks = _FENCE.findall(text)
+    return blocks[-1] if blocks else text
+
+
+@dataclass
+class HiddenEnv(Env):
+    """One hidden-variant episode: submit a function, get aggregate counts, one repair attempt.
+
+    The policy submits with the `submit_solution` tool; a turn without a tool
+    call submits its last fenced code block (or its text). After a submission
+    that does not pass every hidden case the policy sees only `passed of
+    total` and may submit once more; the episode's reward is the last
+    submission's coverage plus a bonus when it passed every case.
+    """
+
+    task: dict[str, Any]
+    renderer: Any
+    scorer: Scorer
+    max_submissions: int
+    all_cases_bonus: float
+    system_prompt: str
+    messages: list[Any] = field(default_factory=list)
+    submissions: int = 0
+
+    @property
+    def stop_condition(self) -> Any:
+        return self.renderer.get_stop_sequences()
+
+    async def initial_observation(self) -> tuple[tinker.ModelInput, Any]:
+        spec = {
+            "name": SUBMIT_TOOL,
+            "description": "Submit the complete source of `solve` for checking on hidden cases.",
+            "parameters": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "The source."}},
+                "required": ["code"],
+            },
+        }
+        prefix = self.renderer.create_conversation_prefix_with_tools(
+            tools=[spec], system_prompt=self.system_prompt
+        )
+        self.messages = [*prefix, {"role": "user", "content": self.task["prompt"]}]
+        return self.renderer.build_generation_prompt(self.messages), self.stop_condition
+
+    async def step(self, action: list[int], *, extra: Any = None) -> StepResult:
+        message, _termination = self.renderer.parse_response(action)
+        code, used_tool, call_id = self._submission(message)
+        self.submissions += 1
+        started = time.monotonic()
+        result = await self.scorer.post("/check", {"task": self.task["id"], "code": code})
+        check_seconds = time.monotonic() - started
+        passed, total = int(result["passed"]), int(result["total"])
+        failure = result.get("failure")
+        all_passed = total > 0 and passed == total
+        metrics = {
+            "check_seconds": check_seconds,
+            "used_tool": float(used_tool),
+            "submissions": float(self.submissions),
+        }
+        if all_passed or self.submissions >= self.max_submissions or failure == "infrastructure":
+            coverage = passed / total if total else 0.0
+            reward = (
+                0.0
+                if failure == "infrastructure"
+                else coverage + (self.all_cases_bonus if all_passed else 0.0)
+            )
+            metrics.update(
+                {
+                    "pass_fraction": coverage,
+                    "all_cases": float(all_passed),
+                    "submission_failure": float(failure == "submission"),
+                    "infrastructure_failure": float(failure == "infrastructure"),
+                }
+            )
+            return StepResult(
+                reward=reward,
+                episode_done=True,
+                next_observation=tinker.ModelInput.empty(),
+                next_stop_condition=self.stop_condition,
+                metrics=metrics,
+            )
+        feedback = (
+            f"{passed} of {total} hidden cases passed. "
+            "You have one more submission: fix `solve` and submit it again."
+        )
+        self.messages.append(message)
+        if used_tool:
+            self.messages.append(
+                {"role": "tool", "content": feedback, "tool_call_id": call_id, "name": SUBMIT_TOOL}
+            )
+        else:
+            self.messages.append({"role": "user", "content": feedback})
+        return StepResult(
+            reward=0.0,
+            episode_done=False,
+            next_observation=self.renderer.build_generation_prompt(self.messages),
+            next_stop_condition=self.stop_condition,
+            metrics=metrics,
+        )
+
+    def _submission(self, message: Any) -> tuple[str, bool, str]:
+        for call in message.get("tool_calls") or []:
+            if call.function.name != SUBMIT_TOOL:
+                continue
+            try:
+                arguments = json.loads(call.function.arguments)
+            except ValueError:
+                continue
+            if isinstance(arguments, dict) and isinstance(arguments.get("code"), str):
+                return arguments["code"], True, call.id or ""
+        return last_code_block(renderers.get_text_content(message)), False, ""
+
+
+@dataclass
+class AnswerEnv(Env):
+    """One answer-only episode: the response states the answer; code in it is judged for format only."""
+
+    task: dict[str, Any]
+    renderer: Any
+    scorer: Scorer
+    system_prompt: str
+
+    @property
+    def stop_condition(self) -> Any:
+        return self.renderer.get_stop_sequences()
+
+    async def initial_observation(self) -> tuple[tinker.ModelInput, Any]:
+        messages = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": self.task["prompt"]},
+        ]
+        return self.renderer.build_generation_prompt(messages), self.stop_condition
+
+    async def step(self, action: list[int], *, extra: Any = None) -> StepResult:
+        message, _termination = self.renderer.parse_response(action)
+        text = renderers.get_text_content(message)
+        result = await self.scorer.post("/reward", {"task": self.task["id"], "text": text})
+        return StepResult(
+            reward=float(result["reward"]),
+            episode_done=True,
+            next_observation=tinker.ModelInput.empty(),
+            next_stop_condition=self.stop_condition,
+            metrics={k: float(v) for k, v in result["metrics"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class TaskGroupBuilder(EnvGroupBuilder):
+    """`group_size` episodes of one task: the GRPO group whose rewards are compared."""
+
+    job: dict[str, Any]
+    task: dict[str, Any]
+    renderer: Any
+    scorer: Scorer
+
+    async def make_envs(self) -> Sequence[Env]:
+        size = int(self.job["group_size"])
+        if self.job["mode"] == "hidden":
+            return [
+                HiddenEnv(
+                    self.task,
+                    self.renderer,
+                    self.scorer,
+                    max_submissions=int(self.job["max_submissions"]),
+                    all_cases_bonus=float(self.job["all_cases_bonus"]),
+                    system_prompt=self.job["system_prompt"],
+                )
+                for _ in range(size)
+            ]
+        return [
+            AnswerEnv(self.task, self.renderer, self.scorer, self.job["system_prompt"])
+            for _ in range(size)
+        ]
+
+    def logging_tags(self) -> list[str]:
+        return [self.job["mode"], *self.task.get("tags", [])]
+
+
+class TaskDataset(RLDataset):
+    """Batch i = `groups_per_batch` tasks, taken in order and wrapping around."""
+
+    def __init__(self, job: dict[str, Any], renderer: Any, scorer: Scorer) -> None:
+        self.job, self.renderer, self.scorer = job, renderer, scorer
+        self.tasks: list[dict[str, Any]] = job["tasks"]
+
+    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
+        per = int(self.job["groups_per_batch"])
+        return [
+            TaskGroupBuilder(
+                self.job,
+                self.tasks[(index * per + j) % len(self.tasks)],
+                self.renderer,
+                self.scorer,
+            )
+            for j in range(per)
+        ]
+
+    def __len__(self) -> int:
+        return int(self.job["iterations"])
+
+
+@chz.chz
+class TaskDatasetBuilder(RLDatasetBuilder):
+    job_json: str  # chz fields are plain values; the job travels as its JSON text
+
+    @property
+    def job(self) -> dict[str, Any]:
+        return dict(json.loads(self.job_json))
+
+    async def __call__(self) -> tuple[RLDataset, RLDataset | None]:
+        tokenizer = get_tokenizer(self.job["base_model"])
+        renderer = renderers.get_renderer(self.job["renderer"], tokenizer)
+        scorer = Scorer(self.job["scorer_url"], os.environ["ATOLL_SCORER_TOKEN"])
+        return TaskDataset(self.job, renderer, scorer), None
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.read())
+    config = train.Config(
+        learning_rate=float(job["learning_rate"]),
+        dataset_builder=TaskDatasetBuilder(job_json=json.dumps(job)),
+        model_name=job["base_model"],
+        recipe_name=f"atoll-pi-train-{job['mode']}",
+        renderer_name=job["renderer"],
+        max_tokens=int(job["max_tokens"]),
+        log_path=job["run_dir"],
+        lora_rank=int(job["lora_rank"]),
+        base_url=job["base_url"],
+        save_every=1,
+        eval_every=0,
+        num_groups_to_log=0,
+        rollout_json_export=False,
+    )
+    asyncio.run(train.main(config))
+
+
+if __name__ == "__main__":
+    main()

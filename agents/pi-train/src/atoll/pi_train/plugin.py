@@ -1,0 +1,35 @@
+"""atoll-pi-train's registrations: `atoll tinker`, doctor's check of the managed Tinker environment.
+
+`atoll pi train` is a sub-group of `atoll pi` (atoll-pi-docker's command),
+which mounts `atoll.pi_train.cli:train_app` when this distribution is installed.
+"""
+
+from __future__ import annotations
+
+from atoll.core.hookspecs import hookimpl
+from atoll.core.records import Kind, Registration
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "tinker",
+            Kind.COMMAND,
+            "atoll.pi_train.cli:tinker_app",
+            "A Tinker-API service on this machine (SkyRL tx) and tiny test models.",
+            requires=("tinker-env",),
+        )
+    ]
+
+
+@hookimpl
+def atoll_doctor_checks() -> list[Registration]:
+    return [
+        Registration(
+            "tinker-env",
+            Kind.CHECK,
+            "atoll.pi_train.doctor:check_tinker_env",
+            "The managed Python 3.11 environment holding the Tinker trainer and SkyRL tx.",
+        )
+    ]

@@ -1,0 +1,238 @@
+"""Launch one training run: manifest, scoring service, the managed trainer, summary.
+
+The run directory is the cookbook's log path, so a rerun with the same
+settings resumes after the last saved iteration (every iteration is saved)
+and never repeats one. A rerun whose settings differ (other than a larger
+`--iterations`) is refused rather than mixed into the same directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata as metadata
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from atoll.core.durable import atomic_write_json
+from atoll.pi_train import env as managed_env
+from atoll.pi_train import summary
+from atoll.pi_train.scoring import ScoringService
+
+HOSTED_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
+MAX_SUBMISSIONS = 2  # the first submission and one repair attempt
+ALL_CASES_BONUS = 1.0
+
+
+class RunError(Exception):
+    """A run that cannot start or did not finish; the message says why and what to do."""
+
+
+class RunInputError(RunError):
+    """Bad input or a missing prerequisite (no key, other settings in the run directory)."""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    base_model: str
+    renderer: str
+    base_url: str
+    lora_rank: int
+    learning_rate: float
+    groups_per_batch: int
+    group_size: int
+    iterations: int
+    max_tokens: int
+    languages: tuple[str, ...]
+
+
+def default_base_url() -> str:
+    return os.environ.get("TINKER_BASE_URL") or HOSTED_BASE_URL
+
+
+def api_key() -> str:
+    key = os.environ.get("TINKER_API_KEY", "")
+    if not key:
+        raise RunInputError(
+            "TINKER_API_KEY is not set: export your Tinker key (for the local server, "
+            '`eval "$(atoll tinker local up --print-env)"`)'
+        )
+    return key
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in ("atoll-pi-train", "atoll-core"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[name] = metadata.version(name)
+    return found
+
+
+def prepare_manifest(
+    run_dir: Path,
+    command: str,
+    settings: TrainSettings,
+    task_set: dict[str, Any],
+    bounds: dict[str, Any],
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """Write the manifest, or check a resumed run's manifest against these settings."""
+    config = asdict(settings)
+    config["languages"] = list(settings.languages)
+    manifest = {
+        "command": command,
+        "config": config,
+        "packages": _versions(),
+        "managed_environment": managed_env.requirements(),
+        "task_set": task_set,
+        "bounds": bounds,
+        **extra,
+    }
+    path = run_dir / "manifest.json"
+    if path.is_file():
+        old = json.loads(path.read_text())
+        mine = {k: v for k, v in manifest.items() if k not in ("packages", "task_set")}
+        theirs = {k: v for k, v in old.items() if k not in ("packages", "task_set")}
+        free = ("iterations", "base_url")  # how long and where, not what is trained
+        mine["config"] = {k: v for k, v in mine["config"].items() if k not in free}
+        theirs["config"] = {k: v for k, v in theirs.get("config", {}).items() if k not in free}
+        if mine != theirs:
+            changed = sorted(
+                k
+                for k in set(mine["config"]) | set(theirs["config"])
+                if mine["config"].get(k) != theirs["config"].get(k)
+            ) or sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise RunInputError(
+                f"{run_dir} holds a run with other settings ({', '.join(changed)}); "
+                "resume it with the same flags or choose another --out"
+            )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, manifest)
+    return manifest
+
+
+def completed_iterations(run_dir: Path) -> int:
+    """Iterations whose state is saved (the cookbook resumes after the last of them)."""
+    path = run_dir / "checkpoints.jsonl"
+    if not path.is_file():
+        return 0
+    done = 0
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            row = json.loads(line)
+            if row.get("state_path") and isinstance(row.get("batch"), int):
+                done = max(done, row["batch"])
+    return done
+
+
+def groups_needed(settings: TrainSettings) -> int:
+    return settings.groups_per_batch * settings.iterations
+
+
+def train(
+    run_dir: Path,
+    mode: str,
+    settings: TrainSettings,
+    tasks: list[dict[str, Any]],
+    routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]],
+    system_prompt: str,
+    manifest: dict[str, Any],
+    progress: Callable[[int, int], None],
+    say: Callable[[str], None],
+) -> Path:
+    """Run the trainer to `settings.iterations` and write the summary; its path."""
+    key = api_key()
+    if completed_iterations(run_dir) >= settings.iterations:
+        progress(settings.iterations, settings.iterations)
+        say(f"{run_dir}: all {settings.iterations} iterations are done already")
+        return summary.write(run_dir, manifest)
+    env = managed_env.ensure(say)
+    job = {
+        "mode": mode,
+        "tasks": tasks,
+        "run_dir": str(run_dir.resolve()),
+        "base_model": settings.base_model,
+        "renderer": settings.renderer,
+        "base_url": settings.base_url,
+        "lora_rank": settings.lora_rank,
+        "learning_rate": settings.learning_rate,
+        "groups_per_batch": settings.groups_per_batch,
+        "group_size": settings.group_size,
+        "iterations": settings.iterations,
+        "max_tokens": settings.max_tokens,
+        "max_submissions": MAX_SUBMISSIONS,
+        "all_cases_bonus": ALL_CASES_BONUS,
+        "system_prompt": system_prompt,
+    }
+    with ScoringService(routes) as service:
+        job["scorer_url"] = service.url
+        child_env = {
+            **os.environ,
+            "TINKER_API_KEY": key,
+            "ATOLL_SCORER_TOKEN": service.token,
+            "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")
+            if Path(settings.base_model).is_dir()
+            else os.environ.get("HF_HUB_OFFLINE", "0"),
+            "WANDB_MODE": "disabled",
+        }
+        child_env.pop("VIRTUAL_ENV", None)
+        log = run_dir / "trainer.log"
+        with (
+            log.open("ab") as sink,
+            _child(
+                [str(env.python), str(managed_env.managed_script("train"))],
+                child_env,
+                sink,
+                run_dir,
+            ) as child,
+        ):
+            assert child.stdin is not None
+            child.stdin.write(json.dumps(job).encode())
+            child.stdin.close()
+            while child.poll() is None:
+                progress(completed_iterations(run_dir), settings.iterations)
+                time.sleep(0.5)
+        progress(completed_iterations(run_dir), settings.iterations)
+        if service.errors:
+            raise RunError(f"scoring failed: {service.errors[0]} (see {log})")
+        if child.returncode != 0:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-12:])
+            raise RunError(f"the trainer exited with status {child.returncode}:\n{tail}")
+    if completed_iterations(run_dir) < settings.iterations:
+        raise RunError(f"the trainer stopped before iteration {settings.iterations} (see {log})")
+    return summary.write(run_dir, manifest)
+
+
+@contextlib.contextmanager
+def _child(
+    argv: list[str], env: dict[str, str], sink: Any, cwd: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The trainer in its own process group, stopped with everything it started on the way out."""
+    import signal
+
+    child = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=sink,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()

@@ -1,0 +1,74 @@
+"""The scoring service the trainer process calls back, on 127.0.0.1 with a per-run token.
+
+Hidden cases and Euler answers never leave this (Python 3.12) process: the
+trainer posts a task id and a submission, and gets back counts (`/check`) or
+a reward (`/reward`). The token lives only in the two processes' memory and
+the trainer's environment, never on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ScoringService(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, routes: dict[str, Handler]) -> None:
+        self.routes = routes
+        self.token = secrets.token_urlsafe(24)
+        self.errors: list[str] = []
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self._thread = threading.Thread(target=self.serve_forever, name="scoring", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> ScoringService:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=10)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ScoringService
+
+    def do_POST(self) -> None:  # noqa: N802 - the base class's name
+        if self.headers.get("authorization") != f"Bearer {self.server.token}":
+            self._send(HTTPStatus.UNAUTHORIZED, {"error": "unauthorized"})
+            return
+        route = self.server.routes.get(self.path)
+        if route is None:
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no route {self.path}"})
+            return
+        try:
+            length = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(length))
+            self._send(HTTPStatus.OK, route(body))
+        except Exception as exc:  # reported to the trainer as a 500 and kept for the run's error
+            self.server.errors.append(f"{self.path}: {type(exc).__name__}: {exc}")
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": type(exc).__name__})
+
+    def _send(self, status: HTTPStatus, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass

@@ -1,0 +1,92 @@
+"""A run's `summary.md` and reward plot, from the cookbook's `metrics.jsonl`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from atoll.core.durable import atomic_write_text
+
+# Columns of the summary: (heading, metrics.jsonl key).
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("reward", "env/all/reward/total"),
+    ("pass fraction", "env/all/pass_fraction"),
+    ("all cases", "env/all/all_cases"),
+    ("submission failures", "env/all/submission_failure"),
+    ("infrastructure failures", "env/all/infrastructure_failure"),
+    ("tokens", "env/all/ac_tokens_per_turn"),
+    ("seconds", "time/total"),
+)
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line:
+            rows.append(json.loads(line))
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "–" if value is None else str(value)
+
+
+def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
+    rows = read_metrics(run_dir)
+    plot = _plot(run_dir, rows)
+    lines = [
+        f"# {manifest['command']} — {run_dir.name}",
+        "",
+        f"Base model `{manifest['config']['base_model']}`, renderer "
+        f"`{manifest['config']['renderer']}`, {manifest['config']['groups_per_batch']} groups × "
+        f"{manifest['config']['group_size']} per iteration, task set "
+        f"`{manifest['task_set']['digest'][:16]}`.",
+        "",
+    ]
+    if plot is not None:
+        lines += [f"![mean reward per iteration]({plot.name})", ""]
+    lines.append("| iteration | " + " | ".join(h for h, _ in COLUMNS) + " |")
+    lines.append("|---" * (len(COLUMNS) + 1) + "|")
+    for row in rows:
+        cells = [_cell(row.get(key)) for _, key in COLUMNS]
+        lines.append(
+            f"| {row.get('step', row.get('progress/batch'))} | " + " | ".join(cells) + " |"
+        )
+    lines.append("")
+    out = run_dir / "summary.md"
+    atomic_write_text(out, "\n".join(lines))
+    return out
+
+
+def _plot(run_dir: Path, rows: list[dict[str, Any]]) -> Path | None:
+    points = [
+        (row.get("step", i), row["env/all/reward/total"])
+        for i, row in enumerate(rows)
+        if "env/all/reward/total" in row
+    ]
+    if not points:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 3.2))
+    axes.plot([p[0] for p in points], [p[1] for p in points], marker="o")
+    axes.set_xlabel("iteration")
+    axes.set_ylabel("mean reward")
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    out = run_dir / "reward.png"
+    tmp = run_dir / ".reward.png.tmp"
+    figure.savefig(tmp, format="png")
+    plt.close(figure)
+    tmp.replace(out)
+    return out

@@ -1,0 +1,195 @@
+"""Tinker training for real, on this machine: a tiny model, SkyRL tx, the cookbook's RL loop.
+
+Nothing here fakes Tinker: the `atoll` command builds the tiny model in the
+managed environment, starts SkyRL tx on loopback, and `atoll pi train hidden`
+/ `answer` drive it with the tinker SDK through tinker-cookbook's loop, the
+hidden cases checked in atoll's sandbox. The tests run in file order and
+share one server; the last one stops it and checks nothing of it is left.
+A random tiny model's reward stays flat: these tests prove the plumbing and
+the run directory, not learning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.processes import processes_with_environment
+
+from atoll.pi_train.euler_source import Store
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+# Small shapes: the engine compiles once per shape, and CI has two cores.
+RUN_FLAGS = ["--groups-per-batch", "2", "--group-size", "2", "--max-tokens", "16"]
+
+
+def _atoll(venv_bin: Path, env: dict[str, str], *args: str, timeout: float = 1200):
+    return subprocess.run(
+        [str(venv_bin / "atoll"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory, venv_bin: Path) -> Path:
+    out = tmp_path_factory.mktemp("tiny") / "model"
+    done = _atoll(venv_bin, dict(os.environ), "tinker", "tiny-model", str(out), "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def server_env(
+    tmp_path_factory: pytest.TempPathFactory, venv_bin: Path, tiny_model: Path
+) -> Iterator[dict[str, str]]:
+    """A local server of the tests' own (its own state directory), and the exports it printed."""
+    env = {**os.environ, "ATOLL_TINKER_LOCAL_DIR": str(tmp_path_factory.mktemp("local"))}
+    env.pop("TINKER_API_KEY", None)
+    env.pop("TINKER_BASE_URL", None)
+    done = _atoll(
+        venv_bin, env, "tinker", "local", "up", "--base-model", str(tiny_model), "--print-env"
+    )
+    assert done.returncode == 0, done.stderr
+    for line in done.stdout.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = value
+    try:
+        yield env
+    finally:
+        _atoll(venv_bin, env, "tinker", "local", "down", timeout=60)
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_tiny_model_is_deterministic_for_a_seed(
+    tmp_path: Path, venv_bin: Path, tiny_model: Path
+) -> None:
+    again = tmp_path / "again"
+    done = _atoll(venv_bin, dict(os.environ), "tinker", "tiny-model", str(again), "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in tiny_model.iterdir())
+    assert "model.safetensors" in names and "tokenizer.json" in names
+    assert names == sorted(p.name for p in again.iterdir())
+    for name in names:
+        assert (tiny_model / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_local_server_answers_and_reports_status(
+    server_env: dict[str, str], venv_bin: Path
+) -> None:
+    assert server_env["TINKER_BASE_URL"].startswith("http://127.0.0.1:")
+    assert server_env["TINKER_API_KEY"].startswith("tml-")
+    done = _atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "answers" in done.stdout and "does not answer" not in done.stdout
+
+
+def test_training_refuses_to_start_without_a_key(
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in server_env.items() if k != "TINKER_API_KEY"}
+    out = tmp_path / "run"
+    done = _atoll(
+        venv_bin, env, "pi", "train", "hidden", "--base-model", str(tiny_model),
+        "--iterations", "1", "--out", str(out), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "TINKER_API_KEY" in done.stderr
+    assert not out.exists()
+
+
+def test_hidden_training_writes_its_run_and_resumes_without_repeating(
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "hidden"
+    base = ["pi", "train", "hidden", "--base-model", str(tiny_model), *RUN_FLAGS]
+    first = _atoll(venv_bin, server_env, *base, "--iterations", "1", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0]
+
+    # The rerun with two iterations resumes after the first instead of starting over.
+    second = _atoll(venv_bin, server_env, *base, "--iterations", "2", "--out", str(out))
+    assert second.returncode == 0, second.stderr
+    rows = _rows(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1]
+    for row in rows:
+        # Every trajectory was checked in the sandbox: each one a submission's or an
+        # infrastructure failure, or a pass; the random model never passes everything.
+        failures = row["env/all/submission_failure"] + row["env/all/infrastructure_failure"]
+        assert row["env/all/infrastructure_failure"] == 0.0
+        assert failures == pytest.approx(1.0 - row["env/all/all_cases"])
+        assert 0.0 <= row["env/all/pass_fraction"] <= 1.0
+        assert row["env/all/check_seconds"] > 0
+    checkpoints = _rows(out / "checkpoints.jsonl")
+    assert all(c["sampler_path"].startswith("tinker://") for c in checkpoints)
+    assert max(c["batch"] for c in checkpoints) == 2
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["iterations"] == 2
+    assert manifest["namespaces"]["train"] == "train"
+    assert manifest["bounds"]["tool_calls_per_episode"] == 2
+    assert len(manifest["task_set"]["digest"]) == 64
+    summary = (out / "summary.md").read_text()
+    assert "](reward.png)" in summary and (out / "reward.png").read_bytes()[:4] == b"\x89PNG"
+    assert server_env["TINKER_API_KEY"] not in "".join(
+        p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()
+    )
+
+    # Other settings in the same directory are refused, not mixed in.
+    other = _atoll(
+        venv_bin, server_env, *base, "--iterations", "3", "--lora-rank", "4", "--out", str(out),
+        timeout=120,
+    )  # fmt: skip
+    assert other.returncode == 2 and "lora_rank" in other.stderr
+    assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0, 1]
+
+
+def test_answer_training_on_the_euler_sample_store(
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    made = _atoll(venv_bin, server_env, "euler", "import", "--sample", "--store", str(store))
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "answer"
+    done = _atoll(
+        venv_bin, server_env, "pi", "train", "answer", "--base-model", str(tiny_model),
+        *RUN_FLAGS, "--languages", "python", "--iterations", "2", "--store", str(store),
+        "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1]
+    for row in rows:
+        # A random model shows no code block and no answer: the format penalty, nothing more.
+        assert row["env/all/reward/total"] == pytest.approx(-0.1)
+        assert row["env/all/correct"] == 0.0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["strategies"] == ["derive", "direct"]
+    # Answers stay in the store's private part: not in anything the trainer was given.
+    task_text = (out / "config.json").read_text()
+    assert "euler/1/python/direct" in task_text
+    assert Store(store).expected(1) not in task_text
+
+
+def test_local_server_down_leaves_no_process(server_env: dict[str, str], venv_bin: Path) -> None:
+    marker = f"ATOLL_TINKER_LOCAL_DIR={server_env['ATOLL_TINKER_LOCAL_DIR']}"
+    server = json.loads((Path(server_env["ATOLL_TINKER_LOCAL_DIR"]) / "server.json").read_text())
+    # The API process and its engine, both started with the tests' own state directory.
+    assert server["pid"] in processes_with_environment(marker)
+    assert len(processes_with_environment(marker)) >= 2
+    done = _atoll(venv_bin, server_env, "tinker", "local", "down", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert processes_with_environment(marker) == []
+    status = _atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
+    assert status.returncode == 1 and "no local Tinker server" in status.stdout
