@@ -1,9 +1,15 @@
-"""The judge's worker budget: a dialogue holds two units, and waiters are served in order."""
+"""The judge's worker budget: a dialogue holds two units, and waiters are served in order.
+
+Each step waits for the state it needs (a thread holding its units, a thread
+queued) instead of sleeping, so the order asserted is the budget's and not the
+scheduler's on a busy machine.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -16,15 +22,18 @@ def _hold(
     def run() -> None:
         with budget.held(units):
             log.append(name)
-            release.wait(5)
+            release.wait(30)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
 
 
-def _settle() -> None:
-    time.sleep(0.1)
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.005)
 
 
 def test_units_are_shared_up_to_the_budget() -> None:
@@ -32,8 +41,8 @@ def test_units_are_shared_up_to_the_budget() -> None:
     log: list[str] = []
     release = threading.Event()
     threads = [_hold(budget, 1, log, f"checked-{i}", release) for i in range(4)]
-    _settle()
-    assert sorted(log) == [f"checked-{i}" for i in range(4)]  # four one-unit cases at once
+    _until(lambda: len(log) == 4, "four one-unit cases hold their units at once")
+    assert budget.waiting == 0
     release.set()
     for thread in threads:
         thread.join(5)
@@ -44,15 +53,15 @@ def test_two_dialogues_fill_four_units_and_a_third_waits() -> None:
     log: list[str] = []
     first, later = threading.Event(), threading.Event()
     held = [_hold(budget, 2, log, name, first) for name in ("a", "b")]
-    _settle()
+    _until(lambda: len(log) == 2, "both dialogues hold two units each")
     waiting = _hold(budget, 2, log, "c", later)
-    _settle()
-    assert log == ["a", "b"]
+    _until(lambda: budget.waiting == 1, "the third dialogue is queued")
+    assert sorted(log) == ["a", "b"]
     first.set()
     for thread in held:
         thread.join(5)
-    _settle()
-    assert log == ["a", "b", "c"]
+    _until(lambda: len(log) == 3, "the third dialogue runs once two units are free")
+    assert log[2] == "c"
     later.set()
     waiting.join(5)
 
@@ -62,17 +71,16 @@ def test_a_waiting_dialogue_is_not_overtaken_by_later_single_units() -> None:
     log: list[str] = []
     first, rest = threading.Event(), threading.Event()
     holder = _hold(budget, 1, log, "checked", first)
-    _settle()
+    _until(lambda: log == ["checked"], "a checked case holds one unit")
     dialogue = _hold(budget, 2, log, "dialogue", rest)
-    _settle()
-    latecomer = _hold(
-        budget, 1, log, "late", rest
-    )  # one unit is free, but the dialogue asked first
-    _settle()
+    _until(lambda: budget.waiting == 1, "the dialogue is queued for two units")
+    # One unit is free, but the dialogue asked first.
+    latecomer = _hold(budget, 1, log, "late", rest)
+    _until(lambda: budget.waiting == 2, "the latecomer is queued behind the dialogue")
     assert log == ["checked"]
     first.set()
     holder.join(5)
-    _settle()
+    _until(lambda: len(log) >= 2, "the dialogue runs once the checked case ends")
     assert log == ["checked", "dialogue"]
     rest.set()
     for thread in (dialogue, latecomer):

@@ -29,6 +29,12 @@ class WorkerBudget:
         self._tickets = itertools.count()
         self._changed = threading.Condition()
 
+    @property
+    def waiting(self) -> int:
+        """How many callers are waiting for their units (for status and tests)."""
+        with self._changed:
+            return len(self._waiting)
+
     @contextmanager
     def held(self, units: int) -> Iterator[None]:
         """Hold `units` (at most the whole budget) while the block runs; wait for them first."""
