@@ -9,8 +9,10 @@ included, is graded by the task's own bundled grader run in atoll's sandbox
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +168,60 @@ def _rollout_verifications(state_dir: Path) -> list[dict[str, Any]]:
         state = read_step(step_journal_path(run_dir(state_dir), step), step)
         found += [done.rollout.verification.to_json() for done in state.finished.values()]
     return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_atoll_run_on_a_bundle_hands_the_best_program_to_the_bundles_verifier(
+    emitted_task, tmp_path, venv_bin, reef_server, reset_reef_upstream, scripted_llm
+):
+    """`atoll run --agent guidance-ttt -p BUNDLE`: the search's best is what the verifier grades."""
+    reference = (emitted_task / "solution" / "solution.py").read_text(encoding="utf-8")
+    reset_reef_upstream.script = GuidanceScript()
+    scripted_llm.script = BetterProgram(reference)
+    settings = {
+        "groups": 1,
+        "rollouts": 2,
+        "steps": 1,
+        "training": "off",
+        "executor": "openai",
+        "executor_base_url": scripted_llm.base_url,
+        "executor_model": "exec-model",
+        "guidance_model": "scripted",
+        "state_dir": str(tmp_path / "state"),
+    }
+    jobs = tmp_path / "jobs"
+    argv = [str(venv_bin / "atoll"), "run", "-y", "-p", str(emitted_task)]
+    argv += ["--agent", "guidance-ttt", "--env", "atoll-local", "-o", str(jobs)]
+    for key, value in settings.items():
+        argv += ["--ak", f"{key}={value}"]
+    (tmp_path / "roots").mkdir()
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=tmp_path,
+        env={
+            "PATH": f"{venv_bin}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "TERM": "dumb",
+            "ATOLL_LOCAL_ROOT": str(tmp_path / "roots"),
+            "REEF_URL": reef_server.url,
+            "REEF_TOKEN": reef_server.token,
+            "OPENAI_API_KEY": "test-key-not-secret",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        },
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    (result_file,) = jobs.glob("*/*/result.json")
+    result = json.loads(result_file.read_text())
+    assert result["exception_info"] is None, result["exception_info"]
+    trial = result_file.parent
+    # The bundle's own grader graded what the agent handed in: the reference program.
+    scores = json.loads((trial / "verifier" / "scores.json").read_text())
+    assert scores["submission"]["sha256"] == hashlib.sha256(reference.encode()).hexdigest()
+    reward = result["verifier_result"]["rewards"]["reward"]
+    assert reward == _reference_reward(emitted_task)
+    assert result["agent_result"]["metadata"]["best_raw_score"] == reward

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import threading
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +33,16 @@ from typing import Any
 
 from atoll.checker.grader import CheckerError, GradeReport, read_scores
 from atoll.core.environments.trial_root import BLOCK, TrialRoot
-from atoll.core.sandbox import Limits, Mount, Network, SandboxError, SandboxSpec, get_backend
+from atoll.core.sandbox import (
+    CancelToken,
+    Limits,
+    Mount,
+    Network,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    get_backend,
+)
 from atoll.core.sandbox.userns import UserNamespace
 from atoll.core.scoring import CandidateScore, ScorerSetup, ScorerUnavailable, ScoreStatus
 from atoll.core.sizes import MiB
@@ -91,6 +101,8 @@ class CheckerScorer:
         self.work_dir = work_dir
         self._backend = get_backend("bwrap")
         self._closed = False
+        self._lock = threading.Lock()
+        self._active: set[CancelToken] = set()
 
     def check(self) -> None:
         """The sandbox works here; the grader's own self-checks run with every grading."""
@@ -100,7 +112,12 @@ class CheckerScorer:
             raise ScorerUnavailable(f"the checker scorer cannot run here: {exc}") from None
 
     def close(self) -> None:
-        self._closed = True
+        """Stop every grading in flight (each then fails as unavailable) and refuse new ones."""
+        with self._lock:
+            self._closed = True
+            active = list(self._active)
+        for token in active:
+            token.cancel()
 
     def score(self, program: str) -> CandidateScore:
         """Grade one program as the task's verifier would: its reward and per-case scores."""
@@ -145,7 +162,7 @@ class CheckerScorer:
         os.chown(logs, owner, owner)
         return logs
 
-    def _run(self, root: TrialRoot, namespace: UserNamespace) -> Any:
+    def _run(self, root: TrialRoot, namespace: UserNamespace) -> SandboxResult:
         user = root.root_user
         mounts = [Mount(root.fs / top, f"/{top}", writable=True) for top in root.tops()]
         mounts += [
@@ -177,7 +194,16 @@ class CheckerScorer:
             ),
             user_namespace=namespace.path,
         )
-        return self._backend.run(["sh", TEST_SCRIPT], spec)
+        with CancelToken() as token:
+            with self._lock:
+                if self._closed:
+                    raise ScorerUnavailable("the checker scorer is closed")
+                self._active.add(token)
+            try:
+                return self._backend.run(["sh", TEST_SCRIPT], spec, cancel=token)
+            finally:
+                with self._lock:
+                    self._active.discard(token)
 
     def _receipt(self, report: GradeReport, program: str) -> dict[str, Any]:
         return {
@@ -204,11 +230,18 @@ def score_of(report: GradeReport, receipt: dict[str, Any]) -> CandidateScore:
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
     message = f"{len(report.cases)} cases: {summary}; reward {report.reward:.6g}"
     if not counts.get("ok"):
-        details = [c.detail for c in report.cases if c.detail]
+        details = [c.detail for c in report.cases if c.detail.strip()]
         if details:
-            message += f" ({details[0].splitlines()[0]})"
+            message += f" ({_gist(details[0])})"
         return CandidateScore(ScoreStatus.INVALID, None, 0.0, message, receipt)
     return CandidateScore(ScoreStatus.VALID, report.reward, report.reward, message, receipt)
+
+
+def _gist(detail: str, limit: int = 300) -> str:
+    """A case's failure in one line: its first line and, for a traceback, the error at its end."""
+    lines = [line.strip() for line in detail.strip().splitlines() if line.strip()]
+    gist = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return gist if len(gist) <= limit else gist[: limit - 3] + "..."
 
 
 def _declared_hash(task_dir: Path) -> str | None:
