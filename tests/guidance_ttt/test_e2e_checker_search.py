@@ -10,6 +10,7 @@ included, is graded by the task's own bundled grader run in atoll's sandbox
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -95,6 +96,7 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
     }
     task = load_task(emitted_task)
     assert task.contract.solution_language is Language.PYTHON
+    log = io.StringIO()
     result = run_search(
         agent_config(settings),
         task,
@@ -104,8 +106,9 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
             "REEF_TOKEN": reef_server.token,
             "OPENAI_API_KEY": "sk-scripted",
         },
-        console=Console(file=open(tmp_path / "run.log", "w"), width=120),  # noqa: SIM115
+        console=Console(file=log, width=120),
     )
+    assert "step 1: " in log.getvalue()
     assert [s.sampled for s in result.summaries] == [2, 2]
 
     # The seed is the bundle's baseline, graded by the checker as the verifier would.
