@@ -228,3 +228,4 @@ def test_atoll_run_on_a_bundle_hands_the_best_program_to_the_bundles_verifier(
     reward = result["verifier_result"]["rewards"]["reward"]
     assert reward == _reference_reward(emitted_task)
     assert result["agent_result"]["metadata"]["best_raw_score"] == reward
+    assert json.loads((trial / "agent" / "run.json").read_text())["scorer"] == "checker"
