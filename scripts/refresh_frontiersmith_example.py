@@ -41,6 +41,10 @@ def main() -> int:
             return 1
         fresh = dataclasses.replace(spec, reference_reward=report.reward)
         new = write_bundle(Path(scratch) / EXAMPLE.name, fresh)
+        for name in layout.ANNEX:  # the search contract, which the bundle writer does not write
+            if name in files:
+                (Path(new.path) / name).write_bytes(files[name].data)
+                (Path(new.path) / name).chmod(layout.ANNEX[name])
         old = Path(scratch) / "old"
         os.rename(EXAMPLE, old)
         os.rename(new.path, EXAMPLE)

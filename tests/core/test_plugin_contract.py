@@ -248,3 +248,67 @@ def test_plugins_list_wide_has_targets_and_requirements(venv_bin):
     for column in ("Version", "Target", "Requires"):
         assert column in done.stdout
     assert "atoll.core.plugins_cmd:app" in done.stdout
+
+
+def test_a_plugin_adds_a_scorer_that_a_task_can_name(venv_bin, tmp_path):
+    """A third-party scorer is found by the name a task's contract gives, and opened like ours."""
+    site = install_plugin_distribution(
+        tmp_path / "site",
+        "atoll-thirdparty",
+        {
+            "thirdparty_hooks": (
+                "from atoll.core import Kind, Registration, hookimpl\n\n"
+                "@hookimpl\ndef atoll_scorers():\n"
+                "    return [Registration('length', Kind.SCORER, 'thirdparty_scorer:open_scorer',"
+                " 'Scores a program by its length.')]\n"
+            ),
+            "thirdparty_scorer": (
+                "from contextlib import contextmanager\n"
+                "from atoll.core.scoring import CandidateScore, ScoreStatus\n\n"
+                "class Length:\n"
+                "    def check(self): pass\n"
+                "    def close(self): pass\n"
+                "    def score(self, program):\n"
+                "        return CandidateScore(ScoreStatus.VALID, float(len(program)), 1.0, 'ok',"
+                " {'scorer': 'length'})\n\n"
+                "@contextmanager\n"
+                "def open_scorer(setup):\n"
+                "    yield Length()\n"
+            ),
+        },
+        {"atoll": {"thirdparty": "thirdparty_hooks"}},
+    )
+    rows = json.loads(
+        atoll(venv_bin, "plugins", "list", "--json", "--kind", "scorer", site=site).stdout
+    )
+    origin = {r["name"]: r["distribution"] for r in rows}
+    assert origin == {
+        "length": "atoll-thirdparty",
+        "checker": "atoll-checker",
+        "frontiercs-judge": "atoll-frontiercs-judge",
+    }
+    probe = (
+        "from atoll.core.scoring import ScorerSetup, open_scorer\n"
+        "with open_scorer('length', ScorerSetup(language='python')) as s:\n"
+        "    v = s.score('print(1)\\n')\n"
+        "print(v.status.value, v.raw_score, v.receipt['scorer'])\n"
+    )
+    done = subprocess.run(
+        [str(venv_bin / "python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": f"{venv_bin}:/usr/bin:/bin", "PYTHONPATH": str(site)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["valid", "9.0", "length"]
+
+
+def test_a_scorer_no_plugin_registers_is_one_line_naming_it():
+    from atoll.core.scoring import ScorerNotInstalled, ScorerSetup, open_scorer
+
+    with pytest.raises(ScorerNotInstalled) as caught:
+        open_scorer("frobnicate", ScorerSetup(language="python"))
+    message = str(caught.value)
+    assert "'frobnicate'" in message and "\n" not in message
+    assert "checker, frontiercs-judge" in message

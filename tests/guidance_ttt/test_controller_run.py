@@ -26,7 +26,7 @@ from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.library import LibraryError, run_dir
 from atoll.guidance_ttt.resume import RunName
-from atoll.guidance_ttt.scorer import Scorer
+from atoll.guidance_ttt.scorer import judge_scorer
 
 pytest_plugins = ["support.fixtures"]
 
@@ -51,7 +51,7 @@ def services(tmp_path, reef_server, reset_reef_upstream, scripted_llm, judge_url
         "executor": Executor(
             executor_spec("gpt-oss-local", base_url=scripted_llm.base_url), environ={}
         ),
-        "scorer": Scorer(judge_url, task.contract, deadline_s=120, poll_interval_s=0.05),
+        "scorer": judge_scorer(judge_url, task.contract, deadline_s=120, poll_interval_s=0.05),
     }
 
 

@@ -158,7 +158,7 @@ def test_services_read_the_environment_they_are_given_not_the_process_one(
     with open_services(config, task, scenario="env", environ=environ) as services:
         assert services.guidance.endpoint.url == reef_server.url
         assert services.guidance.status()["error"] is None  # Reef accepted the token
-        assert services.scorer.url == judge_url
+        assert services.scorer.candidates.url == judge_url  # the judge scorer the contract names
         assert "sk-from-harbor" not in repr(services.executor)
     # The process environment is not consulted: the same settings without the key fail.
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-process")

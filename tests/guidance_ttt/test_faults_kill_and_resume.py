@@ -102,10 +102,15 @@ class Driver:
 
 
 def canonical(archive: dict[str, Any]) -> dict[str, Any]:
-    """The archive without what differs between two equal runs: Reef's receipt ids."""
+    """The archive without what differs between two equal runs: Reef's receipt ids and the
+    judge's submission ids (a resumed run submits its programs again)."""
     nodes = []
     for node in archive["nodes"]:
         entry = dict(node["entry"], metadata=None)
+        verification = entry.get("verification")
+        if verification and "receipt" in verification:
+            receipt = {k: v for k, v in verification["receipt"].items() if k != "submission_id"}
+            entry["verification"] = dict(verification, receipt=receipt)
         nodes.append(dict(node, entry=entry))
     return dict(archive, nodes=nodes)
 

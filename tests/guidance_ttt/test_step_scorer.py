@@ -11,8 +11,9 @@ from support.ports import free_port
 from atoll.guidance_ttt.archive import Archive, Rollout, Selection
 from atoll.guidance_ttt.contract import Direction, Language, TaskContract
 from atoll.guidance_ttt.entries import Entry, Status
-from atoll.guidance_ttt.scorer import JudgeDown, Scorer, judge_url, verification_of
+from atoll.guidance_ttt.scorer import JudgeDown, judge_scorer, judge_url, verification_of
 from atoll.judge.client import outcome_from_result
+from atoll.judge.scorer import score_of
 
 CONTRACT = TaskContract(
     solution_language=Language.CPP,
@@ -34,7 +35,7 @@ def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_valid_program_gets_its_score(judge):
-    scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
+    scorer = judge_scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
     result = scorer.score((JUDGE_PROGRAMS / "shelf.cpp").read_text())
     assert result.status is Status.VALID
     assert result.raw_score is not None and result.raw_score > 0
@@ -42,7 +43,7 @@ def test_valid_program_gets_its_score(judge):
 
 
 def test_a_compile_error_is_a_normal_zero_result(judge):
-    scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
+    scorer = judge_scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
     broken = scorer.score((JUDGE_PROGRAMS / "broken.cpp").read_text())
     assert broken.status is Status.COMPILE_ERROR
     assert broken.reward == 0 and broken.raw_score is None
@@ -50,7 +51,7 @@ def test_a_compile_error_is_a_normal_zero_result(judge):
 
 
 def test_a_program_the_judge_scored_zero_is_a_valid_candidate_of_value_zero(judge):
-    scorer = Scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
+    scorer = judge_scorer(judge, CONTRACT, deadline_s=120, poll_interval_s=0.05)
     wrong = scorer.score(WRONG_OUTPUT)
     assert (wrong.status, wrong.raw_score, wrong.reward) == (Status.VALID, 0.0, 0.0)
     # It becomes a node and raises its parent's best-child value, as any finished verdict does.
@@ -64,12 +65,12 @@ def test_a_program_the_judge_scored_zero_is_a_valid_candidate_of_value_zero(judg
 
 def test_the_raw_score_is_the_bounded_score_not_the_unbounded_one():
     body = {"status": "done", "passed": False, "score": 50.0, "scoreUnbounded": 130.0, "cases": []}
-    verification = verification_of(outcome_from_result(7, body))
+    verification = verification_of(score_of(outcome_from_result(7, body)))
     assert (verification.raw_score, verification.reward) == (50.0, 50.0)
 
 
 def test_judge_that_is_down_stops_the_step_instead_of_scoring_zero():
-    scorer = Scorer(f"http://127.0.0.1:{free_port()}", CONTRACT, deadline_s=5)
+    scorer = judge_scorer(f"http://127.0.0.1:{free_port()}", CONTRACT, deadline_s=5)
     with pytest.raises(JudgeDown, match="step stopped"):
         scorer.score(WRONG_OUTPUT)
     with pytest.raises(JudgeDown, match="/health"):
@@ -87,7 +88,7 @@ def test_judge_url_prefers_argument_then_environment(monkeypatch):
 def test_without_a_url_an_embedded_judge_runs_for_the_duration(monkeypatch, tmp_path):
     monkeypatch.delenv("FRONTIERCS_JUDGE_URL", raising=False)
     with judge_url(state_dir=tmp_path / "judge-state") as url:
-        scorer = Scorer(url, CONTRACT)
+        scorer = judge_scorer(url, CONTRACT)
         scorer.check()
     with pytest.raises(JudgeDown):
         scorer.check()

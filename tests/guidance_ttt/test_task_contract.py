@@ -38,7 +38,10 @@ def test_minimizing_task_negates_values(tmp_path: Path) -> None:
 def test_schema_ships_with_the_package_and_documents_every_field() -> None:
     schema = contract_schema()
     assert schema["additionalProperties"] is False
-    assert set(schema["required"]) == set(CONTRACT)
+    # Today's tasks name no scorer and may omit their language: the judge, C++.
+    optional = {"scorer", "solution_language", "judge_problem_id"}
+    assert set(schema["required"]) == set(CONTRACT) - optional
+    assert set(schema["properties"]) == set(CONTRACT) | {"scorer"}
     assert all(prop.get("description") for prop in schema["properties"].values())
 
 
@@ -50,6 +53,8 @@ def test_schema_ships_with_the_package_and_documents_every_field() -> None:
         ({"solution_language": "rust"}, "field 'solution_language' must be 'cpp' or 'python'"),
         ({"judge_problem_id": 0}, "field 'judge_problem_id' must be a string, not 0"),
         ({"objective": "   "}, "field 'objective' must not be blank"),
+        ({"scorer": " "}, "field 'scorer' must not be blank"),
+        ({"scorer": 3}, "field 'scorer' must be a string, not 3"),
     ],
 )
 def test_bad_field_is_named(tmp_path: Path, change: dict, expected: str) -> None:
@@ -101,3 +106,36 @@ def test_missing_files(tmp_path: Path) -> None:
         load_task(directory)
     with pytest.raises(ContractError, match="not a task directory"):
         load_task(tmp_path / "nowhere")
+
+
+def test_a_contract_without_scorer_or_language_is_a_judged_cpp_task(tmp_path: Path) -> None:
+    today = {k: v for k, v in CONTRACT.items() if k != "solution_language"}
+    contract = load_task(write_task(tmp_path / "t", today)).contract
+    assert (contract.scorer, contract.solution_language) == ("frontiercs-judge", Language.CPP)
+    assert contract.judge_problem_id == "0"
+
+
+def test_a_checker_task_names_its_scorer_and_language_and_needs_no_judge_id(tmp_path: Path) -> None:
+    emitted = {k: v for k, v in CONTRACT.items() if k != "judge_problem_id"}
+    emitted |= {"scorer": "checker", "solution_language": "python"}
+    task = load_task(write_task(tmp_path / "t", emitted))
+    assert task.contract.scorer == "checker"
+    assert task.contract.solution_language is Language.PYTHON
+    assert task.contract.judge_problem_id is None
+    assert task.directory == tmp_path / "t"
+
+
+def test_a_judged_task_without_a_problem_id_is_named(tmp_path: Path) -> None:
+    judged = {k: v for k, v in CONTRACT.items() if k != "judge_problem_id"}
+    for contract in (judged, {**judged, "scorer": "frontiercs-judge"}):
+        write_task(tmp_path / "t", contract)
+        with pytest.raises(ContractError, match="missing field 'judge_problem_id'"):
+            load_task(tmp_path / "t")
+
+
+def test_the_shipped_tasks_contracts_load(repo: Path) -> None:
+    polyomino = load_task(repo / "tasks" / "polyomino_packing").contract
+    assert (polyomino.scorer, polyomino.solution_language) == ("frontiercs-judge", Language.CPP)
+    example = load_task(repo / "tasks" / "frontiersmith-example").contract
+    assert (example.scorer, example.solution_language) == ("checker", Language.PYTHON)
+    assert example.score_direction is Direction.MAX

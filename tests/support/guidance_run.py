@@ -20,7 +20,7 @@ from atoll.guidance_ttt.entries import Entry, Status, Verification
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.library import Library
-from atoll.guidance_ttt.scorer import Scorer
+from atoll.guidance_ttt.scorer import judge_scorer
 from atoll.guidance_ttt.step import Limits, StepContext
 
 CONTRACT = {
@@ -118,7 +118,7 @@ def step_context(
         timeout_s=guidance_timeout_s,
     )
     executor = Executor(executor_spec("gpt-oss-local", base_url=executor_url), environ={})
-    scorer = Scorer(judge_url, task.contract, deadline_s=120, poll_interval_s=0.05)
+    scorer = judge_scorer(judge_url, task.contract, deadline_s=120, poll_interval_s=0.05)
     return StepContext(
         task=task,
         library=library,

@@ -38,6 +38,7 @@ from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Task, load_contract
 from atoll.guidance_ttt.node import Node
 from atoll.guidance_ttt.outputs import write_outputs
+from atoll.guidance_ttt.scorer import check_installed
 from atoll.guidance_ttt.wiring import run_search, with_reef_url
 
 __all__ = ["GuidanceTTTAgent", "agent_config", "check_training_stack", "with_reef_url"]
@@ -94,7 +95,12 @@ class GuidanceTTTAgent(BaseAgent):
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
         task_dir = Path(environment.environment_dir).parent
-        task = Task(statement=instruction.strip(), contract=load_contract(task_dir / CONTRACT_FILE))
+        task = Task(
+            statement=instruction.strip(),
+            contract=load_contract(task_dir / CONTRACT_FILE),
+            directory=task_dir,
+        )
+        check_installed(task.contract)  # one line naming a scorer no plugin registers
         environ = {**os.environ, **self.extra_env}
         check_training_stack(self.config)
         self.logs_dir.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,10 @@
 """The task contract: what the harness knows about a problem, read from the task directory.
 
 The harness itself knows nothing about any problem. A Harbor task directory
-holds `instruction.md` (the problem statement) and `contract.json` (language,
-objective, score label and direction, solution contract, judge id), so adding a
-problem is a new directory, never a code change. The contract is validated
+holds `instruction.md` (the problem statement) and `contract.json` (scorer,
+language, objective, score label and direction, solution contract, judge id), so
+adding a problem is a new directory, never a code change. The scorer is named,
+not built in: any installed `atoll_scorers` registration can score a task. The contract is validated
 against `contract.schema.json`, shipped beside this module, which rejects
 unknown keys so that a misspelt field fails loudly instead of being ignored.
 """
@@ -25,6 +26,8 @@ from atoll.judge.client import SOURCE_FILES
 INSTRUCTION_FILE = "instruction.md"
 CONTRACT_FILE = "contract.json"
 SCHEMA_RESOURCE = "contract.schema.json"
+DEFAULT_SCORER = "frontiercs-judge"
+DEFAULT_LANGUAGE = "cpp"
 
 
 class ContractError(ValueError):
@@ -56,7 +59,8 @@ class TaskContract:
     raw_score_label: str
     score_direction: Direction
     solution_contract: str
-    judge_problem_id: str
+    judge_problem_id: str | None = None
+    scorer: str = DEFAULT_SCORER
 
     def search_value(self, raw_score: float) -> float:
         """The archive's value of a raw score: larger is always better."""
@@ -80,6 +84,8 @@ class Task:
 
     statement: str
     contract: TaskContract
+    # The Harbor task directory, where a scorer that grades with the task's own files reads them.
+    directory: Path | None = None
 
 
 @cache
@@ -98,13 +104,14 @@ def parse_contract(data: object, source: str = CONTRACT_FILE) -> TaskContract:
         raise ContractError(f"{source}: {_describe(errors[0], schema)}")
     assert isinstance(data, dict)
     return TaskContract(
-        solution_language=Language(data["solution_language"]),
+        solution_language=Language(data.get("solution_language", DEFAULT_LANGUAGE)),
         mechanism_constraint=data["mechanism_constraint"].strip(),
         objective=data["objective"].strip(),
         raw_score_label=data["raw_score_label"].strip(),
         score_direction=Direction(data["score_direction"]),
         solution_contract=data["solution_contract"].strip(),
-        judge_problem_id=data["judge_problem_id"],
+        judge_problem_id=data.get("judge_problem_id"),
+        scorer=data.get("scorer", DEFAULT_SCORER).strip(),
     )
 
 
@@ -138,7 +145,9 @@ def load_task(task_dir: Path) -> Task:
         raise ContractError(f"{instruction}: cannot be read ({exc})") from None
     if not statement:
         raise ContractError(f"{instruction}: empty; it must hold the problem statement")
-    return Task(statement=statement, contract=load_contract(task_dir / CONTRACT_FILE))
+    return Task(
+        statement=statement, contract=load_contract(task_dir / CONTRACT_FILE), directory=task_dir
+    )
 
 
 def _error_order(error: jsonschema.ValidationError) -> tuple[int, str, str]:
@@ -156,7 +165,9 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
         unknown = sorted(set(error.instance) - set(schema["properties"]))
         return f"unknown field {unknown[0]!r}; the known fields are {known}"
     if error.validator == "required":
-        missing = [name for name in schema["required"] if name not in error.instance]
+        missing = [name for name in error.validator_value if name not in error.instance]
+        if missing[0] == "judge_problem_id":
+            return f"missing field 'judge_problem_id' (the {DEFAULT_SCORER} scorer needs it)"
         return f"missing field {missing[0]!r}"
     field = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "enum":

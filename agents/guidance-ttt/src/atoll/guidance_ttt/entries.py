@@ -32,12 +32,17 @@ class Status(StrEnum):
 
 @dataclass(frozen=True)
 class Verification:
-    """A verifier's verdict on one program: status, raw score, reward and message."""
+    """A verifier's verdict on one program: status, raw score, reward, message and receipt.
+
+    The receipt is what the task's scorer shows for its verdict (the checker's
+    per-case scores, the judge's submission id); empty for verdicts no scorer gave.
+    """
 
     status: Status
     raw_score: float | None
     reward: float
     message: str = ""
+    receipt: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # NaN or infinity would break ordering and cannot be stored as JSON.
@@ -57,6 +62,7 @@ class Verification:
             "raw_score": self.raw_score,
             "reward": self.reward,
             "message": self.message,
+            **({"receipt": self.receipt} if self.receipt else {}),
         }
 
     @classmethod
@@ -67,6 +73,7 @@ class Verification:
             raw_score=None if raw is None else float(raw),
             reward=float(data["reward"]),
             message=str(data.get("message", "")),
+            receipt=dict(data.get("receipt") or {}),
         )
 
 

@@ -50,6 +50,7 @@ def write_outputs(
         },
         "score_direction": task.contract.score_direction.value,
         "raw_score_label": task.contract.raw_score_label,
+        "scorer": task.contract.scorer,
     }
     atomic_write_json(logs_dir / RUN_FILE, summary)
     fill_context(context, report)

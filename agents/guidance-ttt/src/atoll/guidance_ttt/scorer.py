@@ -1,87 +1,117 @@
-"""Scores candidate programs with the FrontierCS judge, for the archive and for Reef.
+"""Scores candidate programs with the scorer the task's contract names, for the archive and Reef.
+
+The search knows no scorer: `contract.json` names one (`frontiercs-judge` by
+default, `checker` for an emitted task's own grader), and whichever installed
+plugin registers that name (`atoll_scorers`) is opened for the run. A task
+whose scorer is not installed is refused before anything is sampled.
 
 Two kinds of failure must never be confused. A program that does not compile
-or that the judge rejects is a normal result: status and reward 0, reported
-to Reef and counted as a PUCT visit. A program the judge finished scoring is
+or that its scorer rejects is a normal result: status and reward 0, reported
+to Reef and counted as a PUCT visit. A program the scorer finished scoring is
 a valid candidate whatever its score, 0 included: it becomes an archive node
-and counts for its parent's best-child value. Its raw score is the judge's
-bounded `score` (the number the task's verifier reports as the trial's
-reward), not `scoreUnbounded`. A judge that is down, too slow or broken says
-nothing about the program, so it raises `JudgeDown` and stops the step; a
-reward of 0 there would train the guidance model on an infrastructure fault.
+and counts for its parent's best-child value. A scorer that is down, too slow
+or broken says nothing about the program, so it raises `JudgeDown` and stops
+the step; a reward of 0 there would train the guidance model on an
+infrastructure fault.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from atoll.guidance_ttt.contract import TaskContract
+from atoll.core.scoring import (
+    CandidateScore,
+    CandidateScorer,
+    ScorerSetup,
+    ScorerUnavailable,
+    scorer_factory,
+)
+from atoll.guidance_ttt.contract import Task, TaskContract
 from atoll.guidance_ttt.entries import Status, Verification
-from atoll.judge.client import DEFAULT_DEADLINE_S, Invalid, JudgeClient, JudgeUnavailable, Scored
-from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge, JudgeSetup
+from atoll.judge.client import DEFAULT_DEADLINE_S
+from atoll.judge.embedded import JUDGE_URL_ENV
+from atoll.judge.scorer import JudgeScorer, judge_url
 
+__all__ = [
+    "JUDGE_URL_ENV",
+    "JudgeDown",
+    "Scorer",
+    "judge_scorer",
+    "judge_url",
+    "open_task_scorer",
+    "verification_of",
+]
 
-class JudgeDown(RuntimeError):
-    """The judge could not score a program; the step stops and nothing is scored."""
+# A scorer that cannot score: the step stops and nothing is scored.
+JudgeDown = ScorerUnavailable
 
 
 class Scorer:
-    """Submits programs of one task to one judge and turns outcomes into verifications."""
+    """The run's view of an open candidate scorer: programs in, archive verifications out."""
 
-    def __init__(
-        self,
-        url: str,
-        contract: TaskContract,
-        *,
-        deadline_s: float = DEFAULT_DEADLINE_S,
-        poll_interval_s: float = 0.25,
-    ) -> None:
-        self.url = url
-        self.contract = contract
-        self.deadline_s = deadline_s
-        self._client = JudgeClient(url, poll_interval=poll_interval_s)
+    def __init__(self, candidates: CandidateScorer, name: str = "") -> None:
+        self.candidates = candidates
+        self.name = name
 
     def close(self) -> None:
-        self._client.close()
+        self.candidates.close()
 
     def check(self) -> None:
-        """Fail before a step starts when the judge does not answer its health check."""
-        if not self._client.health():
-            raise JudgeDown(f"the judge at {self.url} does not answer GET /health")
+        """Fail before a step starts when the scorer cannot score at all."""
+        self.candidates.check()
 
     def score(self, program: str) -> Verification:
-        """Judge one program: a verification, or JudgeDown."""
-        try:
-            outcome = self._client.score(
-                program,
-                pid=self.contract.judge_problem_id,
-                lang=self.contract.solution_language.value,
-                deadline_s=self.deadline_s,
-            )
-        except JudgeUnavailable as exc:
-            raise JudgeDown(f"judge failure, step stopped: {exc}") from exc
-        return verification_of(outcome)
+        """Score one program: a verification, or JudgeDown."""
+        return verification_of(self.candidates.score(program))
 
 
-def verification_of(outcome: Scored | Invalid) -> Verification:
-    """The archive's view of a judge outcome."""
-    if isinstance(outcome, Invalid):
-        first = outcome.reason.strip().splitlines()[0] if outcome.reason.strip() else "invalid"
-        status = Status.COMPILE_ERROR if first.lower().startswith("compile") else Status.INVALID
-        return Verification(status, None, 0.0, first)
-    message = str(outcome.result.get("result") or "")
-    return Verification(Status.VALID, outcome.score, float(outcome.reward), message)
+def verification_of(score: CandidateScore) -> Verification:
+    """The archive's view of a scorer's verdict, its receipt kept."""
+    return Verification(
+        Status(score.status.value), score.raw_score, score.reward, score.message, score.receipt
+    )
+
+
+def judge_scorer(
+    url: str,
+    contract: TaskContract,
+    *,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    poll_interval_s: float = 0.25,
+) -> Scorer:
+    """A scorer on the judge at `url` for a task the FrontierCS judge scores."""
+    if contract.judge_problem_id is None:
+        raise ValueError("the task's contract names no judge_problem_id")
+    judge = JudgeScorer(
+        url,
+        contract.judge_problem_id,
+        contract.solution_language.value,
+        deadline_s=deadline_s,
+        poll_interval_s=poll_interval_s,
+    )
+    return Scorer(judge, "frontiercs-judge")
+
+
+def check_installed(contract: TaskContract) -> None:
+    """Refuse, in one line naming it, a task whose scorer no installed plugin registers."""
+    scorer_factory(contract.scorer)
+
+
+def scorer_setup(task: Task, state_dir: Path, environ: Mapping[str, str]) -> ScorerSetup:
+    return ScorerSetup(
+        language=task.contract.solution_language.value,
+        task_dir=task.directory,
+        problem_id=task.contract.judge_problem_id,
+        state_dir=state_dir,
+        environ=environ,
+    )
 
 
 @contextmanager
-def judge_url(url: str | None = None, state_dir: Path | None = None) -> Iterator[str]:
-    """The judge to use: `url`, else `FRONTIERCS_JUDGE_URL`, else an embedded judge for the run."""
-    chosen = url or os.environ.get(JUDGE_URL_ENV)
-    if chosen:
-        yield chosen.rstrip("/")
-        return
-    with EmbeddedJudge(JudgeSetup(state_dir=state_dir)) as judge:
-        yield judge.url
+def open_task_scorer(task: Task, state_dir: Path, environ: Mapping[str, str]) -> Iterator[Scorer]:
+    """The installed scorer the task's contract names, open for the run, checked, then closed."""
+    factory = scorer_factory(task.contract.scorer)
+    with factory(scorer_setup(task, state_dir, environ)) as candidates:
+        yield Scorer(candidates, task.contract.scorer)

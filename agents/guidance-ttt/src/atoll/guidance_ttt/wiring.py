@@ -1,12 +1,12 @@
-"""Build a run's services from its config: guidance through Reef, executor, judge, training bridge.
+"""Build a run's services from its config: guidance through Reef, executor, scorer, training bridge.
 
 One place decides which concrete client each setting selects, so the agent,
 the command line and tests start a run the same way. Credentials and service
 addresses come from the environment the caller passes (the agent passes its
 own process environment overlaid with Harbor's `--ae` variables) and stay
 inside the clients. All clients share the run's `Cancellation`: cancelling it
-aborts their calls in flight, and closing the services stops the embedded
-judge, so a cancelled run leaves no thread or process behind. With training
+aborts their calls in flight, and closing the services closes the task's
+scorer (stopping an embedded judge), so a cancelled run leaves no thread or process behind. With training
 on, the bridge reads Reef's trainer through the Ray cluster named in Reef's
 runtime files (`atoll.guidance_ttt.reef_runtime`).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -40,7 +40,7 @@ from atoll.guidance_ttt.config import (
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, judge_url
+from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, check_installed, open_task_scorer
 from atoll.guidance_ttt.seed import read_seed
 
 # How often the training barrier reads Reef's status: also how long a
@@ -80,10 +80,12 @@ def open_services(
     judge: str | None = None,
     cancellation: Cancellation | None = None,
 ) -> Iterator[Services]:
-    """The run's clients; an embedded judge is started for the run when no judge URL is known.
+    """The run's clients, and the scorer the task's contract names, open for the run.
 
-    `reef_token` and `judge` override `REEF_TOKEN` and `FRONTIERCS_JUDGE_URL`
-    from `environ`; `REEF_URL` applies unless the config names Reef's URL.
+    With the `frontiercs-judge` scorer an embedded judge is started for the run
+    when no judge URL is known. `reef_token` and `judge` override `REEF_TOKEN`
+    and `FRONTIERCS_JUDGE_URL` from `environ`; `REEF_URL` applies unless the
+    config names Reef's URL.
     """
     cancellation = cancellation or Cancellation()
     endpoint = ReefEndpoint.resolve(with_reef_url(config, environ).reef_url, reef_token, environ)
@@ -104,19 +106,14 @@ def open_services(
         max_completion_tokens=config.max_guidance_tokens,
         cancellation=cancellation,
     )
+    if judge:
+        environ = {**environ, JUDGE_URL_ENV: judge}
     try:
         bridge = training_bridge(config, guidance, scenario, environ, cancellation)
-        with judge_url(
-            judge or environ.get(JUDGE_URL_ENV), state_dir=config.state_dir / "judge"
-        ) as url:
-            scorer = Scorer(url, task.contract)
-            # A closed judge client fails the scorer's next poll: no wait outlives a cancel.
+        with open_task_scorer(task, config.state_dir, environ) as scorer:
+            # A closed scorer fails its next poll: no wait outlives a cancel.
             cancellation.on_cancel(scorer.close)
-            try:
-                scorer.check()
-                yield Services(guidance, executor, scorer, bridge, cancellation)
-            finally:
-                scorer.close()
+            yield Services(guidance, executor, scorer, bridge, cancellation)
     finally:
         guidance.close()
         executor.close()
@@ -164,8 +161,12 @@ def run_search(
     """Start or resume the run in `config.state_dir` on the task in `task_dir`, to its last step.
 
     A first start chooses the run's name and scores the task's seed program
-    with the run's judge; a resume takes both from the state directory.
+    with the scorer the task's contract names (refused at once when that scorer
+    is not installed); a resume takes both from the state directory.
     """
+    if task.directory is None:
+        task = replace(task, directory=task_dir)
+    check_installed(task.contract)
     name = resume.run_name(config.state_dir)
     fresh = resume.load(config.state_dir) is None
     with open_services(

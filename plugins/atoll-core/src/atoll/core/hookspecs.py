@@ -54,3 +54,12 @@ def atoll_commands() -> list[Registration]:
 @hookspec
 def atoll_doctor_checks() -> list[Registration]:
     """Requirements `atoll doctor` checks, by name; the target returns an `atoll.core.doctor.Finding`."""
+
+
+@hookspec
+def atoll_scorers() -> list[Registration]:
+    """Scorers of candidate programs, by the name a task's contract gives (`scorer`).
+
+    The target is a `module:function` taking an `atoll.core.scoring.ScorerSetup`
+    and returning a context manager that yields an `atoll.core.scoring.CandidateScorer`.
+    """

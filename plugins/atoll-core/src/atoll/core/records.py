@@ -19,6 +19,7 @@ class Kind(StrEnum):
     JOB_PLUGIN = "job plugin"
     COMMAND = "command"
     CHECK = "check"
+    SCORER = "scorer"
 
 
 @dataclass(frozen=True)

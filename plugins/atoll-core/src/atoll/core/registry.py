@@ -40,6 +40,7 @@ _HOOKS_BY_KIND: dict[Kind, str] = {
     Kind.JOB_PLUGIN: "atoll_job_plugins",
     Kind.COMMAND: "atoll_commands",
     Kind.CHECK: "atoll_doctor_checks",
+    Kind.SCORER: "atoll_scorers",
 }
 
 

@@ -1,10 +1,16 @@
 """The layout of a graded task bundle, and the hash that binds its content.
 
 A bundle is exactly the files in `FILES`, with exactly those modes, in the
-directories `DIRS` (mode 0755): no symlink, no special file, nothing else.
-Its hash is the sha256 of one canonical JSON document: the parsed task.toml
-without `metadata.bundle_hash`, and, for every other file, its path, sha256
-and mode. Parsing task.toml (rather than hashing its bytes) makes the hash
+directories `DIRS` (mode 0755), plus at most the files in `ANNEX` beside
+them: no symlink, no special file, nothing else. Its hash is the sha256 of one
+canonical JSON document: the parsed task.toml without `metadata.bundle_hash`,
+and, for every other file of `FILES`, its path, sha256 and mode.
+
+The annex is what a task carries for tools other than its trial: today the
+search contract (`contract.json`, which a Guidance-TTT search reads; never in
+the image, never shown to the learner). The hash does not bind it yet, because
+the bundle writer does not write it: a bundle keeps verifying whether or not
+one was added beside it. Parsing task.toml (rather than hashing its bytes) makes the hash
 independent of where the writer put the hash line, while any change to a
 value still changes it.
 
@@ -43,6 +49,10 @@ FILES: dict[str, int] = {
     "tests/scorer.py": 0o644,
     "tests/feasibility.py": 0o644,
     "tests/contract.json": 0o644,
+}
+# Files a bundle may carry beside FILES, outside the hash (see the module's docstring).
+ANNEX: dict[str, int] = {
+    "contract.json": 0o644,
 }
 DIRS = ("environment", "solution", "tests")
 DIR_MODE = 0o755
@@ -106,7 +116,7 @@ def _entry(root: Path, relative: str, found: dict[str, BundleFile]) -> None:
         return
     if not stat.S_ISREG(info.st_mode):
         raise LayoutError(f"{relative} is a special file; bundles hold regular files only")
-    expected = FILES.get(relative)
+    expected = FILES.get(relative, ANNEX.get(relative))
     if expected is None:
         raise LayoutError(f"{relative} is not part of a bundle")
     if mode != expected:
@@ -152,7 +162,7 @@ def digest(task_toml: Mapping[str, Any], files: Mapping[str, BundleFile]) -> str
         "format": FORMAT,
         "task_toml": without_hash(task_toml),
         "task_toml_mode": f"{FILES[TASK_TOML]:04o}",
-        "files": [files[p].record() for p in sorted(files) if p != TASK_TOML],
+        "files": [files[p].record() for p in sorted(files) if p in FILES and p != TASK_TOML],
     }
     encoded = json.dumps(
         document, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")

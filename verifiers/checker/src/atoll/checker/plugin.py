@@ -16,3 +16,17 @@ def atoll_commands() -> list[Registration]:
             "Grade a submission with the isolated grader of emitted tasks, or verify a bundle.",
         )
     ]
+
+
+@hookimpl
+def atoll_scorers() -> list[Registration]:
+    return [
+        Registration(
+            "checker",
+            Kind.SCORER,
+            "atoll.checker.scorer:open_checker_scorer",
+            "Score a search's candidates with the task's own bundled grader, "
+            "run as its verifier runs it.",
+            requires=("bwrap",),
+        )
+    ]

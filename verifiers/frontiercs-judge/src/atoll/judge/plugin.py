@@ -94,3 +94,17 @@ def atoll_task_sources() -> list[Registration]:
 def task_dir(name: str) -> Path:
     """The task's copy packaged in the wheel, or the repository's in an editable install."""
     return packaged_task_dir("atoll.judge", name, Path(__file__).resolve().parents[5])
+
+
+@hookimpl
+def atoll_scorers() -> list[Registration]:
+    return [
+        Registration(
+            "frontiercs-judge",
+            Kind.SCORER,
+            "atoll.judge.scorer:open_judge_scorer",
+            "Score a search's candidates with the FrontierCS judge FRONTIERCS_JUDGE_URL names, "
+            "else an embedded one.",
+            requires=REQUIRES,
+        )
+    ]
