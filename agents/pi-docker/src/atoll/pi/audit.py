@@ -16,17 +16,23 @@ One rule for every tool (the README shows it with its table of commands):
 - read, write and edit: their `path` is a path word.
 - bash: the command is parsed as bash parses it (bashlex: quoting, expansions,
   redirections, lists, pipelines, loops, subshells, functions). Path words
-  are the arguments of commands, redirection targets, `cd` targets and the
-  values of assignments (split at `:`, as PATH is). Not path words: the
-  pattern of grep/egrep/fgrep/rg, `find`'s name and regex tests, the
-  arguments of echo/printf (data they print), arithmetic `$(( ))`. The
-  strings of `bash -c`, `sh -c` and `eval` are audited as commands.
-- Program text: the content of write, the new text of edit, a here-doc's
-  body, and the program of `python3 -c`, `node -e`, `julia -e`, `perl -e`,
-  awk and sed. All of it is audited alike, by its quoted string literals:
-  a literal that is a path word by the rule above is a hit
-  (`open('/etc/passwd')`, `urlopen('file:///etc/hostname')`). Division,
-  regexes, comments and a shebang line are not literals, so they are not hits.
+  are the arguments of commands, redirection targets, `cd` targets
+  and the values of assignments (split at `:`, as PATH is). Not path words:
+  the pattern of grep/egrep/fgrep/rg, `find`'s name and regex tests, the
+  values of delimiter options (`cut -d`, `sort -t`, `awk -F`, ...) and of
+  `IFS=`, the arguments of echo/printf/tr (data they print or translate),
+  arithmetic `$(( ))`. The strings of `bash -c`, `sh -c` and `eval` are
+  audited as commands.
+- Program text: the content of write, the new text of edit, a
+  here-doc's body, and the program of `python3 -c`, `node -e`, `julia -e`,
+  `perl -e`, awk and sed. All of it is audited alike, by its quoted string
+  literals, under a stricter reading (`literal_kind`): a literal in a program
+  is as often data (`"/api"`, `'/+'`, `'/'`) as a file, so it is a hit only
+  when it reads as a place outside the workspace: a `file:` URL, a home path,
+  `..` that leaves, or an absolute path whose first component is a top-level
+  directory of the container (`/etc/passwd`, `/proc/1/environ`) or a file of
+  the root directory (`/answers.txt`). Division, regexes, comments and a
+  shebang line are not literals, so they are not hits.
 """
 
 from __future__ import annotations
@@ -43,8 +49,37 @@ import bashlex  # type: ignore[import-untyped]
 DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 # Commands whose first operand (or each -e operand) is a pattern, not a file.
 _PATTERN_COMMANDS = frozenset({"grep", "egrep", "fgrep", "rg", "zgrep"})
-# Commands whose arguments are data they print.
-_DATA_COMMANDS = frozenset({"echo", "printf"})
+# Commands whose arguments are data: text they print, characters they translate.
+_DATA_COMMANDS = frozenset({"echo", "printf", "tr"})
+# Options whose value is data (a delimiter, a pattern), not a file, by command.
+_DATA_OPTIONS = {
+    "cut": ("-d", "--delimiter"),
+    "sort": ("-t", "--field-separator"),
+    "join": ("-t",),
+    "paste": ("-d", "--delimiters"),
+    "column": ("-s", "-o", "--separator", "--output-separator"),
+    "read": ("-d",),
+    "awk": ("-F", "--field-separator"),
+    "gawk": ("-F", "--field-separator"),
+    "mawk": ("-F",),
+    "grep": ("-e", "--regexp"),
+    "egrep": ("-e", "--regexp"),
+    "fgrep": ("-e", "--regexp"),
+    "zgrep": ("-e", "--regexp"),
+    "rg": ("-e", "--regexp"),
+    "sed": ("-e", "--expression"),
+}
+# Assignments whose value is data (the field separator), not a list of paths.
+_DATA_VARIABLES = frozenset({"IFS"})
+# First components of an absolute path that name a real place in the task's container:
+# the top-level directories of a Linux root and those a task container adds.
+ROOT_DIRECTORIES = frozenset(
+    {
+        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media",
+        "mnt", "opt", "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr", "var",
+        "workspace", "tests", "solution", "logs",
+    }
+)  # fmt: skip
 # Commands whose first operand (or the operand of the named flags) is a program in another
 # language: audited as program text.
 _PROGRAM_FLAGS = {
@@ -64,6 +99,7 @@ _WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "env", "command", "ex
 _STRING = re.compile(r"""'([^'\n]*)'|"((?:[^"\\\n]|\\.)*)"|`([^`\n]*)`""")
 _EXPANSION_START = re.compile(r"^(\$\{[^}]*\}|\$\w+|\$\([^)]*\))/")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_ROOT_FILE = re.compile(r"^/[\w-]+\.\w+$")  # /answers.txt: a file in the root directory
 
 
 @dataclass(frozen=True)
@@ -118,14 +154,36 @@ def _leaves(name: str, depth: int) -> bool:
 
 
 def content_hits(text: str) -> list[tuple[str, str]]:
-    """(kind, text) for each quoted string literal of program text that is a path word."""
+    """(kind, text) for each quoted string literal of program text that reads as a path
+    outside the workspace (`literal_kind`)."""
     hits = []
     for match in _STRING.finditer(text):
         literal = next(group for group in match.groups() if group is not None)
-        if not literal.strip("/"):  # "/" or "//": a separator, not a file
-            continue
-        hits += path_hits(literal) if literal == literal.strip() else []
+        kind = literal_kind(literal) if literal == literal.strip() else None
+        hits += [] if kind is None else [(kind, literal)]
     return hits
+
+
+def literal_kind(literal: str) -> str | None:
+    """The kind of a string literal of program text, or None when it is data.
+
+    In a program a string that starts with `/` is as often data (a URL route
+    `"/api"`, a regex `'/+'`, a separator `'/'`) as a file, so a literal counts
+    only when it reads as a place outside the workspace: a `file:` URL, a home
+    path, `..` that leaves the workspace, or an absolute path whose first
+    component is a real top-level directory of the container (`ROOT_DIRECTORIES`)
+    or that is a file of the root directory itself (`/answers.txt`).
+    """
+    if re.match(r"(?i)^file:", literal):
+        return "url"
+    if re.match(r"^~[\w.-]*(/|$)", literal) or re.match(r"^\$\{?HOME\}?(/|$)", literal):
+        return "home"
+    if literal.startswith("/"):
+        if literal in DEVICES:
+            return None
+        first = literal[1:].split("/", 1)[0]
+        return "absolute" if first in ROOT_DIRECTORIES or _ROOT_FILE.match(literal) else None
+    return "parent" if _leaves(literal, 0) else None
 
 
 def command_hits(command: str) -> list[tuple[str, str]]:
@@ -143,7 +201,7 @@ def _shell_hits(text: str) -> Iterator[tuple[str, str]]:
     except Exception:  # bashlex lacks `case` and a few rarer forms: the same rule on shlex's words
         yield from _fallback_hits(text)
         return
-    walker = _Walker()
+    walker = _Walker(text)
     for tree in trees:
         walker.visit(tree)
     yield from walker.hits
@@ -152,7 +210,8 @@ def _shell_hits(text: str) -> Iterator[tuple[str, str]]:
 class _Walker:
     """Walks bashlex's tree in source order, tracking `cd` so `..` is judged from where it is."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str) -> None:
+        self.source = source
         self.hits: list[tuple[str, str]] = []
         self.depth = 0
 
@@ -185,8 +244,8 @@ class _Walker:
         words = []
         for part in node.parts:
             if part.kind == "assignment":
-                _, _, value = part.word.partition("=")
-                for piece in value.split(":"):
+                variable, _, value = part.word.partition("=")
+                for piece in [] if variable in _DATA_VARIABLES else value.split(":"):
                     self.hits += path_hits(piece, self.depth)
                 self._substitutions(part)
             elif part.kind == "redirect":
@@ -196,13 +255,10 @@ class _Walker:
         self._words(words)
 
     def _words(self, words: list[Any]) -> None:
-        while words and words[0].word in _WRAPPERS:  # `timeout 10 python3 x.py`: audit the wrapped
-            self._word(words[0])
-            words = words[1:]
-            while words and (
-                words[0].word.startswith("-") or re.match(r"^[\d.]+[smh]?$|^\w+=", words[0].word)
-            ):
-                words = words[1:]
+        for word in _unwrapped(words):  # `timeout 10 python3 x.py`: audit the wrapped command
+            if word.word in _WRAPPERS:
+                self._word(word)
+        words = _command_words(words)
         if not words:
             return
         name = posixpath.basename(words[0].word)
@@ -252,6 +308,29 @@ class _Walker:
                 self.hits.append(("home", word.word))
 
 
+def _unwrapped(words: list[Any]) -> list[Any]:
+    """The wrapper words of a command (`timeout`, `env`, ...) then, last, its first own word."""
+    out = []
+    index = 0
+    while index < len(words) and words[index].word in _WRAPPERS:
+        out.append(words[index])
+        index += 1
+        while index < len(words) and (
+            words[index].word.startswith("-")
+            or re.match(r"^[\d.]+[smh]?$|^\w+=", words[index].word)
+        ):
+            index += 1
+    return out + words[index : index + 1]
+
+
+def _command_words(words: list[Any]) -> list[Any]:
+    """The words of a command from its own name on (wrappers and their options left out)."""
+    wrapped = _unwrapped(words)
+    if not wrapped or wrapped[-1].word in _WRAPPERS:
+        return []
+    return words[words.index(wrapped[-1]) :]
+
+
 def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
     """(index, role) for each argument: "path", "program", "shell", or nothing for data."""
     if name in _DATA_COMMANDS:
@@ -282,6 +361,9 @@ def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
             skip_next, explicit = "program", True
             continue
         if name in _SCRIPT_COMMANDS and arg in ("-v",):
+            skip_next = ""
+            continue
+        if arg in _DATA_OPTIONS.get(name, ()):
             skip_next = ""
             continue
         if name == "find" and arg in _FIND_PATTERN_TESTS:
@@ -319,7 +401,8 @@ def _fallback_hits(text: str) -> Iterator[tuple[str, str]]:
 
 def _fallback_command(words: list[str]) -> Iterator[tuple[str, str]]:
     while words and re.match(r"^\w+=", words[0]):
-        for piece in words[0].split("=", 1)[1].split(":"):
+        variable, _, value = words[0].partition("=")
+        for piece in [] if variable in _DATA_VARIABLES else value.split(":"):
             yield from path_hits(piece)
         words = words[1:]
     if not words:
