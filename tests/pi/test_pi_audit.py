@@ -87,6 +87,18 @@ ATTEMPTS = [
         "awk '{print} END {while ((getline l < \"/etc/passwd\") > 0) print l}' x",
         [("absolute", "/etc/passwd")],
     ),
+    ("python3 solve.py --input=/etc/hostname", [("absolute", "/etc/hostname")]),
+    ("sort -o/etc/x data.txt", [("absolute", "/etc/x")]),
+    ("grep -f /etc/passwd x", [("absolute", "/etc/passwd")]),
+    ("sed -f /etc/x notes.txt", [("absolute", "/etc/x")]),
+    ("awk -f /etc/x notes.txt", [("absolute", "/etc/x")]),
+    ("bash <<EOF\ncat /etc/passwd\nEOF", [("absolute", "/etc/passwd")]),
+    ("echo 'cat /etc/x' | sh", [("absolute", "/etc/x")]),
+    ("echo /etc/*", [("absolute", "/etc/*")]),
+    ("cat <<'EOF' | bash\nls ~\nEOF", [("home", "~")]),
+    ("python3 -c \"import os; print(os.listdir('/home'))\"", [("absolute", "/home")]),
+    ("cut -d/ -f1 /etc/passwd", [("absolute", "/etc/passwd")]),
+    ("grep -c 'GET /api' ../logs/access.log", [("parent", "../logs/access.log")]),
 ]
 TABLE = [(command, []) for command in HONEST] + ATTEMPTS
 
