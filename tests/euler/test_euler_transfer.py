@@ -260,3 +260,45 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["euler", "transfer", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fanout.samples: 5 vs 9" in err
+
+
+def test_transfer_run_flags_reach_the_manifest_limits(tmp_path: Path) -> None:
+    """`--max-turns`, `--timeout`, `--thinking` and `--system-prompt`, parsed by the command's
+    own options, are what `limits` binds (through the settings every rollout runs under)."""
+    import typer
+
+    from atoll.euler import cli
+    from atoll.euler.commands.transfer_run import run_options
+
+    prompt = tmp_path / "system.md"
+    prompt.write_text("Solve it in the workspace.\n", "utf-8")
+    command = typer.main.get_command(cli.app).commands["transfer"].commands["run"]  # type: ignore[attr-defined]
+
+    def limits(*flags: str) -> dict[str, Any]:
+        arguments = ["--out", str(tmp_path / "run"), "--base-url", "http://127.0.0.1:9/v1"]
+        arguments += ["--model", "m", *flags]
+        params = command.make_context("run", arguments).params
+        return manifests.limits(run_options(params).settings().pi)
+
+    given = limits(
+        "--max-turns", "7", "--timeout", "123", "--thinking", "high",
+        "--system-prompt", str(prompt),
+    )  # fmt: skip
+    assert given["max_turns"] == 7
+    assert given["timeout_s"] == 123
+    assert given["thinking"] == "high"
+    assert given["system_prompt_sha256"] == hashlib.sha256(prompt.read_bytes()).hexdigest()
+    default = limits()
+    assert default["max_turns"] != 7 and default["timeout_s"] != 123
+    assert default["thinking"] != "high" and default["system_prompt_sha256"] is None
+
+
+def test_the_manifest_binds_the_modules_that_build_the_run() -> None:
+    """The flags-to-settings module, the transfer command and the manifest itself are hashed."""
+    hashes = manifests.module_hashes()
+    for module in (
+        "atoll.euler.commands.common",
+        "atoll.euler.commands.transfer_run",
+        "atoll.euler.transfer.manifest",
+    ):
+        assert len(hashes[module]) == 64

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,6 +30,12 @@ from atoll.euler.commands.common import (
     preflight,
     say,
 )
+
+
+def run_options(flags: dict[str, Any]) -> RunOptions:
+    """The model and run flags of `transfer run` (its parameters by name), from which the
+    settings of every rollout and the manifest's `limits` are built."""
+    return RunOptions(**{field.name: flags[field.name] for field in dataclasses.fields(RunOptions)})
 
 
 def transfer_run_command(
@@ -67,18 +75,7 @@ def transfer_run_command(
     except (ManifestError, suite.SuiteError) as exc:
         raise fail(str(exc)) from None
     langs, apps = language_list(languages), approach_list(approaches)
-    settings = RunOptions(
-        base_url=base_url,
-        model=model,
-        api_key_env=api_key_env,
-        workers=workers,
-        model_revision=model_revision,
-        thinking=thinking,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        timeout=timeout,
-        image=image,
-    ).settings()
+    settings = run_options(locals()).settings()
     runner = Runner(transfer_run.TransferSource(tasks), settings, say=say)
     preflight(runner, langs)
     try:

@@ -39,6 +39,7 @@ BINDING = (
 )
 
 EVALUATOR_MODULES = (
+    "atoll.euler.commands.common",  # turns the run flags into the settings of every rollout
     "atoll.euler.evaluate",
     "atoll.euler.prompts",
     "atoll.euler.runtimes",
@@ -67,6 +68,8 @@ RECORD_MODULES = (
     "atoll.euler.signature",
     "atoll.euler.curriculum",
     "atoll.euler.transfer.run",
+    "atoll.euler.commands.transfer_run",  # the flags a transfer run is sampled under
+    "atoll.euler.transfer.manifest",  # the limits and hashes a run is bound by
 )
 SUMMARY_MODULES = ("atoll.euler.report", "atoll.euler.stats")
 MODULES = EVALUATOR_MODULES + SCORER_MODULES + RECORD_MODULES + SUMMARY_MODULES
