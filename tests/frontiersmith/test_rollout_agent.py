@@ -5,7 +5,11 @@ same scripted loopback model that wrote them. On p1 Pi writes the exhaustive
 program to /workspace/solution.py and the trial's verifier scores it; on p2
 the provider answers Pi with HTTP 500: the rollout is recorded as failed,
 with why, and the task is exported all the same. Pi's requests go through
-the run's ledger (reserved, settled, the lost one left uncertain).
+the run's ledger (reserved, settled, the lost one left uncertain). Every
+task is accepted, yet the run exits 3: the lost rollout request's
+reservation is held until `reconcile`, and the exit line says it is a
+rollout's request (not a skipped seed). Reconcile says nothing will be sent
+again, and the resume sends nothing.
 """
 
 from __future__ import annotations
@@ -58,8 +62,22 @@ def test_pi_rolls_out_accepted_tasks_and_a_failing_provider_keeps_the_task(
             "--environment", "atoll-local", "--rollout-tasks", "2",
             "--rollout-agent", "pi-docker", "--rollout-timeout", "300", "--out", str(out),
         )  # fmt: skip
-    # the 500 answered a rollout request after it was sent: uncertain (exit 3), never re-sent
-    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-5000:]
+        # the 500 answered a rollout request after it was sent: uncertain (exit 3), never re-sent
+        assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-5000:]
+        said = " ".join(done.stderr.split())
+        assert "1 rollout request(s) uncertain" in said and "seeds were skipped" not in said
+        assert "the task stays accepted and exported" in said
+        assert "reconcile" in said and "nothing will be sent again" in said
+        (run_id,) = [p.name for p in (out / "runs").iterdir()]
+        settled = emit(venv_bin, tmp_path, "reconcile", run_id)
+        assert settled.returncode == 0, settled.stderr
+        said = " ".join((settled.stdout + settled.stderr).split())
+        assert "the resume will send 0 of them again" in said and "paid twice" not in said
+        assert "1 belonged to rollouts of accepted tasks" in said
+        sent = len(server.chat_requests())
+        resumed = emit(venv_bin, tmp_path, "--resume", run_id)
+        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-4000:]
+        assert len(server.chat_requests()) == sent  # the resume sent nothing
     summary = json.loads((out / "run.json").read_text())
     by_seed = {a["seed_id"]: a for a in summary["accepted"]}
     assert sorted(by_seed) == ["p1", "p2"]  # the failed rollout dropped nothing
@@ -85,14 +103,13 @@ def test_pi_rolls_out_accepted_tasks_and_a_failing_provider_keeps_the_task(
     assert [r.state for r in rolled] == [State.ANSWERED, State.ANSWERED]
     assert solved["requests"] == 2
     assert solved["cost_usd"] == sum(r.cost_micro for r in rolled) / 1e6 > 0
-    assert [r.state for r in receipts if r.label == "rollout:p2"] == [State.UNCERTAIN]
-    assert (
-        summary["totals"]["token_cost_usd"]
-        == sum(r.cost_micro or 0 for r in receipts if r.state is not State.UNCERTAIN) / 1e6
-    )
+    assert [r.state for r in receipts if r.label == "rollout:p2"] == [State.RECONCILED]
+    assert summary["totals"]["token_cost_usd"] == sum(r.cost_micro or 0 for r in receipts) / 1e6
+    assert summary["totals"]["reconciled_rollout_requests"] == 1
 
     failed = by_seed["p2"]["rollout"]
     assert failed["status"] == "failed" and failed["agent"] == "pi-docker"
     assert "HTTP 500: scripted provider failure" in failed["detail"]
     report = (out / "report.md").read_text()
     assert f"{solved['reward']:.4f}" in report and "failed" in report
+    assert "of which 1 in rollouts" in report

@@ -24,6 +24,7 @@ from atoll.core.ledger import (
 )
 from atoll.frontiersmith.command import EXIT_OK, EXIT_USAGE, error_line, make_console
 from atoll.frontiersmith.report import ledger_line
+from atoll.frontiersmith.resend import is_rollout, resent_on_resume
 from atoll.frontiersmith.runs import RunDir, RunError, open_run, resume_command
 
 
@@ -83,7 +84,7 @@ def reconcile_command(
         settled = [ledger.reconcile(r.id, cost_micro, note) for r in chosen]
         for r in settled:
             console.print(f"receipt {r.id} ({r.label}) settled at {format_usd(r.cost_micro or 0)}")
-        again = resent_on_resume(ledger, settled)
+        again = resent_on_resume(ledger, settled, run.outcomes())
         run.log_event(
             {
                 "event": "reconcile",
@@ -98,20 +99,24 @@ def reconcile_command(
         return EXIT_OK
 
 
-def resent_on_resume(ledger: Ledger, settled: list[Receipt]) -> list[Receipt]:
-    """The settled requests a resume sends again: their answer was lost and none came since."""
-    return [r for r in settled if ledger.answered(r.key) is None]
-
-
 def resend_line(settled: list[Receipt], again: list[Receipt]) -> str:
     """What a reconcile costs, said plainly: the settled amount, and what the resume re-sends."""
     counted = sum(r.cost_micro or 0 for r in settled)
     reserved = sum(r.reserved_micro for r in again)
-    return (
+    rollouts = sum(1 for r in settled if is_rollout(r))
+    line = (
         f"{len(settled)} request(s) settled at {format_usd(counted)}, counted in the run's token "
         f"cost; the resume will send {len(again)} of them again (their answers were lost), "
-        f"reserving {format_usd(reserved)} first: a request the provider did answer is paid twice"
+        f"reserving {format_usd(reserved)} first"
     )
+    if again:
+        line += ": a request the provider did answer is paid twice"
+    if rollouts:
+        line += (
+            f"; {rollouts} belonged to rollouts of accepted tasks, which a resume never runs "
+            "again, so they are never sent again"
+        )
+    return line
 
 
 def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
