@@ -126,8 +126,12 @@ def test_programs_that_finish_are_not_run_again(tmp_path: Path) -> None:
             execution.run_programs(trials, staging, tmp_path, "t1", programs, lambda _: None)
         )
         labels = sorted(w.label for w in ledger.work())
-    assert labels == sorted(f"trial:t1:{label}" for label in ["nop", "empty-answer", *programs])
+    assert labels == sorted(
+        f"trial:t1:{label}" for label in ["nop", "empty-answer", "silent-answer", *programs]
+    )
     assert all(not o.timed_out_under_load for o in outcomes.values())
+    silent = outcomes["silent-answer"]  # prints nothing: malformed on every case, scored 0
+    assert silent.reward == 0.0 and {c.status for c in silent.cases} == {"malformed"}
     config = RunConfig(seeds="x", target=1, budget_micro=1, model="m")
     best, _ = execution.choose_reference(outcomes, 3, config)
     assert outcomes[f"sample-{best}"].reward > outcomes["baseline"].reward
