@@ -67,7 +67,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
     from atoll.frontiersmith.pipeline import RunState, StopReason, run_seeds
     from atoll.frontiersmith.report import build_summary, write_report
     from atoll.frontiersmith.taskcode import SandboxedChecks
-    from atoll.frontiersmith.trials import HarborTrials, resolve_environment
+    from atoll.frontiersmith.trials import HarborTrials, environment_choice, resolve_environment
 
     config, run, ledger = prepared.config, prepared.run, prepared.ledger
     environment = resolve_environment(config.environment)
@@ -90,7 +90,12 @@ async def execute(prepared: Prepared, console: Console) -> int:
         config=config,
         run=run,
         chat=chat,
-        trials=HarborTrials(environment, ledger, slots=max(2, os.cpu_count() or 2)),
+        trials=HarborTrials(
+            environment,
+            ledger,
+            slots=max(2, os.cpu_count() or 2),
+            choice=environment_choice(environment, config.base_image, config.environment_choice),
+        ),
         checks=SandboxedChecks(),
         base_image=config.base_image,
         progress=display.stage,

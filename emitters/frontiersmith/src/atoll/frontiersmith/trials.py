@@ -72,6 +72,20 @@ def resolve_environment(name: str) -> EnvironmentRef:
     )
 
 
+def environment_choice(environment: EnvironmentRef, base_image: str, reason: str) -> dict[str, str]:
+    """What a worker receipt records of the environment: its name, what runs the programs, why.
+
+    On atoll-local the host's python3 runs them (the interpreter's path);
+    on any other environment the bundle's own image does.
+    """
+    import shutil
+
+    choice = {"environment": environment.name, "reason": reason or "chosen with --environment"}
+    if environment.name == "atoll-local":
+        return choice | {"interpreter": shutil.which("python3") or "python3"}
+    return choice | {"image": base_image}
+
+
 @dataclass(frozen=True)
 class CaseScore:
     score: float
@@ -127,9 +141,18 @@ class TrialOutcome:
 class HarborTrials:
     """Runs trials on one environment, at most `slots` at a time, with worker receipts."""
 
-    def __init__(self, environment: EnvironmentRef, ledger: Ledger, *, slots: int) -> None:
+    def __init__(
+        self,
+        environment: EnvironmentRef,
+        ledger: Ledger,
+        *,
+        slots: int,
+        choice: dict[str, str] | None = None,
+    ) -> None:
         self.environment = environment
         self.ledger = ledger
+        # Where the trials run, with what, and why: written into every worker receipt.
+        self.choice = choice or environment_choice(environment, "", "")
         self._count = max(1, slots)
         self._slots = asyncio.Semaphore(self._count)
         self._exclusive = asyncio.Lock()  # one trial at a time may wait to run alone
@@ -200,6 +223,7 @@ class HarborTrials:
                     "trial_dir": str(trials_dir / name),
                     "task_dir": str(task_dir),
                     "compose_project": f"{name}__env".lower(),
+                    "environment_choice": self.choice,
                 },
             )
             started = time.monotonic()
