@@ -109,6 +109,7 @@ def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
         hint = re.search(r"resume with (atoll emit frontiersmith --resume \S+ --out \S+)", said)
         assert hint is not None
 
+        seeds.rename(tmp_path / "moved-away.jsonl")  # the resume reads the run's stored seeds
         resumed = emit(venv_bin, tmp_path, *hint.group(1).split()[3:])  # the hint, as printed
         assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-4000:]
         filters_u1 = [
