@@ -95,6 +95,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
             ledger,
             slots=max(2, os.cpu_count() or 2),
             choice=environment_choice(environment, config.base_image, config.environment_choice),
+            local_roots=run.work_dir / "local-roots",
         ),
         checks=SandboxedChecks(),
         base_image=config.base_image,

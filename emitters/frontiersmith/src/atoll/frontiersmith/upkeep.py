@@ -138,8 +138,8 @@ def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
             else:
                 error_line(console, f"trial {work.name} ({work.environment}) is not cleaned: {why}")
         roots = run.work_dir / "local-roots"
-        if roots.is_dir() and not ledger.work(states=("running",)):
-            shutil.rmtree(roots, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            roots.rmdir()  # only once empty: every trial root in it was removed by its receipt
         if remove_work and run.work_dir.is_dir():
             shutil.rmtree(run.work_dir, ignore_errors=True)
         console.print(
@@ -182,16 +182,35 @@ async def stop_leftover(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
             return False, f"{left} container(s) of Compose project {project} remain"
         return True, "docker compose down, no container left"
     if work.environment == "atoll-local":
-        import shutil
-
-        roots = run.work_dir / "local-roots"
-        shutil.rmtree(roots, ignore_errors=True)  # the roots of this run only
-        if roots.exists():
-            return False, f"{roots} could not be removed"
-        return True, "atoll-local stop; the run's trial roots removed"
+        return _remove_local_root(work, run)
     if not (task_dir / "task.toml").is_file():
         return False, f"its task directory {task_dir} is gone: the environment cannot be rebuilt"
     return True, f"{work.environment}: the environment's stop(delete=True) returned"
+
+
+def _remove_local_root(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
+    """Remove the one trial root the receipt names (inside this run's local roots), and confirm.
+
+    A rebuilt atoll-local environment holds no root (its `stop` removes the
+    root it made when it started, which died with the killed run), so the
+    trial's own root folder, named in its receipt, is removed here.
+    """
+    import shutil
+
+    roots = (run.work_dir / "local-roots").resolve()
+    named = str(work.detail.get("local_root") or "")
+    if not named:
+        return False, (
+            f"the receipt names no trial root; remove {roots} by hand once no trial of the run "
+            "runs, or pass --remove-work"
+        )
+    root = Path(named).resolve()
+    if root.parent != roots:
+        return False, f"its trial root {root} is not in the run's local roots {roots}"
+    shutil.rmtree(root, ignore_errors=True)
+    if root.exists():
+        return False, f"its trial root {root} could not be removed"
+    return True, f"atoll-local stop; the trial's root {root.name} removed"
 
 
 async def _environment_stop(
