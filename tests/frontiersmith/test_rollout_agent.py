@@ -9,7 +9,8 @@ the run's ledger (reserved, settled, the lost one left uncertain). Every
 task is accepted, yet the run exits 3: the lost rollout request's
 reservation is held until `reconcile`, and the exit line says it is a
 rollout's request (not a skipped seed). Reconcile says nothing will be sent
-again, and the resume sends nothing.
+again, and the resume sends nothing. A rollout whose model stalls past
+`--rollout-timeout` is recorded as failed with the timeout as the reason.
 """
 
 from __future__ import annotations
@@ -113,3 +114,36 @@ def test_pi_rolls_out_accepted_tasks_and_a_failing_provider_keeps_the_task(
     report = (out / "report.md").read_text()
     assert f"{solved['reward']:.4f}" in report and "failed" in report
     assert "of which 1 in rollouts" in report
+
+
+def test_a_rollout_that_hits_its_timeout_is_recorded_failed_with_the_timeout(
+    venv_bin: Path, tmp_path: Path
+) -> None:
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(seed_lines(["t1"]))
+    out = tmp_path / "out"
+    model = KnapsackModel()
+    stalled: list[dict] = []
+
+    def answer(request: dict) -> Reply:
+        if "response_format" in request:  # a FrontierSmith stage
+            return model.script(request)
+        stalled.append(request)
+        return Reply(content="still thinking", delay_s=25)  # past the rollout's 8 s
+
+    with ScriptedOpenAIServer(answer) as server:
+        done = emit(
+            venv_bin, tmp_path,
+            "--seeds", str(seeds), "--target", "1", "--budget", "5", "--model", "scripted",
+            "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
+            "--environment", "atoll-local", "--rollout-tasks", "1",
+            "--rollout-agent", "pi-docker", "--rollout-timeout", "8", "--out", str(out),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    assert stalled  # Pi did ask the model, which stalled
+    summary = json.loads((out / "run.json").read_text())
+    (accepted,) = summary["accepted"]  # the timeout dropped nothing
+    read_bundle(out / accepted["task"]["path"])
+    rollout = accepted["rollout"]
+    assert rollout["status"] == "failed" and "reward" not in rollout
+    assert "AgentTimeoutError" in rollout["detail"] and "8" in rollout["detail"]

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atoll.checker.grader import TIMEOUT  # the grader's per-case status for a run past its limits
 from atoll.core.ledger import Ledger
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
 
-TIMEOUT = "timeout"  # the grader's per-case status for a run past its limits
 NOOP = "nop"
 ORACLE = "oracle"
 PROGRAM_AGENT = "atoll.frontiersmith.program_agent:ProgramAgent"

@@ -173,9 +173,9 @@ async def stop_leftover(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
             return False, f"{type(exc).__name__}: {exc}"[:300]
     if work.environment == "docker":
         project = str(work.detail.get("compose_project", ""))
-        if project and not (task_dir / "task.toml").is_file():
-            _remove_compose_project(project)  # the task is gone: by the project's label
-        left = _compose_containers(project)
+        # the task is gone: the project's containers are removed by its label
+        by_label = bool(project) and not (task_dir / "task.toml").is_file()
+        left = _compose_project(project, remove=by_label)
         if left is None:
             return False, "the Docker engine does not answer, so nothing can be confirmed"
         if left:
@@ -235,6 +235,18 @@ async def _environment_stop(
 
 def _compose_containers(project: str) -> int | None:
     """How many containers of a Compose project exist (None: the engine cannot be asked)."""
+    return _compose_project(project, remove=False)
+
+
+def _remove_compose_project(project: str) -> int | None:
+    """Remove the containers and networks of one Compose project (a trial of this run, by its
+    receipt); how many containers are left (None: the engine cannot be asked)."""
+    return _compose_project(project, remove=True)
+
+
+def _compose_project(project: str, *, remove: bool) -> int | None:
+    """One Compose project's containers, by its label, optionally removed first (with its
+    networks); how many are left, or None when the Docker engine cannot be asked."""
     import re
 
     try:
@@ -243,46 +255,21 @@ def _compose_containers(project: str) -> int | None:
     except ImportError:
         return None
     name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
+    labelled = {"label": f"com.docker.compose.project={name}"}
     try:
         client = docker.from_env(timeout=30)
-        try:
-            found = client.containers.list(
-                all=True, filters={"label": f"com.docker.compose.project={name}"}
-            )
-        finally:
-            client.close()
     except DockerException:
         return None
-    return len(found)
-
-
-def _remove_compose_project(project: str) -> int:
-    """Remove the containers of one Compose project (a trial of this run, by its receipt)."""
-    import re
-
     try:
-        import docker
-        from docker.errors import DockerException
-    except ImportError:
-        return 0
-    name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
-    try:
-        client = docker.from_env(timeout=30)
+        if remove:
+            for container in client.containers.list(all=True, filters=labelled):
+                with contextlib.suppress(DockerException):
+                    container.remove(force=True)
+            for network in client.networks.list(filters=labelled):
+                with contextlib.suppress(DockerException):
+                    network.remove()
+        return len(client.containers.list(all=True, filters=labelled))
     except DockerException:
-        return 0
-    removed = 0
-    try:
-        for container in client.containers.list(
-            all=True, filters={"label": f"com.docker.compose.project={name}"}
-        ):
-            with contextlib.suppress(DockerException):
-                container.remove(force=True)
-                removed += 1
-        for network in client.networks.list(
-            filters={"label": f"com.docker.compose.project={name}"}
-        ):
-            with contextlib.suppress(DockerException):
-                network.remove()
+        return None
     finally:
         client.close()
-    return removed
