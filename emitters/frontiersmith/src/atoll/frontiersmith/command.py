@@ -199,8 +199,9 @@ def uncertain_line(uncertain: list[Receipt], run_id: str, resume: str) -> str:
     if rollouts:
         seeds = ", ".join(sorted({stage_and_seed(r)[1] for r in rollouts}))
         parts.append(
-            f"{len(rollouts)} rollout request(s) uncertain (sent, answer lost; the rollout of "
-            f"{seeds} is recorded failed, the task stays accepted and exported)"
+            f"{len(rollouts)} rollout request(s) uncertain (sent, answer lost; the agent in "
+            f"the rollout of {seeds} got an error for it, see its rollout record; the task "
+            "stays accepted and exported)"
         )
     then = f", then {resume}" if stages else " (nothing will be sent again)"
     return (
