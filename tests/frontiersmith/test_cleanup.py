@@ -4,7 +4,8 @@ A trial's environment is started as Harbor's trial starts it (same session
 id, same task) and left running, as a SIGKILL of the run would leave it,
 with its worker receipt open. `cleanup` rebuilds the environment, asks it
 to stop with delete, and closes the receipt only once no container of the
-trial's Compose project is left.
+trial's Compose project is left. The same for an atoll-local trial: its
+own root (and no other) is removed and confirmed gone.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def _bundle(where: Path) -> Path:
     return where
 
 
-async def _leave_running(task_dir: Path, trial_dir: Path, name: str) -> None:
+async def _leave_running(
+    task_dir: Path, trial_dir: Path, name: str, environment: dict | None = None
+) -> None:
     from harbor.environments.factory import EnvironmentFactory
     from harbor.models.task.task import Task
     from harbor.models.trial.config import EnvironmentConfig
@@ -58,7 +61,7 @@ async def _leave_running(task_dir: Path, trial_dir: Path, name: str) -> None:
     paths = TrialPaths(trial_dir)
     paths.mkdir()
     env = EnvironmentFactory.create_environment_from_config(
-        config=EnvironmentConfig(type="docker"),
+        config=EnvironmentConfig(**(environment or {"type": "docker"})),
         environment_dir=task.paths.environment_dir,
         environment_name=task.short_name,
         session_id=f"{name}__env",
@@ -120,3 +123,60 @@ def test_a_receipt_stays_open_when_the_environment_cannot_confirm(
     assert cleanup_command(run.run_id, out, remove_work=False) == 2
     with Ledger.open(run.ledger_path) as ledger:
         assert [w.state for w in ledger.work()] == ["running"]  # a later cleanup can finish it
+
+
+@pytest.mark.slow
+def test_cleanup_removes_only_the_root_of_a_left_atoll_local_trial(tmp_path: Path) -> None:
+    from atoll.frontiersmith.trials import resolve_environment
+
+    out = tmp_path / "out"
+    config = RunConfig(seeds="textbook", target=1, budget_micro=10**6, model="m")
+    run = create_run(out, config, "d" * 64, "code")
+    task_dir = _bundle(run.work_dir / "c1" / "staging" / "cart")
+    roots = run.work_dir / "local-roots"
+    name = "cart__baseline__d4e5f6"
+    own = roots / name
+    other = roots / "cart__sample-0__a1a1a1"  # another trial's root: not this receipt's
+    (other / "atoll-local-kept").mkdir(parents=True)
+    environment = resolve_environment("atoll-local").config() | {
+        "kwargs": {"root_parent": str(own)}
+    }
+    with Ledger.create(run.ledger_path, config.budget_micro) as ledger:
+        ledger.start_work(
+            "trial:c1:baseline",
+            "atoll-local",
+            name,
+            {
+                "trial_dir": str(run.work_dir / "c1" / "trials" / name),
+                "task_dir": str(task_dir),
+                "local_root": str(own),
+            },
+        )
+    asyncio.run(_leave_running(task_dir, run.work_dir / "c1" / "trials" / name, name, environment))
+    (left,) = own.iterdir()  # what a killed run leaves: the trial's started root
+    assert (left / "fs").is_dir()
+
+    assert cleanup_command(run.run_id, out, remove_work=False) == 0
+
+    assert not own.exists()
+    assert (other / "atoll-local-kept").is_dir()  # only that trial's root was removed
+    with Ledger.open(run.ledger_path) as ledger:
+        (work,) = ledger.work()
+    assert work.state == "cleaned" and name in work.detail["how"]
+
+
+def test_an_atoll_local_receipt_naming_a_root_outside_the_run_stays_open(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    config = RunConfig(seeds="textbook", target=1, budget_micro=10**6, model="m")
+    run = create_run(out, config, "c" * 64, "code")
+    elsewhere = tmp_path / "not-the-runs"
+    elsewhere.mkdir()
+    with Ledger.create(run.ledger_path, config.budget_micro) as ledger:
+        ledger.start_work(
+            "trial:c1:nop", "atoll-local", "cart__nop__x", {"local_root": str(elsewhere)}
+        )
+    assert cleanup_command(run.run_id, out, remove_work=False) == 2
+    assert elsewhere.is_dir()  # never removed: it is not this run's
+    with Ledger.open(run.ledger_path) as ledger:
+        (work,) = ledger.work()
+    assert work.state == "running"

@@ -33,7 +33,15 @@ def test_one_task_through_docker_trials(venv_bin: Path, tmp_path: Path, monkeypa
     summary = json.loads((out / "run.json").read_text())
     (task,) = summary["accepted"]
     trials = task["evidence"]["execution"]["trials"]
-    assert set(trials) == {"nop", "empty-answer", "baseline", "sample-0", "sample-1", "reference"}
+    assert set(trials) == {
+        "nop",
+        "empty-answer",
+        "silent-answer",
+        "baseline",
+        "sample-0",
+        "sample-1",
+        "reference",
+    }
     assert trials["nop"]["reward"] == 0.0
     best = task["evidence"]["execution"]["reference_sample"]
     assert trials["reference"]["scores"] == trials[f"sample-{best}"]["scores"]

@@ -48,6 +48,8 @@ def test_a_ratio_to_bound_campaign_is_accepted_and_an_empty_answer_reward_is_cau
     trials = accepted["evidence"]["execution"]["trials"]
     assert trials["nop"]["reward"] == 0.0 and trials["empty-answer"]["reward"] == 0.0
     assert set(trials["empty-answer"]["statuses"]) == {"infeasible"}
+    assert trials["silent-answer"]["reward"] == 0.0  # prints nothing: malformed, scored 0
+    assert set(trials["silent-answer"]["statuses"]) == {"malformed"}
     assert min(trials["baseline"]["scores"]) > 0  # every feasible packing scores above 0
     assert accepted["task"]["reference_reward"] > accepted["task"]["baseline_reward"]
 

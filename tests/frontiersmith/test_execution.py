@@ -120,14 +120,25 @@ def test_a_case_that_times_out_even_alone_rejects_as_timed_out_alone(tmp_path: P
 def test_programs_that_finish_are_not_run_again(tmp_path: Path) -> None:
     staging = _staging(tmp_path)
     programs = {"baseline": BASELINE} | {f"sample-{i}": code for i, code in enumerate(SAMPLES)}
+    roots = tmp_path / "local-roots"
     with _ledger(tmp_path) as ledger:
-        trials = HarborTrials(resolve_environment("atoll-local"), ledger, slots=2)
+        trials = HarborTrials(
+            resolve_environment("atoll-local"), ledger, slots=2, local_roots=roots
+        )
         outcomes = asyncio.run(
             execution.run_programs(trials, staging, tmp_path, "t1", programs, lambda _: None)
         )
         labels = sorted(w.label for w in ledger.work())
-    assert labels == sorted(f"trial:t1:{label}" for label in ["nop", "empty-answer", *programs])
+        own = {w.detail["local_root"] for w in ledger.work()}
+    # each trial had its own root folder, named in its receipt, and none is left behind
+    assert len(own) == len(labels) and {Path(p).parent for p in own} == {roots}
+    assert not any(roots.iterdir())
+    assert labels == sorted(
+        f"trial:t1:{label}" for label in ["nop", "empty-answer", "silent-answer", *programs]
+    )
     assert all(not o.timed_out_under_load for o in outcomes.values())
+    silent = outcomes["silent-answer"]  # prints nothing: malformed on every case, scored 0
+    assert silent.reward == 0.0 and {c.status for c in silent.cases} == {"malformed"}
     config = RunConfig(seeds="x", target=1, budget_micro=1, model="m")
     best, _ = execution.choose_reference(outcomes, 3, config)
     assert outcomes[f"sample-{best}"].reward > outcomes["baseline"].reward

@@ -94,3 +94,30 @@ def test_refusals_and_lost_answers_reach_the_agent_as_errors(tmp_path: Path) -> 
     assert lost.status_code == 502 and "not re-sent" in lost.text
     states = {r.request["messages"][0]["content"]: r.state for r in ledger.receipts()}
     assert states == {"refused": State.REJECTED, "lost": State.UNCERTAIN}
+
+
+def test_an_agents_bound_is_held_to_the_runs_and_a_smaller_one_kept(tmp_path: Path) -> None:
+    asks = [
+        {"max_tokens": 32000},  # Pi asks for the model's whole output window
+        {"max_completion_tokens": 100000},
+        {"max_tokens": 64},
+        {"max_completion_tokens": 256},
+    ]
+    bodies = [
+        {"model": "m", "messages": [{"role": "user", "content": f"q{i}"}], **ask}
+        for i, ask in enumerate(asks)
+    ]
+    responses, ledger = _exchange(tmp_path, lambda request: Reply(content="ok"), bodies)
+    assert [r.status_code for r in responses] == [200] * 4
+    receipts = sorted(ledger.receipts(), key=lambda r: r.request["messages"][0]["content"])
+    assert [r.request["max_completion_tokens"] for r in receipts] == [256, 256, 64, 256]
+    # the reservation is the worst case at the bound actually sent: 256 tokens at most
+    reserved = [r.reserved_micro for r in receipts]
+    assert reserved[0] == reserved[1] == reserved[3] > reserved[2]
+
+
+def test_a_bound_that_is_not_a_number_is_refused_and_not_sent(tmp_path: Path) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "max_tokens": "lots"}
+    (response,), ledger = _exchange(tmp_path, lambda request: Reply(content="ok"), [body])
+    assert response.status_code == 400 and "not a whole number" in response.text
+    assert ledger.receipts() == []

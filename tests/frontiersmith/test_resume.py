@@ -172,28 +172,3 @@ def test_budget_exhaustion_stops_cleanly_with_nothing_half_written(
 def ledger_receipts(run_dir: Path) -> list:
     with Ledger.open(run_dir / "ledger.sqlite") as ledger:
         return ledger.receipts()
-
-
-def test_cleanup_closes_the_receipts_a_killed_run_left_open(venv_bin: Path, tmp_path: Path) -> None:
-    from atoll.frontiersmith.config import RunConfig
-    from atoll.frontiersmith.runs import create_run
-
-    out = tmp_path / "out"
-    config = RunConfig(
-        seeds="textbook", target=1, budget_micro=10**6, model="m", price_in="1", price_out="2"
-    )
-    run = create_run(out, config, "f" * 64, "code")
-    roots = run.work_dir / "local-roots" / "atoll-local-x" / "fs"
-    roots.mkdir(parents=True)
-    with Ledger.create(run.ledger_path, config.budget_micro) as ledger:
-        ledger.start_work(
-            "trial:s1:baseline", "atoll-local", "s1__baseline__abc", {"trial_dir": "x"}
-        )
-        done_id = ledger.start_work("trial:s1:nop", "atoll-local", "s1__nop__abc", {})
-        ledger.end_work(done_id, "done")
-    done = emit(venv_bin, tmp_path, "cleanup", run.run_id, "--out", str(out))
-    assert done.returncode == 0, done.stderr
-    assert "closed 1 of 1 open worker receipt" in done.stdout + done.stderr
-    assert not (run.work_dir / "local-roots").exists()
-    with Ledger.open(run.ledger_path) as ledger:
-        assert [w.state for w in ledger.work()] == ["cleaned", "done"]

@@ -18,6 +18,8 @@ from support.frontiersmith_model import (
     FILTER_REJECTS,
     INVALID_BASELINE_ONCE,
     LOW_DIVERGENCE,
+    PLAINLY_REWARDS_EMPTY,
+    SCORER_OUT_OF_RANGE_ALWAYS,
     KnapsackModel,
 )
 from support.openai_server import ScriptedOpenAIServer, stage_of
@@ -164,3 +166,44 @@ def test_construction_repair_carries_the_evidence_and_the_previous_code(tmp_path
     assert len(_bodies(server, "review")) == 2
     assert built.contract["examples"][0]["name"] == "nothing taken"
     assert stage_model.tally.repairs == 1
+
+
+def _construct_with(behaviour: str, tmp_path: Path) -> Rejected:
+    model = KnapsackModel({"s1": behaviour})
+    with ScriptedOpenAIServer(model.script) as server:
+        stage_model = _model(server, tmp_path)
+        formulation = stages.Formulation(
+            json.loads(json.dumps(model.mutate({"messages": [{"content": "Seed problem s1 "}]}))),
+            1,
+            [],
+        )
+        with pytest.raises(Rejected) as rejected:
+            asyncio.run(
+                stages.construct(
+                    stage_model,
+                    formulation,
+                    _config(max_repairs=1),
+                    SandboxedChecks(),
+                    "s1",
+                    lambda what: None,
+                )
+            )
+    return rejected.value
+
+
+@pytest.mark.slow
+def test_a_plain_scorer_rewarding_an_empty_answer_is_rejected_noop_not_zero(tmp_path: Path) -> None:
+    rejected = _construct_with(PLAINLY_REWARDS_EMPTY, tmp_path)
+    assert (rejected.stage, rejected.reason) == ("construction", Reason.NOOP_NOT_ZERO)
+    assert "gives an empty answer ({}) 0.5, not exactly 0" in rejected.detail
+    assert "malformed output {}" in rejected.detail  # the self-check's own finding, kept
+
+
+@pytest.mark.slow
+def test_a_broken_scorer_that_gives_an_empty_answer_0_runs_out_of_repairs(tmp_path: Path) -> None:
+    rejected = _construct_with(SCORER_OUT_OF_RANGE_ALWAYS, tmp_path)
+    assert (rejected.stage, rejected.reason) == (
+        "construction",
+        Reason.INFRASTRUCTURE_REPAIR_EXHAUSTED,
+    )
+    assert "scorer is in [0, 1]" in rejected.detail

@@ -6,7 +6,10 @@ other seed is still accepted; the run exits 3 and names the reconcile.
 A resume (by run id alone, found through the run index) refuses until
 `reconcile` settles the receipt; reconcile then says how many requests the
 resume will send again and what it reserves, and the report counts the
-reconciled amount in the token cost.
+reconciled amount in the token cost. The seed file is moved away before
+the resume: a resume reads the seeds stored in the run directory. No engine
+answers, so the run chooses atoll-local itself and records why in
+run-config.json, the report and every worker receipt.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
-    venv_bin: Path, tmp_path: Path
+    venv_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # no engine answers: the run chooses atoll-local itself, and says so everywhere
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text(seed_lines(["u1", "u2"]))
     out = tmp_path / "out"
@@ -47,7 +52,7 @@ def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
             venv_bin, tmp_path,
             "--seeds", str(seeds), "--target", "2", "--budget", "5", "--model", "scripted",
             "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
-            "--environment", "atoll-local", "--worker-price", "3.6", "--out", str(out),
+            "--worker-price", "3.6", "--out", str(out),
         )  # fmt: skip
         assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-4000:]
         summary = json.loads((out / "run.json").read_text())
@@ -69,10 +74,22 @@ def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
         assert [json.loads(line) for line in stored_seeds] == [
             json.loads(line) for line in seeds.read_text().splitlines()
         ]
-        code = json.loads((out / "runs" / run_id / "run-config.json").read_text())["code"]
+        stored = json.loads((out / "runs" / run_id / "run-config.json").read_text())
+        code = stored["code"]
         assert "atoll.core" in code["packages"] and code["harbor"] and code["python"]
+        choice = stored["config"]["environment_choice"]
+        assert stored["config"]["environment"] == "atoll-local"
+        assert "no Docker engine answers" in choice and "host's python3" in choice
+        assert choice in " ".join((out / "report.md").read_text().split())
         with Ledger.open(out / "runs" / run_id / "ledger.sqlite") as ledger:
             (lost,) = ledger.uncertain()
+            work = ledger.work()
+        assert work and all(
+            w.detail["environment_choice"]["environment"] == "atoll-local"
+            and w.detail["environment_choice"]["reason"] == choice
+            and w.detail["environment_choice"]["interpreter"].endswith("python3")
+            for w in work
+        )
         assert lost.label == "filter:u1"
 
         sent = len(server.chat_requests())
@@ -92,6 +109,7 @@ def test_an_uncertain_request_skips_its_seed_and_reconcile_says_what_it_costs(
         hint = re.search(r"resume with (atoll emit frontiersmith --resume \S+ --out \S+)", said)
         assert hint is not None
 
+        seeds.rename(tmp_path / "moved-away.jsonl")  # the resume reads the run's stored seeds
         resumed = emit(venv_bin, tmp_path, *hint.group(1).split()[3:])  # the hint, as printed
         assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-4000:]
         filters_u1 = [

@@ -75,6 +75,18 @@ BAD_SCORER = SCORER.replace(
     "    if not _feasible(instance, output):\n        return 0.0\n", "    return 1.0\n"
 )
 
+# Gives an empty answer half the score, plainly: the self-check's malformed-output pass finds it.
+SCORER_REWARDS_EMPTY = SCORER.replace(
+    "def score(instance, output):\n",
+    "def score(instance, output):\n    if output == {}:\n        return 0.5\n",
+)
+# Scores every feasible output 1.5 (outside [0, 1]) but gives an empty answer 0: a broken scorer
+# that is no no-op reward.
+SCORER_OUT_OF_RANGE = SCORER.replace(
+    '    return sum(instance["items"][k]["v"] for k in output["take"]) / total if total else 0.0\n',
+    "    return 1.5\n",
+)
+
 
 BASELINE = (
     "import json, sys\n\ninstance = json.load(sys.stdin)\nitems = instance['items']\n"
@@ -295,6 +307,8 @@ SAME_SAMPLES = "same_samples"  # every sample is the same program -> low executi
 BAD_SCORER_ONCE = "bad_scorer_once"  # the first scorer fails the self-check, the repair is right
 INVALID_BASELINE_ONCE = "invalid_baseline_once"  # the first baseline answer is not JSON
 REWARDS_EMPTY = "rewards_empty"  # bin packing whose scorer gives an empty answer 0.5
+PLAINLY_REWARDS_EMPTY = "plainly_rewards_empty"  # knapsack scorer giving `{}` 0.5 every time
+SCORER_OUT_OF_RANGE_ALWAYS = "scorer_out_of_range"  # a scorer above 1 every time, `{}` at 0
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
@@ -419,6 +433,10 @@ class KnapsackModel:
             return {"code": BAD_SCORER}
         if self._does(request, REWARDS_EMPTY):
             return {"code": BIN_SCORER_REWARDS_EMPTY}
+        if self._does(request, PLAINLY_REWARDS_EMPTY):
+            return {"code": SCORER_REWARDS_EMPTY}
+        if self._does(request, SCORER_OUT_OF_RANGE_ALWAYS):
+            return {"code": SCORER_OUT_OF_RANGE}
         return {"code": self.kit.scorer}
 
     def feasibility(self, request: dict[str, Any]) -> dict[str, str]:

@@ -17,13 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from atoll.core.ledger import LedgerError
+from atoll.core.ledger import LedgerError, Receipt
 from atoll.core.llm import EndpointError, PaidChat
 from atoll.core.termination import loop_signal_handlers
 from atoll.frontiersmith.config import ConfigError
 from atoll.frontiersmith.display import Display
 from atoll.frontiersmith.outcome import Outcome
 from atoll.frontiersmith.preparation import Flags, Prepared, Problem, prepare
+from atoll.frontiersmith.resend import is_rollout, stage_and_seed
 from atoll.frontiersmith.runs import RunDir, RunError, resume_command
 from atoll.frontiersmith.seeds import SeedError
 
@@ -66,7 +67,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
     from atoll.frontiersmith.pipeline import RunState, StopReason, run_seeds
     from atoll.frontiersmith.report import build_summary, write_report
     from atoll.frontiersmith.taskcode import SandboxedChecks
-    from atoll.frontiersmith.trials import HarborTrials, resolve_environment
+    from atoll.frontiersmith.trials import HarborTrials, environment_choice, resolve_environment
 
     config, run, ledger = prepared.config, prepared.run, prepared.ledger
     environment = resolve_environment(config.environment)
@@ -89,7 +90,13 @@ async def execute(prepared: Prepared, console: Console) -> int:
         config=config,
         run=run,
         chat=chat,
-        trials=HarborTrials(environment, ledger, slots=max(2, os.cpu_count() or 2)),
+        trials=HarborTrials(
+            environment,
+            ledger,
+            slots=max(2, os.cpu_count() or 2),
+            choice=environment_choice(environment, config.base_image, config.environment_choice),
+            local_roots=run.work_dir / "local-roots",
+        ),
         checks=SandboxedChecks(),
         base_image=config.base_image,
         progress=display.stage,
@@ -141,14 +148,24 @@ async def execute(prepared: Prepared, console: Console) -> int:
         write_report(run.out, summary)
         run.log_event({"event": "stop", "reason": str(stop)})
     print_summary(console, summary, run)
-    return _exit_code(console, stop, state.stop_detail, run, len(ledger.uncertain()))
+    return _exit_code(console, stop, state.stop_detail, run, ledger.uncertain())
 
 
 def _rollouts_done(journal: dict[str, dict[str, Any]]) -> int:
     return sum(1 for o in journal.values() if o.get("rollout"))
 
 
-def _exit_code(console: Console, stop: str, detail: str, run: RunDir, uncertain: int) -> int:
+def _exit_code(
+    console: Console, stop: str, detail: str, run: RunDir, uncertain: list[Receipt]
+) -> int:
+    """The exit status, and the one line that says what to do next.
+
+    Uncertain requests exit 3 whatever they belonged to: their reservation
+    is held and the resume refuses until `reconcile` settles it. The line
+    says which kind they were: a stage's request skipped its seed (the
+    resume tries it again), a rollout's left its task accepted and exported
+    (nothing is sent again; reconcile settles only the money).
+    """
     from atoll.frontiersmith.pipeline import StopReason
 
     resume = resume_command(run)
@@ -165,13 +182,33 @@ def _exit_code(console: Console, stop: str, detail: str, run: RunDir, uncertain:
         error_line(console, f"interrupted; resume with {resume}")
         return EXIT_INTERRUPTED
     if uncertain:
-        error_line(
-            console,
-            f"{uncertain} request(s) uncertain (sent, answer lost; their seeds were skipped): "
-            f"run `atoll emit frontiersmith reconcile {run.run_id}`, then {resume}",
-        )
+        error_line(console, uncertain_line(uncertain, run.run_id, resume))
         return EXIT_UNCERTAIN
     return EXIT_OK
+
+
+def uncertain_line(uncertain: list[Receipt], run_id: str, resume: str) -> str:
+    """What the uncertain requests did to the run, by kind, and the reconcile that settles them."""
+    rollouts = [r for r in uncertain if is_rollout(r)]
+    stages = len(uncertain) - len(rollouts)
+    parts = []
+    if stages:
+        parts.append(
+            f"{stages} model request(s) uncertain (sent, answer lost; their seeds were skipped)"
+        )
+    if rollouts:
+        seeds = ", ".join(sorted({stage_and_seed(r)[1] for r in rollouts}))
+        parts.append(
+            f"{len(rollouts)} rollout request(s) uncertain (sent, answer lost; the agent in "
+            f"the rollout of {seeds} got an error for it, see its rollout record; the task "
+            "stays accepted and exported)"
+        )
+    then = f", then {resume}" if stages else " (nothing will be sent again)"
+    return (
+        "; ".join(parts)
+        + f": their reservation is held until `atoll emit frontiersmith reconcile {run_id}` "
+        f"settles it{then}"
+    )
 
 
 def print_summary(console: Console, summary: dict[str, Any], run: RunDir) -> None:

@@ -4,13 +4,14 @@ For each candidate: a staging bundle (the real bundle writer, the real
 grader in tests/) is run as fresh Harbor trials for a no-op (Harbor's `nop`
 agent: no submission at all), an empty answer (a program that prints `{}`,
 graded by the real grader, so a scorer that rewards an empty answer is
-caught: the no-op alone never reaches the scorer), the baseline and every
+caught: the no-op alone never reaches the scorer), a silent answer (a
+program that prints nothing), the baseline and every
 sample; the best feasible sample becomes the reference, the final bundle is
 written with it, and Harbor's own oracle runs that exact bundle once more.
 Acceptance is the design's rule, checked on the per-case scores each trial's
 verifier wrote:
 
-- the no-op and the empty answer score exactly 0;
+- the no-op, the empty answer and the silent answer score exactly 0;
 - the baseline, and at least two samples, are feasible on every case (a
   valid output that scores 0 counts);
 - per-case scores differ between the feasible samples by at least
@@ -46,6 +47,9 @@ TRIAL_RETRIES = 1
 EMPTY_ANSWER = "empty-answer"
 # A submission that answers every instance with an empty object: it must score exactly 0.
 EMPTY_ANSWER_PROGRAM = "import sys\n\nsys.stdin.read()\nprint('{}')\n"
+SILENT_ANSWER = "silent-answer"
+# A submission that reads the instance and prints nothing: it must score exactly 0 too.
+SILENT_ANSWER_PROGRAM = "import sys\n\nsys.stdin.read()\n"
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,11 @@ async def run_programs(
     """The no-op, the empty answer and every program, each a fresh trial of the staging bundle."""
     solve_sh = (staging / "solution" / "solve.sh").read_bytes()
     trials_dir = work / "trials"
-    programs = {EMPTY_ANSWER: EMPTY_ANSWER_PROGRAM, **programs}
+    programs = {
+        EMPTY_ANSWER: EMPTY_ANSWER_PROGRAM,
+        SILENT_ANSWER: SILENT_ANSWER_PROGRAM,
+        **programs,
+    }
     progress(f"execution: {len(programs) + 1} trials")
     labels = [NOOP, *programs]
     outcomes = await asyncio.gather(
@@ -159,7 +167,11 @@ def choose_reference(
     outcomes: dict[str, TrialOutcome], samples: int, config: RunConfig
 ) -> tuple[int, float]:
     """Apply the acceptance rules to the program trials; (reference sample, spread) or Rejected."""
-    for label, what in ((NOOP, "the no-op (no submission)"), (EMPTY_ANSWER, "an empty answer")):
+    for label, what in (
+        (NOOP, "the no-op (no submission)"),
+        (EMPTY_ANSWER, "an empty answer"),
+        (SILENT_ANSWER, "a submission that prints nothing"),
+    ):
         if label in outcomes and outcomes[label].reward != 0.0:
             raise Rejected(
                 "execution",

@@ -66,16 +66,33 @@ class MeteredEndpoint:
                 await writer.drain()
             writer.close()
 
+    def _bound(self, request: dict[str, Any]) -> int:
+        """The completion bound sent and reserved: the agent's own, never above the run's.
+
+        `--max-completion-tokens` bounds every reservation of the run, a
+        rollout agent's included; an agent asking for more (Pi asks for the
+        model's whole output window) is held to it, one asking for less keeps
+        its own.
+        """
+        asked = request.pop("max_tokens", None)
+        asked = request.get("max_completion_tokens") or asked
+        if asked is None:
+            return self.max_completion_tokens
+        try:
+            wanted = int(asked)
+        except (TypeError, ValueError):
+            raise ValueError(f"max_tokens {asked!r} is not a whole number") from None
+        if wanted < 1:
+            raise ValueError(f"max_tokens {asked!r} is not a positive number")
+        return min(wanted, self.max_completion_tokens)
+
     async def _complete(self, raw: bytes, writer: asyncio.StreamWriter) -> None:
         request = json.loads(raw or b"{}")
         if not isinstance(request, dict):
             raise ValueError("the body is not a JSON object")
         stream = bool(request.pop("stream", False))
         usage_chunk = bool((request.pop("stream_options", None) or {}).get("include_usage"))
-        bound = request.pop("max_tokens", None)
-        request["max_completion_tokens"] = int(
-            request.get("max_completion_tokens") or bound or self.max_completion_tokens
-        )
+        request["max_completion_tokens"] = self._bound(request)
         try:
             completion = await self.chat.complete(request, label=self.label)
         except ProviderRejected as exc:

@@ -31,7 +31,7 @@ from atoll.frontiersmith.protocol import schema
 from atoll.frontiersmith.report import ledger_line
 from atoll.frontiersmith.rollout import RolloutAgent, RolloutAgentError, resolve_rollout_agent
 from atoll.frontiersmith.runs import RunDir, create_run, existing_runs, open_run
-from atoll.frontiersmith.seeds import Seed, load_seeds
+from atoll.frontiersmith.seeds import Seed, load_seeds, parse_seeds
 
 # Flags whose value is part of the run's identity: on --resume they must match.
 IDENTITY_FLAGS = {
@@ -113,7 +113,7 @@ def prepare(flags: Flags) -> Prepared:
     else:
         config = _new_config(flags, notes)
     config.validate()
-    seeds = load_seeds(config.seeds)
+    seeds = _stored_seeds(stored_run) if stored_run is not None else load_seeds(config.seeds)
     if not flags.resume and not config.base_image:
         config = replace(config, base_image=DEFAULT_BASE_IMAGE)
     if not flags.resume and flags.environment is None:
@@ -160,6 +160,21 @@ def prepare(flags: Flags) -> Prepared:
     ledger = Ledger.create(run.ledger_path, config.budget_micro)
     notes.append(f"run {run.run_id}: {len(seeds)} seeds, budget {format_usd(config.budget_micro)}")
     return Prepared(config, seeds, run, ledger, api_key, lock, notes)
+
+
+def _stored_seeds(run: RunDir) -> list[Seed]:
+    """A resume's seeds: the text the run stored when it started, not the file it named.
+
+    The seed file may have moved or changed since; the run directory holds
+    the campaign's own copy (`seeds.jsonl`). A run from before seeds were
+    stored reads the file it named, and the fingerprint still refuses a
+    changed one.
+    """
+    if run.seeds_path.is_file():
+        return parse_seeds(
+            run.seeds_path.read_text(encoding="utf-8"), f"the seeds stored in run {run.run_id}"
+        )
+    return load_seeds(run.stored_config().seeds)
 
 
 def _new_config(flags: Flags, notes: list[str]) -> RunConfig:

@@ -21,6 +21,7 @@ from typing import Any
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atoll.core.ledger import Ledger, State, format_usd
 from atoll.frontiersmith.outcome import FUNNEL, Status
+from atoll.frontiersmith.resend import is_rollout
 
 PLOTS = ("funnel.png", "rejections.png", "cost_per_task.png")
 
@@ -72,6 +73,7 @@ def build_summary(
             "requests": sum(1 for r in receipts if r.state in ("answered", "rejected")),
             "reconciled_requests": len(reconciled),
             "reconciled_usd": sum(r.cost_micro or 0 for r in reconciled) / 1e6,
+            "reconciled_rollout_requests": sum(1 for r in reconciled if is_rollout(r)),
             "invalid_outputs": invalid,
             "token_cost_usd": totals.spent_micro / 1e6,
             "reserved_uncertain_usd": totals.open_micro / 1e6,
@@ -153,8 +155,10 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"| infrastructure errors (not rejections) | {t['errors']} |",
         f"| model requests | {t['requests']} ({t['invalid_outputs']} invalid answers) |",
         f"| token cost | ${t['token_cost_usd']:.6f} of ${t['budget_usd']:.2f} |",
-        f"| of which reconciled requests (answer lost, settled at their reservation, sent again "
-        f"on resume) | ${t.get('reconciled_usd', 0.0):.6f} ({t.get('reconciled_requests', 0)}) |",
+        f"| of which reconciled requests (answer lost, settled at their reservation; a stage's "
+        f"request is sent again on resume, a rollout's never) | ${t.get('reconciled_usd', 0.0):.6f} "
+        f"({t.get('reconciled_requests', 0)}, of which {t.get('reconciled_rollout_requests', 0)} "
+        f"in rollouts) |",
         f"| reserved for uncertain requests | ${t['reserved_uncertain_usd']:.6f} |",
         f"| token cost per accepted task | {_usd(per_task)} |",
         f"| worker time (Harbor trials) | {t['worker_seconds']:.1f} s |",

@@ -171,6 +171,15 @@ async def construct(
         model.tally.repairs += 1
         progress(f"repair {round_ + 1}")
         code = await _repair(model, first_requests, code, found, config)
+    rewarded = await checks.empty_answer_scores(code, contract.get("examples") or [])
+    if rewarded:
+        raise Rejected(
+            "construction",
+            Reason.NOOP_NOT_ZERO,
+            f"the scorer gives an empty answer ({{}}) {rewarded[0]!r}, not exactly 0, after "
+            f"{config.max_repairs} repairs: " + "; ".join(history[-1])[:400],
+            findings=history,
+        )
     raise Rejected(
         "construction",
         Reason.INFRASTRUCTURE_REPAIR_EXHAUSTED,

@@ -59,6 +59,24 @@ except Exception as exc:
 """
 
 
+# What the scorer gives an empty answer (`{}`) on each instance of the contract's examples.
+_EMPTY_ANSWER_PROBE = r"""
+import json, sys
+path, instances = sys.argv[1], json.load(open(sys.argv[2], encoding="utf-8"))
+sys.path.insert(0, "/task/tests")
+namespace = {"__name__": "_atoll_scorer", "__file__": path}
+exec(compile(open(path, encoding="utf-8").read(), path, "exec"), namespace)
+scores = []
+for instance in instances:
+    try:
+        value = namespace["score"](instance, {})
+        scores.append(value if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
+    except Exception:
+        scores.append(None)
+print(json.dumps({"scores": scores}))
+"""
+
+
 class CheckInfrastructureError(Exception):
     """The sandbox or the grader itself failed: not evidence about the candidate."""
 
@@ -148,6 +166,35 @@ class SandboxedChecks:
                 "examples", "examples() must return a list of objects", ("generator",)
             )
         return value, None
+
+    async def empty_answer_scores(self, code: TaskCode, examples: list[Any]) -> list[float]:
+        """The scores, above 0 only, that the scorer gives an empty answer on the examples' instances.
+
+        The no-op rule asks an empty answer to score exactly 0. The grader's
+        self-check finds a scorer that breaks it only as one failure among
+        others (the first it meets), so once repairs are exhausted this says
+        whether the scorer still rewards an empty answer: then the candidate
+        is rejected `noop_not_zero`, whichever check failed first.
+        """
+        instances = [e["instance"] for e in examples if isinstance(e, dict) and "instance" in e]
+        if not instances:
+            return []
+        with tempfile.TemporaryDirectory(prefix="atoll-fs-empty-") as tmp:
+            tests = Path(tmp) / "tests"
+            write_tests(tests, code, None)
+            atomic_write_json(tests / "instances.json", instances)
+            (tests / "instances.json").chmod(0o644)
+            tests.chmod(0o755)
+            out = await self._run(
+                [SANDBOX_PYTHON, "-I", "-c", _EMPTY_ANSWER_PROBE, "/task/tests/scorer.py"],
+                tests,
+                "instances.json",
+            )
+        try:
+            scores = json.loads(out).get("scores") or []
+        except (ValueError, AttributeError):
+            return []  # the scorer does not even load: the self-check's findings say why
+        return [float(v) for v in scores if v is not None and v == v and float(v) != 0.0]
 
     async def self_check(self, code: TaskCode, contract: dict[str, Any]) -> list[Finding]:
         """The grader's self-check of the files; each failure as a finding (empty: all pass)."""

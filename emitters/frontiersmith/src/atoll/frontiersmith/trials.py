@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atoll.checker.grader import TIMEOUT  # the grader's per-case status for a run past its limits
 from atoll.core.ledger import Ledger
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
 
-TIMEOUT = "timeout"  # the grader's per-case status for a run past its limits
 NOOP = "nop"
 ORACLE = "oracle"
 PROGRAM_AGENT = "atoll.frontiersmith.program_agent:ProgramAgent"
@@ -70,6 +70,20 @@ def resolve_environment(name: str) -> EnvironmentRef:
     raise EnvironmentChoiceError(
         f"unknown environment {name!r}; choose one of {', '.join(known)} or a module:Class path"
     )
+
+
+def environment_choice(environment: EnvironmentRef, base_image: str, reason: str) -> dict[str, str]:
+    """What a worker receipt records of the environment: its name, what runs the programs, why.
+
+    On atoll-local the host's python3 runs them (the interpreter's path);
+    on any other environment the bundle's own image does.
+    """
+    import shutil
+
+    choice = {"environment": environment.name, "reason": reason or "chosen with --environment"}
+    if environment.name == "atoll-local":
+        return choice | {"interpreter": shutil.which("python3") or "python3"}
+    return choice | {"image": base_image}
 
 
 @dataclass(frozen=True)
@@ -127,9 +141,22 @@ class TrialOutcome:
 class HarborTrials:
     """Runs trials on one environment, at most `slots` at a time, with worker receipts."""
 
-    def __init__(self, environment: EnvironmentRef, ledger: Ledger, *, slots: int) -> None:
+    def __init__(
+        self,
+        environment: EnvironmentRef,
+        ledger: Ledger,
+        *,
+        slots: int,
+        choice: dict[str, str] | None = None,
+        local_roots: Path | None = None,
+    ) -> None:
         self.environment = environment
         self.ledger = ledger
+        # atoll-local: each trial's root in its own folder here, named in its receipt, so
+        # `cleanup` removes exactly the root of a trial a killed run left.
+        self.local_roots = local_roots if environment.name == "atoll-local" else None
+        # Where the trials run, with what, and why: written into every worker receipt.
+        self.choice = choice or environment_choice(environment, "", "")
         self._count = max(1, slots)
         self._slots = asyncio.Semaphore(self._count)
         self._exclusive = asyncio.Lock()  # one trial at a time may wait to run alone
@@ -184,12 +211,17 @@ class HarborTrials:
         else:
             chosen = AgentConfig(name=agent or ORACLE)
         name = f"{task_dir.name[:24]}__{label[:16]}__{secrets.token_hex(3)}"
+        environment = self.environment.config()
+        where: dict[str, str] = {}
+        if self.local_roots is not None:
+            where["local_root"] = str(self.local_roots / name)
+            environment["kwargs"] = {"root_parent": where["local_root"]}
         config = TrialConfig(
             task=TaskConfig(path=task_dir),
             trial_name=name,
             trials_dir=trials_dir,
             agent=chosen,
-            environment=EnvironmentConfig(**self.environment.config()),
+            environment=EnvironmentConfig(**environment),
         )
         async with self._slot(alone):
             work = self.ledger.start_work(
@@ -200,6 +232,8 @@ class HarborTrials:
                     "trial_dir": str(trials_dir / name),
                     "task_dir": str(task_dir),
                     "compose_project": f"{name}__env".lower(),
+                    "environment_choice": self.choice,
+                    **where,
                 },
             )
             started = time.monotonic()
@@ -207,10 +241,12 @@ class HarborTrials:
                 trial = await Trial.create(config)
                 result = await trial.run()
             except Exception as exc:  # Harbor failed before it could record a result
+                _drop_empty(where.get("local_root"))
                 seconds = time.monotonic() - started
                 self.ledger.end_work(work, "error", {"error": f"{type(exc).__name__}: {exc}"})
                 return TrialOutcome(label, name, str(trials_dir / name), seconds, error=_short(exc))
             seconds = time.monotonic() - started
+            _drop_empty(where.get("local_root"))  # the trial's stop removed the root in it
         outcome = _read_outcome(label, name, trials_dir / name, seconds, result)
         self.ledger.end_work(
             work,
@@ -218,6 +254,13 @@ class HarborTrials:
             {"reward": outcome.reward, "error": outcome.error, "seconds": round(seconds, 3)},
         )
         return outcome
+
+
+def _drop_empty(folder: str | None) -> None:
+    """Remove a trial's own root folder once its environment removed the root in it."""
+    if folder:
+        with contextlib.suppress(OSError):
+            Path(folder).rmdir()
 
 
 def _read_outcome(

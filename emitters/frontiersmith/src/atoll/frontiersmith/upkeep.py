@@ -24,6 +24,7 @@ from atoll.core.ledger import (
 )
 from atoll.frontiersmith.command import EXIT_OK, EXIT_USAGE, error_line, make_console
 from atoll.frontiersmith.report import ledger_line
+from atoll.frontiersmith.resend import is_rollout, resent_on_resume
 from atoll.frontiersmith.runs import RunDir, RunError, open_run, resume_command
 
 
@@ -83,7 +84,7 @@ def reconcile_command(
         settled = [ledger.reconcile(r.id, cost_micro, note) for r in chosen]
         for r in settled:
             console.print(f"receipt {r.id} ({r.label}) settled at {format_usd(r.cost_micro or 0)}")
-        again = resent_on_resume(ledger, settled)
+        again = resent_on_resume(ledger, settled, run.outcomes())
         run.log_event(
             {
                 "event": "reconcile",
@@ -98,20 +99,24 @@ def reconcile_command(
         return EXIT_OK
 
 
-def resent_on_resume(ledger: Ledger, settled: list[Receipt]) -> list[Receipt]:
-    """The settled requests a resume sends again: their answer was lost and none came since."""
-    return [r for r in settled if ledger.answered(r.key) is None]
-
-
 def resend_line(settled: list[Receipt], again: list[Receipt]) -> str:
     """What a reconcile costs, said plainly: the settled amount, and what the resume re-sends."""
     counted = sum(r.cost_micro or 0 for r in settled)
     reserved = sum(r.reserved_micro for r in again)
-    return (
+    rollouts = sum(1 for r in settled if is_rollout(r))
+    line = (
         f"{len(settled)} request(s) settled at {format_usd(counted)}, counted in the run's token "
         f"cost; the resume will send {len(again)} of them again (their answers were lost), "
-        f"reserving {format_usd(reserved)} first: a request the provider did answer is paid twice"
+        f"reserving {format_usd(reserved)} first"
     )
+    if again:
+        line += ": a request the provider did answer is paid twice"
+    if rollouts:
+        line += (
+            f"; {rollouts} belonged to rollouts of accepted tasks, which a resume never runs "
+            "again, so they are never sent again"
+        )
+    return line
 
 
 def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
@@ -133,8 +138,8 @@ def cleanup_command(run_id: str, out: Path | None, remove_work: bool) -> int:
             else:
                 error_line(console, f"trial {work.name} ({work.environment}) is not cleaned: {why}")
         roots = run.work_dir / "local-roots"
-        if roots.is_dir() and not ledger.work(states=("running",)):
-            shutil.rmtree(roots, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            roots.rmdir()  # only once empty: every trial root in it was removed by its receipt
         if remove_work and run.work_dir.is_dir():
             shutil.rmtree(run.work_dir, ignore_errors=True)
         console.print(
@@ -168,25 +173,44 @@ async def stop_leftover(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
             return False, f"{type(exc).__name__}: {exc}"[:300]
     if work.environment == "docker":
         project = str(work.detail.get("compose_project", ""))
-        if project and not (task_dir / "task.toml").is_file():
-            _remove_compose_project(project)  # the task is gone: by the project's label
-        left = _compose_containers(project)
+        # the task is gone: the project's containers are removed by its label
+        by_label = bool(project) and not (task_dir / "task.toml").is_file()
+        left = _compose_project(project, remove=by_label)
         if left is None:
             return False, "the Docker engine does not answer, so nothing can be confirmed"
         if left:
             return False, f"{left} container(s) of Compose project {project} remain"
         return True, "docker compose down, no container left"
     if work.environment == "atoll-local":
-        import shutil
-
-        roots = run.work_dir / "local-roots"
-        shutil.rmtree(roots, ignore_errors=True)  # the roots of this run only
-        if roots.exists():
-            return False, f"{roots} could not be removed"
-        return True, "atoll-local stop; the run's trial roots removed"
+        return _remove_local_root(work, run)
     if not (task_dir / "task.toml").is_file():
         return False, f"its task directory {task_dir} is gone: the environment cannot be rebuilt"
     return True, f"{work.environment}: the environment's stop(delete=True) returned"
+
+
+def _remove_local_root(work: WorkerReceipt, run: RunDir) -> tuple[bool, str]:
+    """Remove the one trial root the receipt names (inside this run's local roots), and confirm.
+
+    A rebuilt atoll-local environment holds no root (its `stop` removes the
+    root it made when it started, which died with the killed run), so the
+    trial's own root folder, named in its receipt, is removed here.
+    """
+    import shutil
+
+    roots = (run.work_dir / "local-roots").resolve()
+    named = str(work.detail.get("local_root") or "")
+    if not named:
+        return False, (
+            f"the receipt names no trial root; remove {roots} by hand once no trial of the run "
+            "runs, or pass --remove-work"
+        )
+    root = Path(named).resolve()
+    if root.parent != roots:
+        return False, f"its trial root {root} is not in the run's local roots {roots}"
+    shutil.rmtree(root, ignore_errors=True)
+    if root.exists():
+        return False, f"its trial root {root} could not be removed"
+    return True, f"atoll-local stop; the trial's root {root.name} removed"
 
 
 async def _environment_stop(
@@ -211,6 +235,18 @@ async def _environment_stop(
 
 def _compose_containers(project: str) -> int | None:
     """How many containers of a Compose project exist (None: the engine cannot be asked)."""
+    return _compose_project(project, remove=False)
+
+
+def _remove_compose_project(project: str) -> int | None:
+    """Remove the containers and networks of one Compose project (a trial of this run, by its
+    receipt); how many containers are left (None: the engine cannot be asked)."""
+    return _compose_project(project, remove=True)
+
+
+def _compose_project(project: str, *, remove: bool) -> int | None:
+    """One Compose project's containers, by its label, optionally removed first (with its
+    networks); how many are left, or None when the Docker engine cannot be asked."""
     import re
 
     try:
@@ -219,46 +255,21 @@ def _compose_containers(project: str) -> int | None:
     except ImportError:
         return None
     name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
+    labelled = {"label": f"com.docker.compose.project={name}"}
     try:
         client = docker.from_env(timeout=30)
-        try:
-            found = client.containers.list(
-                all=True, filters={"label": f"com.docker.compose.project={name}"}
-            )
-        finally:
-            client.close()
     except DockerException:
         return None
-    return len(found)
-
-
-def _remove_compose_project(project: str) -> int:
-    """Remove the containers of one Compose project (a trial of this run, by its receipt)."""
-    import re
-
     try:
-        import docker
-        from docker.errors import DockerException
-    except ImportError:
-        return 0
-    name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
-    try:
-        client = docker.from_env(timeout=30)
+        if remove:
+            for container in client.containers.list(all=True, filters=labelled):
+                with contextlib.suppress(DockerException):
+                    container.remove(force=True)
+            for network in client.networks.list(filters=labelled):
+                with contextlib.suppress(DockerException):
+                    network.remove()
+        return len(client.containers.list(all=True, filters=labelled))
     except DockerException:
-        return 0
-    removed = 0
-    try:
-        for container in client.containers.list(
-            all=True, filters={"label": f"com.docker.compose.project={name}"}
-        ):
-            with contextlib.suppress(DockerException):
-                container.remove(force=True)
-                removed += 1
-        for network in client.networks.list(
-            filters={"label": f"com.docker.compose.project={name}"}
-        ):
-            with contextlib.suppress(DockerException):
-                network.remove()
+        return None
     finally:
         client.close()
-    return removed

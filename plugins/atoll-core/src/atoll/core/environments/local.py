@@ -70,7 +70,11 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=256, thread_name_prefix="atoll-local"
 class LocalEnvironment(BaseEnvironment):
     """Harbor environment: one bubblewrap box per trial, no container engine."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, root_parent: str | None = None, **kwargs: Any) -> None:
+        # Where this trial's root is made (the environment config's `root_parent`; else
+        # $ATOLL_LOCAL_ROOT; else the temp dir): a caller that must find one trial's root
+        # again after a crash (`atoll emit frontiersmith cleanup`) gives each trial its own.
+        self._root_parent = root_parent
         self._root: TrialRoot | None = None
         self._userns: UserNamespace | None = None
         self._plan = dockerfile.Plan()
@@ -168,7 +172,9 @@ class LocalEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._backend.check)
         self._volume_mounts = self._resolve_volumes()
-        parent = os.environ.get("ATOLL_LOCAL_ROOT")
+        parent = self._root_parent or os.environ.get("ATOLL_LOCAL_ROOT")
+        if self._root_parent:
+            Path(self._root_parent).mkdir(parents=True, exist_ok=True)
         self._root = TrialRoot(Path(parent) if parent else None)
         self._userns = UserNamespace(self.root.uids.start, BLOCK)
         if egress_rules.supported():
