@@ -59,6 +59,8 @@ def train_hidden(
         def check(body: dict[str, Any]) -> dict[str, Any]:
             task = by_id[body["task"]]
             result = check_submission(str(body["code"]), task.language, task.instance, url)
+            if result.failure == "infrastructure":
+                run.record_infrastructure_failure(out, task.id)
             return {"passed": result.passed, "total": result.total, "failure": result.failure}
 
         return run.train(
