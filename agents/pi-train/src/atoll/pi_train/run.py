@@ -74,6 +74,23 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def hold_run_dir(stack: contextlib.ExitStack[Any], run_dir: Path, command: str) -> None:
+    """Make this process the run directory's only writer until `stack` closes.
+
+    Two commands on one `--out` would train the same iterations twice into
+    one log and race on its checkpoints; the second is refused with one line
+    naming the holder. The lock is atoll-euler's run-directory writer lock
+    (an OS file lock, released when its process dies, and `writer.json`
+    saying who holds it), the same every atoll run directory uses.
+    """
+    from atoll.euler import writer
+
+    try:
+        stack.enter_context(writer.hold(run_dir, command))
+    except writer.RunDirInUse as exc:
+        raise RunInputError(str(exc)) from None
+
+
 def prepare_manifest(
     run_dir: Path,
     command: str,
