@@ -96,6 +96,11 @@ def test_local_server_answers_and_reports_status(
     done = _atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
     assert done.returncode == 0, done.stderr
     assert "answers" in done.stdout and "does not answer" not in done.stdout
+    doctor = _atoll(
+        venv_bin, {**server_env, "COLUMNS": "250"}, "doctor", "--only", "tinker-local", timeout=60
+    )
+    line = next(line for line in doctor.stdout.splitlines() if "tinker-local" in line)
+    assert "ok" in line and f"{server_env['TINKER_BASE_URL']} (pid" in line and "answers" in line
 
 
 def test_training_refuses_to_start_without_a_key(
