@@ -347,6 +347,31 @@ def test_a_constant_scores_below_total_and_brute_force_keeps_only_small_cases(
     assert 1 <= brute.passed < brute.total and brute.failure == "submission"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["python", "javascript"])
+def test_check_command_scores_a_constant_below_total(
+    language: str, tmp_path: Path, venv_bin: Path, sandbox_url: str
+) -> None:
+    # The constant is the first hidden case's answer: the best a constant can do is that one case.
+    instance = FAMILIES["multiples"].instance("eval", 1)
+    first = instance.cases[0].expected
+    path = tmp_path / ("constant.py" if language == "python" else "constant.js")
+    path.write_text(
+        f"def solve(factors, limit):\n    return {first}\n"
+        if language == "python"
+        else f"function solve(factors, limit) {{ return {first}n; }}\n"
+    )
+    done = subprocess.run(
+        [str(venv_bin / "atoll"), "pi", "train", "check", "-f", "multiples", "-l", language,
+         "-s", "eval", "-i", "1", "--sandbox-url", sandbox_url, str(path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result == {"passed": 1, "total": len(instance.cases), "failure": "submission"}
+    assert result["passed"] < result["total"]
+
+
 def test_expected_values_never_enter_the_program() -> None:
     for family in FAMILIES.values():
         instance = family.instance("eval", 4)

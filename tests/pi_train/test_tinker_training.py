@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 from support.processes import processes_with_environment
 
@@ -93,6 +96,11 @@ def test_local_server_answers_and_reports_status(
     done = _atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
     assert done.returncode == 0, done.stderr
     assert "answers" in done.stdout and "does not answer" not in done.stdout
+    doctor = _atoll(
+        venv_bin, {**server_env, "COLUMNS": "250"}, "doctor", "--only", "tinker-local", timeout=60
+    )
+    line = next(line for line in doctor.stdout.splitlines() if "tinker-local" in line)
+    assert "ok" in line and f"{server_env['TINKER_BASE_URL']} (pid" in line and "answers" in line
 
 
 def test_training_refuses_to_start_without_a_key(
@@ -126,8 +134,7 @@ def test_hidden_training_writes_its_run_and_resumes_without_repeating(
     for row in rows:
         # Every trajectory was checked in the sandbox: each one a submission's or an
         # infrastructure failure, or a pass; the random model never passes everything.
-        failures = row["env/all/submission_failure"] + row["env/all/infrastructure_failure"]
-        assert row["env/all/infrastructure_failure"] == 0.0
+        failures = row["env/all/submission_failure"]
         assert failures == pytest.approx(1.0 - row["env/all/all_cases"])
         assert 0.0 <= row["env/all/pass_fraction"] <= 1.0
         assert row["env/all/check_seconds"] > 0
@@ -153,6 +160,92 @@ def test_hidden_training_writes_its_run_and_resumes_without_repeating(
     )  # fmt: skip
     assert other.returncode == 2 and "lora_rank" in other.stderr
     assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0, 1]
+
+
+class _FailsFirstSandbox(ThreadingHTTPServer):
+    """A sandbox on loopback that fails the first check; the rest go to a real sandbox.
+
+    Every attempt the client makes for that check (the same request body:
+    a check's markers are its own) answers 500, so the check fails as a
+    sandbox outage does, not as one retried hiccup.
+    """
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.requests = 0
+        self.doomed: bytes | None = None
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    server: _FailsFirstSandbox
+
+    def do_POST(self) -> None:  # noqa: N802 - the base class's name
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        with self.server.lock:
+            self.server.requests += 1
+            if self.server.doomed is None:
+                self.server.doomed = body
+            fail = body == self.server.doomed
+        if fail:
+            status, data, kind = 500, b'{"error": "sandbox down"}', "application/json"
+        else:
+            answer = httpx.post(
+                self.server.upstream + self.path,
+                content=body,
+                headers={"content-type": self.headers.get("content-type", "application/json")},
+                timeout=120,
+            )
+            status, data = answer.status_code, answer.content
+            kind = answer.headers.get("content-type", "application/json")
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def test_an_infrastructure_failure_drops_its_group_and_is_never_a_reward(
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    from atoll.core.sandbox.fusion import EmbeddedFusionServer
+
+    out = tmp_path / "flaky"
+    with EmbeddedFusionServer() as real, _FailsFirstSandbox(real.url) as flaky:
+        thread = threading.Thread(target=flaky.serve_forever, daemon=True)
+        thread.start()
+        try:
+            done = _atoll(
+                venv_bin, server_env, "pi", "train", "hidden", "--base-model", str(tiny_model),
+                *RUN_FLAGS, "--languages", "python", "--iterations", "2",
+                "--sandbox-url", flaky.url, "--out", str(out),
+            )  # fmt: skip
+        finally:
+            flaky.shutdown()
+        assert flaky.requests > 2  # the failed check, then the others through the real sandbox
+    assert done.returncode == 0, done.stderr
+    dropped = _rows(out / "infrastructure_failures.jsonl")
+    assert len(dropped) == 1 and dropped[0]["iteration"] == 0
+    rows = _rows(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1]
+    # Iteration 0 trained on its other group only: every trajectory in its metrics was a
+    # judged submission (a pass or a submission failure), none an unjudged zero.
+    for row in rows:
+        assert "env/all/infrastructure_failure" not in row
+        judged = row["env/all/submission_failure"] + row["env/all/all_cases"]
+        assert judged == pytest.approx(1.0)
+    summary = (out / "summary.md").read_text()
+    assert "1 group(s) left out of the update" in summary
 
 
 def test_answer_training_on_the_euler_sample_store(

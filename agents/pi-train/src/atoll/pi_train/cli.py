@@ -215,7 +215,12 @@ _BASE_MODEL = typer.Option(
 )
 _RENDERER = typer.Option("qwen3", "--renderer", help="tinker-cookbook renderer name.")
 _BASE_URL = typer.Option(
-    None, "--base-url", help="Tinker API [default: $TINKER_BASE_URL, else hosted Tinker]."
+    None,
+    "--base-url",
+    help=(
+        "Tinker API address. Without this flag: $TINKER_BASE_URL when it is set (which "
+        "`atoll tinker local up --print-env` exports: the local server), otherwise hosted Tinker."
+    ),
 )
 _LORA_RANK = typer.Option(8, "--lora-rank", help="LoRA rank.")
 _LR = typer.Option(1e-4, "--learning-rate", help="Adam learning rate.")

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from atoll.core.durable import atomic_write_json
+from atoll.core.processes import alive, cmdline
 from atoll.pi_train import env as managed_env
 
 # The SDK checks only the prefix; SkyRL tx accepts any key.
@@ -69,18 +70,27 @@ def _state_file() -> Path:
     return state_dir() / "server.json"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def owned(state: ServerState) -> bool:
+    """Whether the live process `state` names is the server atoll started there.
+
+    The record's pid alone proves nothing once that process has gone (after
+    a reboot the number may be a stranger's), so the process must run our
+    serve script on the recorded port with this state directory's
+    checkpoints, as `_start` launched it.
+    """
+    if not alive(state.pid):
         return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not a server
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2] != "Z"
-    except (OSError, ValueError, IndexError):
-        return True
+    argv = cmdline(state.pid)
+    script = str(managed_env.managed_script("serve"))
+
+    def value(flag: str) -> str | None:
+        return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
+
+    return (
+        script in argv
+        and value("--port") == str(state.port)
+        and value("--checkpoints-base") == str(state_dir() / "checkpoints")
+    )
 
 
 def _group_alive(pgid: int) -> bool:
@@ -90,7 +100,7 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return any(_alive(int(p.name)) for p in Path("/proc").iterdir() if _in_group(p, pgid))
+    return any(alive(int(p.name)) for p in Path("/proc").iterdir() if _in_group(p, pgid))
 
 
 def _in_group(proc: Path, pgid: int) -> bool:
@@ -103,13 +113,19 @@ def _in_group(proc: Path, pgid: int) -> bool:
         return False
 
 
-def status() -> ServerState | None:
-    """The recorded server if its process still runs, else None (a stale record is dropped)."""
+def _record() -> ServerState | None:
     try:
-        state = ServerState(**json.loads(_state_file().read_text()))
+        return ServerState(**json.loads(_state_file().read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if not _alive(state.pid):
+
+
+def status() -> ServerState | None:
+    """The recorded server if it still runs and is ours, else None (a stale record is dropped)."""
+    state = _record()
+    if state is None:
+        return None
+    if not owned(state):
         _state_file().unlink(missing_ok=True)
         return None
     return state
@@ -220,22 +236,34 @@ def _wait_ready(state: ServerState) -> ServerState:
     while time.monotonic() < deadline:
         if answers(state.base_url):
             return state
-        if not _alive(state.pid):
-            down()
+        if not alive(state.pid):
+            _stop_group(state)
             raise ServerError(f"the local Tinker server exited while starting:\n{_log_tail(state)}")
         time.sleep(0.5)
-    down()
+    _stop_group(state)
     raise ServerError(
         f"the local Tinker server did not answer within {START_DEADLINE_S:.0f} s:\n{_log_tail(state)}"
     )
 
 
 def down() -> ServerState | None:
-    """Stop the recorded server's whole process group; the state it had, or None if none ran."""
-    try:
-        state = ServerState(**json.loads(_state_file().read_text()))
-    except (OSError, ValueError, TypeError):
+    """Stop the recorded server's whole process group; the state it had, or None if none ran.
+
+    Only a group whose leader is ours (`owned`) is signalled: a record whose
+    pid now names another process is dropped without touching that process.
+    """
+    state = _record()
+    if state is None:
         return None
+    if not owned(state):
+        _state_file().unlink(missing_ok=True)
+        return None
+    _stop_group(state)
+    return state
+
+
+def _stop_group(state: ServerState) -> None:
+    """SIGTERM, then SIGKILL, the group this process started (its leader may have exited)."""
     pgid = state.pid
     for sig, wait in ((signal.SIGTERM, STOP_DEADLINE_S), (signal.SIGKILL, 5.0)):
         try:
@@ -250,4 +278,3 @@ def down() -> ServerState | None:
     if _group_alive(pgid):
         raise ServerError(f"processes of the local Tinker server (group {pgid}) are still running")
     _state_file().unlink(missing_ok=True)
-    return state

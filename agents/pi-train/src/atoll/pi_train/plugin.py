@@ -1,4 +1,5 @@
-"""atoll-pi-train's registrations: `atoll tinker`, doctor's check of the managed Tinker environment.
+"""atoll-pi-train's registrations: `atoll tinker`, doctor's checks of the managed Tinker
+environment and the local server.
 
 `atoll pi train` is a sub-group of `atoll pi` (atoll-pi-docker's command),
 which mounts `atoll.pi_train.cli:train_app` when this distribution is installed.
@@ -31,5 +32,11 @@ def atoll_doctor_checks() -> list[Registration]:
             Kind.CHECK,
             "atoll.pi_train.doctor:check_tinker_env",
             "The managed Python 3.11 environment holding the Tinker trainer and SkyRL tx.",
-        )
+        ),
+        Registration(
+            "tinker-local",
+            Kind.CHECK,
+            "atoll.pi_train.doctor:check_tinker_local",
+            "The local SkyRL tx server (`atoll tinker local up`): where it runs and if it answers.",
+        ),
     ]

@@ -13,6 +13,7 @@ import importlib.metadata as metadata
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -73,6 +74,23 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def hold_run_dir(stack: contextlib.ExitStack[Any], run_dir: Path, command: str) -> None:
+    """Make this process the run directory's only writer until `stack` closes.
+
+    Two commands on one `--out` would train the same iterations twice into
+    one log and race on its checkpoints; the second is refused with one line
+    naming the holder. The lock is atoll-euler's run-directory writer lock
+    (an OS file lock, released when its process dies, and `writer.json`
+    saying who holds it), the same every atoll run directory uses.
+    """
+    from atoll.euler import writer
+
+    try:
+        stack.enter_context(writer.hold(run_dir, command))
+    except writer.RunDirInUse as exc:
+        raise RunInputError(str(exc)) from None
+
+
 def prepare_manifest(
     run_dir: Path,
     command: str,
@@ -128,6 +146,23 @@ def completed_iterations(run_dir: Path) -> int:
             if row.get("state_path") and isinstance(row.get("batch"), int):
                 done = max(done, row["batch"])
     return done
+
+
+INFRASTRUCTURE_LOG = "infrastructure_failures.jsonl"
+_log_lock = threading.Lock()
+
+
+def record_infrastructure_failure(run_dir: Path, task_id: str) -> None:
+    """Count a check the sandbox could not run, apart from every score.
+
+    The trainer drops that check's group from the update (no reward exists
+    for it); this line is where the run keeps it: the iteration it happened
+    in (the one after the last saved) and the task. One short line per
+    append, under a lock, so concurrent checks never interleave.
+    """
+    row = {"iteration": completed_iterations(run_dir), "task": task_id, "time": time.time()}
+    with _log_lock, (run_dir / INFRASTRUCTURE_LOG).open("a", encoding="utf-8") as sink:
+        sink.write(json.dumps(row) + "\n")
 
 
 def groups_needed(settings: TrainSettings) -> int:

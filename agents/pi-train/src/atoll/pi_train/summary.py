@@ -14,7 +14,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("pass fraction", "env/all/pass_fraction"),
     ("all cases", "env/all/all_cases"),
     ("submission failures", "env/all/submission_failure"),
-    ("infrastructure failures", "env/all/infrastructure_failure"),
     ("tokens", "env/all/ac_tokens_per_turn"),
     ("seconds", "time/total"),
 )
@@ -30,6 +29,26 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
         if line:
             rows.append(json.loads(line))
     return rows
+
+
+def dropped_groups(run_dir: Path) -> dict[int, int]:
+    """Groups left out of each iteration's update because the sandbox failed a check.
+
+    Read from the launching process's `infrastructure_failures.jsonl`; a
+    group with two failed checks in one iteration is one dropped group.
+    """
+    path = run_dir / "infrastructure_failures.jsonl"
+    if not path.is_file():
+        return {}
+    seen: set[tuple[int, str]] = set()
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            seen.add((int(row["iteration"]), str(row["task"])))
+    counts: dict[int, int] = {}
+    for iteration, _task in seen:
+        counts[iteration] = counts.get(iteration, 0) + 1
+    return counts
 
 
 def _cell(value: Any) -> str:
@@ -52,13 +71,21 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
     ]
     if plot is not None:
         lines += [f"![mean reward per iteration]({plot.name})", ""]
-    lines.append("| iteration | " + " | ".join(h for h, _ in COLUMNS) + " |")
-    lines.append("|---" * (len(COLUMNS) + 1) + "|")
+    dropped = dropped_groups(run_dir)
+    if dropped:
+        lines += [
+            f"{sum(dropped.values())} group(s) left out of the update: the sandbox could not "
+            "run a check (an infrastructure failure is never a reward).",
+            "",
+        ]
+    headings = [h for h, _ in COLUMNS] + ["groups dropped (infrastructure)"]
+    lines.append("| iteration | " + " | ".join(headings) + " |")
+    lines.append("|---" * (len(headings) + 1) + "|")
     for row in rows:
+        step = row.get("step", row.get("progress/batch"))
         cells = [_cell(row.get(key)) for _, key in COLUMNS]
-        lines.append(
-            f"| {row.get('step', row.get('progress/batch'))} | " + " | ".join(cells) + " |"
-        )
+        cells.append(str(dropped.get(step, 0)) if isinstance(step, int) else "–")
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
     lines.append("")
     out = run_dir / "summary.md"
     atomic_write_text(out, "\n".join(lines))

@@ -29,9 +29,6 @@ def train_hidden(
 ) -> Path:
     """GRPO over hidden-variant groups, checked in a SandboxFusion-compatible sandbox."""
     from atoll.core.sandbox.fusion.loopback import NotLoopbackError, require_loopback_url
-    from atoll.core.sandbox.fusion.server import EmbeddedFusionServer
-    from atoll.pi_train.families import GENERATOR_VERSION
-    from atoll.pi_train.harness import check_submission
 
     run.api_key()  # before anything is written: a run without a key never starts
     if sandbox_url is not None:
@@ -40,6 +37,25 @@ def train_hidden(
         except NotLoopbackError as exc:
             raise RunInputError(str(exc)) from None
     task_list = tasks.hidden_tasks(settings.languages, run.groups_needed(settings))
+    with contextlib.ExitStack() as stack:
+        run.hold_run_dir(stack, out, "atoll pi train hidden")
+        return _hidden_run(settings, out, sandbox_url, task_list, progress, say, stack)
+
+
+def _hidden_run(
+    settings: TrainSettings,
+    out: Path,
+    sandbox_url: str | None,
+    task_list: list[tasks.HiddenTask],
+    progress: Callable[[int, int], None],
+    say: Callable[[str], None],
+    stack: contextlib.ExitStack[Any],
+) -> Path:
+    """The hidden run itself, inside the run-directory lock `stack` holds."""
+    from atoll.core.sandbox.fusion.server import EmbeddedFusionServer
+    from atoll.pi_train.families import GENERATOR_VERSION
+    from atoll.pi_train.harness import check_submission
+
     by_id = {t.id: t for t in task_list}
     manifest = run.prepare_manifest(
         out,
@@ -53,25 +69,26 @@ def train_hidden(
             "sandbox": "given" if sandbox_url else "embedded",
         },
     )
-    with contextlib.ExitStack() as stack:
-        url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
+    url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
 
-        def check(body: dict[str, Any]) -> dict[str, Any]:
-            task = by_id[body["task"]]
-            result = check_submission(str(body["code"]), task.language, task.instance, url)
-            return {"passed": result.passed, "total": result.total, "failure": result.failure}
+    def check(body: dict[str, Any]) -> dict[str, Any]:
+        task = by_id[body["task"]]
+        result = check_submission(str(body["code"]), task.language, task.instance, url)
+        if result.failure == "infrastructure":
+            run.record_infrastructure_failure(out, task.id)
+        return {"passed": result.passed, "total": result.total, "failure": result.failure}
 
-        return run.train(
-            out,
-            "hidden",
-            settings,
-            [t.public() for t in task_list],
-            {"/check": check},
-            tasks.HIDDEN_SYSTEM_PROMPT,
-            manifest,
-            progress,
-            say,
-        )
+    return run.train(
+        out,
+        "hidden",
+        settings,
+        [t.public() for t in task_list],
+        {"/check": check},
+        tasks.HIDDEN_SYSTEM_PROMPT,
+        manifest,
+        progress,
+        say,
+    )
 
 
 def train_answer(
@@ -91,33 +108,35 @@ def train_answer(
     except StoreError as exc:
         raise RunInputError(str(exc)) from None
     by_id = {t.id: t for t in task_list}
-    manifest = run.prepare_manifest(
-        out,
-        "atoll pi train answer",
-        settings,
-        {"digest": tasks.digest(task_list), "groups": len(task_list), "store": store.digest},
-        _bounds(settings, 1),
-        {
-            "strategies": sorted(tasks.STRATEGIES),
-            "reward": {"correct": 1.0, "code_format_penalty": tasks.CODE_FORMAT_PENALTY},
-        },
-    )
-
-    def reward(body: dict[str, Any]) -> dict[str, Any]:
-        task = by_id[body["task"]]
-        value, metrics = tasks.answer_reward(
-            str(body["text"]), store.expected(task.number), task.language
+    with contextlib.ExitStack() as stack:
+        run.hold_run_dir(stack, out, "atoll pi train answer")
+        manifest = run.prepare_manifest(
+            out,
+            "atoll pi train answer",
+            settings,
+            {"digest": tasks.digest(task_list), "groups": len(task_list), "store": store.digest},
+            _bounds(settings, 1),
+            {
+                "strategies": sorted(tasks.STRATEGIES),
+                "reward": {"correct": 1.0, "code_format_penalty": tasks.CODE_FORMAT_PENALTY},
+            },
         )
-        return {"reward": value, "metrics": metrics}
 
-    return run.train(
-        out,
-        "answer",
-        settings,
-        [t.public() for t in task_list],
-        {"/reward": reward},
-        tasks.ANSWER_SYSTEM_PROMPT,
-        manifest,
-        progress,
-        say,
-    )
+        def reward(body: dict[str, Any]) -> dict[str, Any]:
+            task = by_id[body["task"]]
+            value, metrics = tasks.answer_reward(
+                str(body["text"]), store.expected(task.number), task.language
+            )
+            return {"reward": value, "metrics": metrics}
+
+        return run.train(
+            out,
+            "answer",
+            settings,
+            [t.public() for t in task_list],
+            {"/reward": reward},
+            tasks.ANSWER_SYSTEM_PROMPT,
+            manifest,
+            progress,
+            say,
+        )

@@ -26,6 +26,7 @@ import chz
 import httpx
 import tinker
 from tinker_cookbook import renderers
+from tinker_cookbook.exceptions import AllTrajectoriesFailedError
 from tinker_cookbook.rl import train
 from tinker_cookbook.rl.types import (
     Env,
@@ -38,6 +39,18 @@ from tinker_cookbook.tokenizer_utils import get_tokenizer
 
 SUBMIT_TOOL = "submit_solution"
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.DOTALL)
+
+
+class InfrastructureFailure(AllTrajectoriesFailedError):
+    """A check the sandbox could not run: there is no score, so the whole group leaves the update.
+
+    A reward of 0 here would be centred against its group's real scores and
+    push the policy away from a submission nobody judged. The cookbook's
+    rollout pipeline skips a group whose rollout raises
+    `AllTrajectoriesFailedError`, whatever the rollout strategy, so raising
+    this drops the group; the launching process counts it apart in
+    `infrastructure_failures.jsonl` and the summary.
+    """
 
 
 class Scorer:
@@ -69,7 +82,8 @@ class HiddenEnv(Env):
     call submits its last fenced code block (or its text). After a submission
     that does not pass every hidden case the policy sees only `passed of
     total` and may submit once more; the episode's reward is the last
-    submission's coverage plus a bonus when it passed every case.
+    submission's coverage plus a bonus when it passed every case. A check the
+    sandbox could not run raises `InfrastructureFailure`: never a reward.
     """
 
     task: dict[str, Any]
@@ -116,19 +130,19 @@ class HiddenEnv(Env):
             "used_tool": float(used_tool),
             "submissions": float(self.submissions),
         }
-        if all_passed or self.submissions >= self.max_submissions or failure == "infrastructure":
-            coverage = passed / total if total else 0.0
-            reward = (
-                0.0
-                if failure == "infrastructure"
-                else coverage + (self.all_cases_bonus if all_passed else 0.0)
+        if failure == "infrastructure":
+            raise InfrastructureFailure(
+                f"task {self.task['id']}: the sandbox could not run the check; "
+                "its group is left out of this update"
             )
+        if all_passed or self.submissions >= self.max_submissions:
+            coverage = passed / total if total else 0.0
+            reward = coverage + (self.all_cases_bonus if all_passed else 0.0)
             metrics.update(
                 {
                     "pass_fraction": coverage,
                     "all_cases": float(all_passed),
                     "submission_failure": float(failure == "submission"),
-                    "infrastructure_failure": float(failure == "infrastructure"),
                 }
             )
             return StepResult(

@@ -21,6 +21,7 @@ from atoll.core.docker_engine.errors import EngineError
 from atoll.core.docker_engine.files import tail
 from atoll.core.docker_engine.paths import EnginePaths
 from atoll.core.mounts import unmount_below
+from atoll.core.processes import alive, cmdline
 
 START_DEADLINE_S = 60.0
 STOP_DEADLINE_S = 30.0
@@ -43,21 +44,13 @@ def dockerd_binary() -> str:
     return path
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
 def owned_pid(paths: EnginePaths) -> int | None:
     """The pid of the live dockerd this run directory's pidfile names, if it serves our socket."""
     try:
         pid = int(paths.pidfile.read_text().strip())
     except (OSError, ValueError):
         return None
-    argv = _cmdline(pid)
+    argv = cmdline(pid)
     if not argv or not Path(argv[0]).name.startswith("dockerd"):
         return None
     if not any(str(paths.socket) in arg for arg in argv):
@@ -173,7 +166,7 @@ def wait_owned(paths: EnginePaths, pid: int, deadline_s: float = START_DEADLINE_
         info = query(paths, timeout=2)
         if info is not None:
             return info
-        if not _alive(pid):
+        if not alive(pid):
             break
         time.sleep(0.2)
     raise EngineError(
@@ -181,21 +174,6 @@ def wait_owned(paths: EnginePaths, pid: int, deadline_s: float = START_DEADLINE_
         f"with `atoll docker down && atoll docker up`; {paths.log_file} ends with:\n"
         f"{tail(paths.log_file)}"
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours counts as gone.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _reap(pid: int) -> None:
@@ -209,7 +187,7 @@ def _terminate(pid: int, deadline_s: float) -> None:
     give_up = time.monotonic() + deadline_s
     while time.monotonic() < give_up:
         _reap(pid)
-        if not _alive(pid):
+        if not alive(pid):
             return
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
@@ -223,7 +201,7 @@ def stop(paths: EnginePaths, deadline_s: float = STOP_DEADLINE_S) -> int | None:
     if pid is None:
         return None
     _terminate(pid, deadline_s)
-    if _alive(pid):
+    if alive(pid):
         raise EngineError(f"dockerd (pid {pid}) did not stop; kill it by hand: `kill -9 {pid}`")
     for leftover in (paths.socket, paths.pidfile):
         with contextlib.suppress(FileNotFoundError):

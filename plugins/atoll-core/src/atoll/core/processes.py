@@ -1,0 +1,36 @@
+"""What /proc says about a process: whether it lives, and its command line.
+
+Ownership checks are built from these: a pid written in a record file is
+only ours while the live process behind it runs what we started (after a
+reboot the number may name a stranger's process), so callers compare the
+command line before they signal anything.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` names a live process; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def cmdline(pid: int) -> list[str]:
+    """The argv of process `pid`, or [] when it is gone or unreadable."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
