@@ -19,7 +19,7 @@ def atoll_commands() -> list[Registration]:
             Kind.COMMAND,
             "atoll.pi_train.cli:tinker_app",
             "A Tinker-API service on this machine (SkyRL tx) and tiny test models.",
-            requires=("tinker-env",),
+            requires=("tinker-env", "tinker-local"),
         )
     ]
 
