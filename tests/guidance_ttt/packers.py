@@ -100,6 +100,13 @@ class CountingGuidance(NumberedScript):
         return Reply(content=guidance_text(FACTORS[number % len(FACTORS)]), completion_tokens=17)
 
 
+# The salts of the crash tests were chosen on prompts whose task contract named the
+# compile flags as they then were; the prompt is hashed with today's flags written
+# that way, so that each test keeps the course its kill points were chosen on.
+COMPILE_FLAGS_NOW = "g++ -O2 -pipe -std=gnu++17"
+COMPILE_FLAGS_TUNED = "g++ -O2 -pipe -static -s -std=gnu++17"
+
+
 class PromptGuidance:
     """The answer is a pure function of the prompt and `salt` (some prompts get malformed answers)."""
 
@@ -107,7 +114,8 @@ class PromptGuidance:
         self.salt = salt
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        digest = int(hashlib.sha256((self.salt + prompt_of(request)).encode()).hexdigest(), 16)
+        prompt = prompt_of(request).replace(COMPILE_FLAGS_NOW, COMPILE_FLAGS_TUNED)
+        digest = int(hashlib.sha256((self.salt + prompt).encode()).hexdigest(), 16)
         if digest % 5 == 3:
             return Reply(content=MALFORMED, completion_tokens=11)
         return Reply(content=guidance_text(FACTORS[digest % len(FACTORS)]), completion_tokens=17)
