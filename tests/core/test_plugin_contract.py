@@ -250,6 +250,7 @@ def test_plugins_list_wide_has_targets_and_requirements(venv_bin):
     assert "atoll.core.plugins_cmd:app" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_plugin_adds_a_scorer_that_a_task_can_name(venv_bin, tmp_path):
     """A third-party scorer is found by the name a task's contract gives, and opened like ours."""
     site = install_plugin_distribution(

@@ -79,6 +79,7 @@ def test_pass_at_k_cells_with_fewer_than_k_attempts_are_shown_with_their_n() -> 
     assert groups["1"].pass_at_cell(4) == "1.000"
 
 
+@pytest.mark.slow
 def test_infrastructure_errors_have_their_own_column(tmp_path: Path) -> None:
     text = report.write(sample_rows(), tmp_path, ks=(1,))
     header = next(line for line in text.splitlines() if line.startswith("| problem |"))

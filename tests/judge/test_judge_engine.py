@@ -152,6 +152,7 @@ def test_stderr_logging_and_blank_padding_are_allowed(
     assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["row_seek", "row_mmap"])
 def test_a_program_that_seeks_or_maps_its_stdin_scores_as_with_a_file(
     program: str,

@@ -162,6 +162,7 @@ def test_the_mean_runs_over_every_case_and_limits_follow_the_subtask(engine: Eng
     assert result["score"] == pytest.approx(200 / 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["SUM_SEEK", "SUM_MMAP"])
 def test_a_program_that_seeks_or_maps_its_stdin_scores_as_with_a_file(
     engine: Engine, checkout: Path, tmp_path: Path, program: str
