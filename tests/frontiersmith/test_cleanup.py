@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from support.engine import docker_engine
-from support.frontiersmith_model import EXACT, FEASIBILITY, GENERATOR, SCORER
+from support.frontiersmith_model import cart_bundle_spec
 
 from atoll.checker import Contract
 from atoll.core.ledger import Ledger
-from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, BundleSpec, write_bundle
+from atoll.frontiersmith.bundle import OFFLINE_BASE_IMAGE, write_bundle
 from atoll.frontiersmith.config import RunConfig
 from atoll.frontiersmith.runs import create_run
 from atoll.frontiersmith.upkeep import _compose_containers, cleanup_command
@@ -28,24 +28,8 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def _bundle(where: Path) -> Path:
-    namespace: dict = {}
-    exec(GENERATOR, namespace)
-    contract = Contract(seed=3, check_seeds=(4, 5, 6)).to_json()
-    spec = BundleSpec(
-        name="cart",
-        title="Valuable picks under a weight cap",
-        summary="Maximize the share of value under the cap.",
-        statement="Take items under the cap.",
-        solution=EXACT,
-        generator=GENERATOR,
-        scorer=SCORER,
-        feasibility=FEASIBILITY,
-        contract=Contract.from_json(contract | {"examples": namespace["examples"]()}),
-        mutation="objective",
-        seed_lineage={"seed_id": "c1"},
-        base_image=OFFLINE_BASE_IMAGE,
-    )
-    write_bundle(where, spec)
+    contract = Contract(seed=3, check_seeds=(4, 5, 6))
+    write_bundle(where, cart_bundle_spec(contract, "c1", base_image=OFFLINE_BASE_IMAGE))
     return where
 
 

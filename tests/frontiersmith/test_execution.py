@@ -10,12 +10,18 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.frontiersmith_model import BASELINE, EXACT, FEASIBILITY, GENERATOR, SAMPLES, SCORER
+from support.frontiersmith_model import (
+    BASELINE,
+    EXACT,
+    GENERATOR,
+    SAMPLES,
+    cart_bundle_spec,
+)
 
 from atoll.checker import Contract, Limits
 from atoll.core.ledger import Ledger
 from atoll.frontiersmith import execution
-from atoll.frontiersmith.bundle import BundleSpec, write_bundle
+from atoll.frontiersmith.bundle import write_bundle
 from atoll.frontiersmith.config import RunConfig
 from atoll.frontiersmith.outcome import Reason, Rejected
 from atoll.frontiersmith.trials import HarborTrials, resolve_environment
@@ -30,29 +36,12 @@ def _instances() -> list[dict]:
 
 
 def _staging(tmp_path: Path) -> Path:
-    namespace: dict = {}
-    exec(GENERATOR, namespace)
-    spec = BundleSpec(
-        name="cart",
-        title="Valuable picks under a weight cap",
-        summary="Maximize the share of value under the cap.",
-        statement="Take items under the cap.",
-        solution=EXACT,
-        generator=GENERATOR,
-        scorer=SCORER,
-        feasibility=FEASIBILITY,
-        contract=Contract.from_json(
-            Contract(
-                seed=SEED,
-                check_seeds=(SEED + 1, SEED + 2, SEED + 3),
-                limits=Limits(cpu_seconds=1.0, wall_seconds=3.0),
-            ).to_json()
-            | {"examples": namespace["examples"]()}
-        ),
-        mutation="objective",
-        seed_lineage={"seed_id": "t1"},
+    contract = Contract(
+        seed=SEED,
+        check_seeds=(SEED + 1, SEED + 2, SEED + 3),
+        limits=Limits(cpu_seconds=1.0, wall_seconds=3.0),
     )
-    write_bundle(tmp_path / "staging" / "cart", spec)
+    write_bundle(tmp_path / "staging" / "cart", cart_bundle_spec(contract, "t1"))
     return tmp_path / "staging" / "cart"
 
 

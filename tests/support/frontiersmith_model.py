@@ -465,3 +465,29 @@ def seed_lines(ids: list[str]) -> str:
         + "\n"
         for seed_id in ids
     )
+
+
+def cart_bundle_spec(contract: Any, seed_id: str, **extra: Any) -> Any:
+    """The cart task as a `BundleSpec` solved exactly, its contract given the generator's examples.
+
+    For tests that write a bundle with the real bundle writer without running a campaign.
+    """
+    from atoll.checker import Contract
+    from atoll.frontiersmith.bundle import BundleSpec
+
+    namespace: dict[str, Any] = {}
+    exec(GENERATOR, namespace)
+    return BundleSpec(
+        name="cart",
+        title="Valuable picks under a weight cap",
+        summary="Maximize the share of value under the cap.",
+        statement="Take items under the cap.",
+        solution=EXACT,
+        generator=GENERATOR,
+        scorer=SCORER,
+        feasibility=FEASIBILITY,
+        contract=Contract.from_json(contract.to_json() | {"examples": namespace["examples"]()}),
+        mutation="objective",
+        seed_lineage={"seed_id": seed_id},
+        **extra,
+    )
