@@ -3,8 +3,8 @@
 Nothing here fakes Tinker: the `atoll` command builds the tiny model in the
 managed environment, starts SkyRL tx on loopback, and `atoll pi train hidden`
 / `answer` drive it with the tinker SDK through tinker-cookbook's loop, the
-hidden cases checked in atoll's sandbox. The tests run in file order and
-share one server; the last one stops it and checks nothing of it is left.
+hidden cases checked in atoll's sandbox. The tests share the session's server
+(tests/pi_train/conftest.py), whose teardown checks nothing of it is left.
 A random tiny model's reward stays flat: these tests prove the plumbing and
 the run directory, not learning.
 """
@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
-from support.processes import processes_with_environment
+from support.tinker_local import run_atoll
 
 from atoll.pi_train.euler_source import Store
 
@@ -29,46 +27,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # Small shapes: the engine compiles once per shape, and CI has two cores.
 RUN_FLAGS = ["--groups-per-batch", "2", "--group-size", "2", "--max-tokens", "16"]
-
-
-def _atoll(venv_bin: Path, env: dict[str, str], *args: str, timeout: float = 1200):
-    return subprocess.run(
-        [str(venv_bin / "atoll"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory, venv_bin: Path) -> Path:
-    out = tmp_path_factory.mktemp("tiny") / "model"
-    done = _atoll(venv_bin, dict(os.environ), "tinker", "tiny-model", str(out), "--seed", "3")
-    assert done.returncode == 0, done.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def server_env(
-    tmp_path_factory: pytest.TempPathFactory, venv_bin: Path, tiny_model: Path
-) -> Iterator[dict[str, str]]:
-    """A local server of the tests' own (its own state directory), and the exports it printed."""
-    env = {**os.environ, "ATOLL_TINKER_LOCAL_DIR": str(tmp_path_factory.mktemp("local"))}
-    env.pop("TINKER_API_KEY", None)
-    env.pop("TINKER_BASE_URL", None)
-    done = _atoll(
-        venv_bin, env, "tinker", "local", "up", "--base-model", str(tiny_model), "--print-env"
-    )
-    assert done.returncode == 0, done.stderr
-    for line in done.stdout.splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
-        env[name] = value
-    try:
-        yield env
-    finally:
-        _atoll(venv_bin, env, "tinker", "local", "down", timeout=60)
 
 
 def _rows(path: Path) -> list[dict]:
@@ -79,7 +37,7 @@ def test_tiny_model_is_deterministic_for_a_seed(
     tmp_path: Path, venv_bin: Path, tiny_model: Path
 ) -> None:
     again = tmp_path / "again"
-    done = _atoll(venv_bin, dict(os.environ), "tinker", "tiny-model", str(again), "--seed", "3")
+    done = run_atoll(venv_bin, dict(os.environ), "tinker", "tiny-model", str(again), "--seed", "3")
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in tiny_model.iterdir())
     assert "model.safetensors" in names and "tokenizer.json" in names
@@ -93,10 +51,10 @@ def test_local_server_answers_and_reports_status(
 ) -> None:
     assert server_env["TINKER_BASE_URL"].startswith("http://127.0.0.1:")
     assert server_env["TINKER_API_KEY"].startswith("tml-")
-    done = _atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
+    done = run_atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
     assert done.returncode == 0, done.stderr
     assert "answers" in done.stdout and "does not answer" not in done.stdout
-    doctor = _atoll(
+    doctor = run_atoll(
         venv_bin, {**server_env, "COLUMNS": "250"}, "doctor", "--only", "tinker-local", timeout=60
     )
     line = next(line for line in doctor.stdout.splitlines() if "tinker-local" in line)
@@ -108,7 +66,7 @@ def test_training_refuses_to_start_without_a_key(
 ) -> None:
     env = {k: v for k, v in server_env.items() if k != "TINKER_API_KEY"}
     out = tmp_path / "run"
-    done = _atoll(
+    done = run_atoll(
         venv_bin, env, "pi", "train", "hidden", "--base-model", str(tiny_model),
         "--iterations", "1", "--out", str(out), timeout=120,
     )  # fmt: skip
@@ -122,12 +80,12 @@ def test_hidden_training_writes_its_run_and_resumes_without_repeating(
 ) -> None:
     out = tmp_path / "hidden"
     base = ["pi", "train", "hidden", "--base-model", str(tiny_model), *RUN_FLAGS]
-    first = _atoll(venv_bin, server_env, *base, "--iterations", "1", "--out", str(out))
+    first = run_atoll(venv_bin, server_env, *base, "--iterations", "1", "--out", str(out))
     assert first.returncode == 0, first.stderr
     assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0]
 
     # The rerun with two iterations resumes after the first instead of starting over.
-    second = _atoll(venv_bin, server_env, *base, "--iterations", "2", "--out", str(out))
+    second = run_atoll(venv_bin, server_env, *base, "--iterations", "2", "--out", str(out))
     assert second.returncode == 0, second.stderr
     rows = _rows(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1]
@@ -154,7 +112,7 @@ def test_hidden_training_writes_its_run_and_resumes_without_repeating(
     )
 
     # Other settings in the same directory are refused, not mixed in.
-    other = _atoll(
+    other = run_atoll(
         venv_bin, server_env, *base, "--iterations", "3", "--lora-rank", "4", "--out", str(out),
         timeout=120,
     )  # fmt: skip
@@ -225,7 +183,7 @@ def test_an_infrastructure_failure_drops_its_group_and_is_never_a_reward(
         thread = threading.Thread(target=flaky.serve_forever, daemon=True)
         thread.start()
         try:
-            done = _atoll(
+            done = run_atoll(
                 venv_bin, server_env, "pi", "train", "hidden", "--base-model", str(tiny_model),
                 *RUN_FLAGS, "--languages", "python", "--iterations", "2",
                 "--sandbox-url", flaky.url, "--out", str(out),
@@ -252,10 +210,10 @@ def test_answer_training_on_the_euler_sample_store(
     server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    made = _atoll(venv_bin, server_env, "euler", "import", "--sample", "--store", str(store))
+    made = run_atoll(venv_bin, server_env, "euler", "import", "--sample", "--store", str(store))
     assert made.returncode == 0, made.stderr
     out = tmp_path / "answer"
-    done = _atoll(
+    done = run_atoll(
         venv_bin, server_env, "pi", "train", "answer", "--base-model", str(tiny_model),
         *RUN_FLAGS, "--languages", "python", "--iterations", "2", "--store", str(store),
         "--out", str(out),
@@ -273,16 +231,3 @@ def test_answer_training_on_the_euler_sample_store(
     task_text = (out / "config.json").read_text()
     assert "euler/1/python/direct" in task_text
     assert Store(store).expected(1) not in task_text
-
-
-def test_local_server_down_leaves_no_process(server_env: dict[str, str], venv_bin: Path) -> None:
-    marker = f"ATOLL_TINKER_LOCAL_DIR={server_env['ATOLL_TINKER_LOCAL_DIR']}"
-    server = json.loads((Path(server_env["ATOLL_TINKER_LOCAL_DIR"]) / "server.json").read_text())
-    # The API process and its engine, both started with the tests' own state directory.
-    assert server["pid"] in processes_with_environment(marker)
-    assert len(processes_with_environment(marker)) >= 2
-    done = _atoll(venv_bin, server_env, "tinker", "local", "down", timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert processes_with_environment(marker) == []
-    status = _atoll(venv_bin, server_env, "tinker", "local", "status", timeout=30)
-    assert status.returncode == 1 and "no local Tinker server" in status.stdout
