@@ -117,6 +117,30 @@ def test_writing_the_program_and_editing_it(path: str) -> None:
     assert episode.mutations == 3 and episode.refused == 0 and episode.audit_hits == []
 
 
+def test_everyday_forms_of_write_edit_and_read_are_accepted() -> None:
+    episode = _offline()
+    # Arguments as the model's JSON text; a rewrite replaces the whole file.
+    episode.call("write", json.dumps({"path": "solution.py", "content": "a = 1\nb = 2\n"}))
+    episode.call("write", {"path": "solution.py", "content": "a = 1\nb = 2\nc = 3"})
+    assert episode.files["solution.py"] == b"a = 1\nb = 2\nc = 3"
+    # Two separate replacements in one call, then the list sent as JSON text (Pi takes both).
+    two = [{"oldText": "a = 1", "newText": "a = 10"}, {"oldText": "c = 3", "newText": "c = 30"}]
+    episode.call("edit", {"path": "solution.py", "edits": two})
+    episode.call(
+        "edit",
+        {"path": "solution.py", "edits": json.dumps([{"oldText": "b = 2", "newText": "b = 20"}])},
+    )
+    assert episode.files["solution.py"] == b"a = 10\nb = 20\nc = 30"
+    # Reading its own program back, and past the end of a file (nothing there, not an error).
+    assert episode.call("read", {"path": "solution.py", "offset": 2}) == "b = 20\nc = 30"
+    assert episode.call("read", {"path": DATA, "offset": 100000}) == ""
+    assert (
+        episode.call("read", {"path": DATA, "limit": 1})
+        == INSTANCE.files[DATA].decode().split("\n")[0]
+    )
+    assert episode.refused == 0 and episode.mutations == 4 and episode.audit_hits == []
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -124,6 +148,7 @@ def test_writing_the_program_and_editing_it(path: str) -> None:
         "python solution.py",
         "python3 ./solution.py",
         "  python3  'solution.py' ",
+        'python3 "./solution.py"',
     ],
 )
 def test_the_assigned_run_in_its_usual_spellings(sandbox_url: str, command: str) -> None:

@@ -59,9 +59,9 @@ def shell(
         help="Held-out instances per family and language (balanced); 0: no evaluation.",
     ),
     eval_every: int = typer.Option(
-        0,
+        10,
         "--eval-every",
-        help="Evaluate every N iterations (and after the last); 0: after the last.",
+        help="Evaluate at iterations 0, N, 2N... (before that iteration's update); 0: never.",
     ),
 ) -> None:
     """Pi-shaped file/shell RL: read, write, edit and bash over one fresh workspace per episode."""

@@ -272,6 +272,8 @@ class Episode:
         if path not in self.files:
             return self._refuse("edit", f"error: {path} does not exist yet; write it first")
         edits = args.get("edits")
+        if isinstance(edits, str):  # some models send the list as JSON text; Pi accepts it
+            edits = _arguments_list(edits)
         if isinstance(args.get("oldText"), str) and isinstance(args.get("newText"), str):
             edits = [*(edits if isinstance(edits, list) else []), args]
         if not isinstance(edits, list) or not edits:
@@ -372,6 +374,14 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
         except ValueError:
             return None
     return raw if isinstance(raw, dict) else None
+
+
+def _arguments_list(text: str) -> list[Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
 
 
 def _workspace_path(raw: Any) -> str | None:

@@ -298,7 +298,7 @@ class TaskDatasetBuilder(RLDatasetBuilder):
 def _held_out(job: dict[str, Any], renderer: Any, scorer: Scorer) -> RLDataset | None:
     """The job's evaluation tasks (`eval_tasks`), one batch of one episode each, if any.
 
-    The cookbook evaluates it every `eval_every` iterations and after the last.
+    The cookbook evaluates it at the iterations `eval_every` divides, before their update.
     """
     tasks = job.get("eval_tasks") or []
     if not tasks:
