@@ -13,6 +13,7 @@ languages. Every trajectory's reward components go to `trajectories.jsonl`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import secrets
@@ -128,8 +129,7 @@ def eval_tasks(languages: tuple[str, ...], per_cell: int) -> list[ShellTask]:
 
 
 def digest(tasks: list[ShellTask]) -> str:
-    import hashlib
-
+    """sha256 over every task's id, prompt, tags and whole instance (its answer included)."""
     h = hashlib.sha256()
     for task in tasks:
         h.update(json.dumps({**task.public(), "instance": task.instance.digest()}).encode() + b"\n")
