@@ -175,8 +175,10 @@ def fusion_runner(sandbox_url: str) -> Runner:
         if result is None:
             raise InfrastructureFailure("the sandbox answered without a run")
         timed_out = str(getattr(result.status, "value", result.status)) == "TimeLimitExceeded"
+        # A finished run without an exit status never counts as a success.
+        code = -1 if result.return_code is None else int(result.return_code)
         return RunResult(
-            None if timed_out else int(result.return_code or 0),
+            None if timed_out else code,
             result.stdout or "",
             result.stderr or "",
         )
