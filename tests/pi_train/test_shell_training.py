@@ -1,4 +1,4 @@
-"""`atoll pi train shell` for real: the tiny model on the session's local Tinker, the real sandbox.
+"""`atoll pi train shell` for real: the tiny model on the tests' shared local Tinker, the real sandbox.
 
 The `atoll` command drives SkyRL tx through tinker-cookbook's RL loop; every
 trajectory's workspace lives in the command's process and its programs run

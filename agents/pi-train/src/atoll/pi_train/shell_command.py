@@ -1,7 +1,7 @@
 """`atoll pi train shell`: file/shell RL with Pi's four tools (the design's `train_pi_grpo`).
 
 Mounted under `atoll pi train` by cli.py. It takes the common training flags
-of `hidden` and `answer` (the same helpers turn them into settings and show
+of `hidden` and `answer` (the same functions turn them into settings and show
 the progress bar), plus the sandbox, the episode bounds and the held-out
 evaluation.
 """
