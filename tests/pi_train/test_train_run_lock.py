@@ -26,15 +26,16 @@ from support.processes import processes_with_environment
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def _train(venv_bin: Path, env: dict[str, str], out: Path) -> list[str]:
+def _train(venv_bin: Path, env: dict[str, str], out: Path, mode: str = "hidden") -> list[str]:
     return [
-        str(venv_bin / "atoll"), "pi", "train", "hidden", "--base-model", "Qwen/Qwen3-0.6B",
+        str(venv_bin / "atoll"), "pi", "train", mode, "--base-model", "Qwen/Qwen3-0.6B",
         "--languages", "python", "--iterations", "1", "--out", str(out),
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("mode", ["hidden", "shell"])
 def test_a_second_command_on_the_same_out_is_refused_naming_the_first(
-    venv_bin: Path, tmp_path: Path
+    venv_bin: Path, tmp_path: Path, mode: str
 ) -> None:
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
     marker = f"ATOLL_TEST_RUN_LOCK={uuid.uuid4().hex}"
@@ -46,7 +47,7 @@ def test_a_second_command_on_the_same_out_is_refused_naming_the_first(
     }
     out = tmp_path / "run"
     first = subprocess.Popen(
-        _train(venv_bin, env, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        _train(venv_bin, env, out, mode), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         deadline = time.monotonic() + 120
@@ -56,17 +57,17 @@ def test_a_second_command_on_the_same_out_is_refused_naming_the_first(
             time.sleep(0.2)
 
         second = subprocess.run(
-            _train(venv_bin, env, out), env=env, capture_output=True, text=True, timeout=120
+            _train(venv_bin, env, out, mode), env=env, capture_output=True, text=True, timeout=120
         )
         assert second.returncode == 2
         # The progress bar's empty line may come first; the refusal is one error line.
         lines = [line for line in second.stderr.splitlines() if "error" in line]
         assert len(lines) == 1 and lines[0].startswith("error: "), second.stderr
-        assert "in use by `atoll pi train hidden`" in lines[0]
+        assert f"in use by `atoll pi train {mode}`" in lines[0]
         assert f"pid {first.pid}" in lines[0]
         assert first.poll() is None  # the first run goes on untouched
         assert json.loads((out / "manifest.json").read_text())["command"] == (
-            "atoll pi train hidden"
+            f"atoll pi train {mode}"
         )
     finally:
         first.send_signal(signal.SIGINT)
@@ -80,7 +81,7 @@ def test_a_second_command_on_the_same_out_is_refused_naming_the_first(
 
     # Once the first command has ended, the directory is free again for the next one.
     third = subprocess.Popen(
-        _train(venv_bin, env, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        _train(venv_bin, env, out, mode), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         deadline = time.monotonic() + 120

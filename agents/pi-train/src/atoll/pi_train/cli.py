@@ -60,6 +60,13 @@ if importlib.util.find_spec("atoll.pi_train.check_command") is not None:
     train_app.command("check")(_check)
 
 
+# --- `atoll pi train shell` lives in atoll.pi_train.shell_command (file/shell RL).
+if importlib.util.find_spec("atoll.pi_train.shell_command") is not None:
+    from atoll.pi_train.shell_command import shell as _shell
+
+    train_app.command("shell")(_shell)
+
+
 def _say(line: str) -> None:
     _err.print(line)
 

@@ -179,8 +179,12 @@ def train(
     manifest: dict[str, Any],
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
+    job_extra: dict[str, Any] | None = None,
 ) -> Path:
-    """Run the trainer to `settings.iterations` and write the summary; its path."""
+    """Run the trainer to `settings.iterations` and write the summary; its path.
+
+    `job_extra` adds mode-specific fields to the trainer's job (the shell tools, say).
+    """
     key = api_key()
     if completed_iterations(run_dir) >= settings.iterations:
         progress(settings.iterations, settings.iterations)
@@ -203,6 +207,7 @@ def train(
         "max_submissions": MAX_SUBMISSIONS,
         "all_cases_bonus": ALL_CASES_BONUS,
         "system_prompt": system_prompt,
+        **(job_extra or {}),
     }
     with ScoringService(routes) as service:
         job["scorer_url"] = service.url

@@ -78,12 +78,14 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
             "run a check (an infrastructure failure is never a reward).",
             "",
         ]
-    headings = [h for h, _ in COLUMNS] + ["groups dropped (infrastructure)"]
+    # A mode may name its own columns in its manifest (`summary_columns`: [heading, key]).
+    columns = [tuple(c) for c in manifest.get("summary_columns", COLUMNS)]
+    headings = [h for h, _ in columns] + ["groups dropped (infrastructure)"]
     lines.append("| iteration | " + " | ".join(headings) + " |")
     lines.append("|---" * (len(headings) + 1) + "|")
     for row in rows:
         step = row.get("step", row.get("progress/batch"))
-        cells = [_cell(row.get(key)) for _, key in COLUMNS]
+        cells = [_cell(row.get(key)) for _, key in columns]
         cells.append(str(dropped.get(step, 0)) if isinstance(step, int) else "–")
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
     lines.append("")

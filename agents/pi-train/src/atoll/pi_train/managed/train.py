@@ -240,6 +240,14 @@ class TaskGroupBuilder(EnvGroupBuilder):
                 )
                 for _ in range(size)
             ]
+        if self.job["mode"] == "shell":
+            from shell_episode import ShellEnv  # beside this script (atoll pi train shell)
+
+            phase = str(self.job.get("phase", "train"))
+            return [
+                ShellEnv(self.task, self.renderer, self.scorer, self.job, phase)
+                for _ in range(size)
+            ]
         return [
             AnswerEnv(self.task, self.renderer, self.scorer, self.job["system_prompt"])
             for _ in range(size)
@@ -284,7 +292,26 @@ class TaskDatasetBuilder(RLDatasetBuilder):
         tokenizer = get_tokenizer(self.job["base_model"])
         renderer = renderers.get_renderer(self.job["renderer"], tokenizer)
         scorer = Scorer(self.job["scorer_url"], os.environ["ATOLL_SCORER_TOKEN"])
-        return TaskDataset(self.job, renderer, scorer), None
+        return TaskDataset(self.job, renderer, scorer), _held_out(self.job, renderer, scorer)
+
+
+def _held_out(job: dict[str, Any], renderer: Any, scorer: Scorer) -> RLDataset | None:
+    """The job's evaluation tasks (`eval_tasks`), one batch of one episode each, if any.
+
+    The cookbook evaluates it at the iterations `eval_every` divides, before their update.
+    """
+    tasks = job.get("eval_tasks") or []
+    if not tasks:
+        return None
+    held_out = {
+        **job,
+        "tasks": tasks,
+        "phase": "eval",
+        "group_size": 1,
+        "groups_per_batch": len(tasks),
+        "iterations": 1,
+    }
+    return TaskDataset(held_out, renderer, scorer)
 
 
 def main() -> None:
@@ -300,7 +327,7 @@ def main() -> None:
         lora_rank=int(job["lora_rank"]),
         base_url=job["base_url"],
         save_every=1,
-        eval_every=0,
+        eval_every=int(job.get("eval_every", 0)),
         num_groups_to_log=0,
         rollout_json_export=False,
     )
