@@ -33,17 +33,6 @@ from atoll.guidance_ttt.wiring import run_search
 
 pytest_plugins = ["support.fixtures"]
 
-# A baseline the search starts from: beacons in reading order while the budget lasts.
-BASELINE = """import json, sys
-task = json.load(sys.stdin)
-left, beacons = task["budget"], []
-for r, row in enumerate(task["rows"]):
-    for c, cell in enumerate(row):
-        if cell == "." and task["cost"][r][c] <= left and len(beacons) < 3:
-            beacons.append([r, c])
-            left -= task["cost"][r][c]
-print(json.dumps({"beacons": beacons}))
-"""
 CRASHES = "import sys\nsys.exit(3)\n"
 
 
@@ -51,12 +40,13 @@ class BetterProgram(NumberedScript):
     """The first executor answer is the task's reference program (better than the baseline);
     the second crashes on every instance; later ones are the baseline again (a duplicate)."""
 
-    def __init__(self, reference: str) -> None:
+    def __init__(self, reference: str, baseline: str) -> None:
         super().__init__()
         self.reference = reference
+        self.baseline = baseline
 
     def answer(self, request: dict[str, Any], number: int) -> Reply:
-        program = {1: self.reference, 2: CRASHES}.get(number, BASELINE)
+        program = {1: self.reference, 2: CRASHES}.get(number, self.baseline)
         return Reply(
             content=f"<solution>\n```python\n{program}```\n</solution>\n"
             f"<summary>Candidate {number}.</summary>"
@@ -70,19 +60,28 @@ def example_dir(repo: Path) -> Path:
 
 @pytest.fixture
 def emitted_task(example_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the example as it ships (its baseline and search contract included)."""
     task = tmp_path / "frontiersmith-example"
     shutil.copytree(example_dir, task)
-    (task / "solution" / "baseline.py").write_text(BASELINE, encoding="utf-8")
     return task
+
+
+def _programs(task: Path) -> tuple[str, str]:
+    """The bundle's reference program and its baseline."""
+    solution = task / "solution"
+    return (
+        (solution / "solution.py").read_text(encoding="utf-8"),
+        (solution / "baseline.py").read_text(encoding="utf-8"),
+    )
 
 
 @pytest.mark.slow
 def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
     emitted_task, tmp_path, reef_server, reset_reef_upstream, scripted_llm
 ):
-    reference = (emitted_task / "solution" / "solution.py").read_text(encoding="utf-8")
+    reference, baseline = _programs(emitted_task)
     reset_reef_upstream.script = GuidanceScript()
-    scripted_llm.script = BetterProgram(reference)
+    scripted_llm.script = BetterProgram(reference, baseline)
     settings = {
         "groups": 1,
         "rollouts": 2,
@@ -117,7 +116,7 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
         seed = library.archive.node(0)
     finally:
         library.close()
-    assert seed.entry.program == BASELINE
+    assert seed.entry.program == baseline
     baseline_reward = grade_task(emitted_task, emitted_task / "solution" / "baseline.py").reward
     assert seed.raw_score == baseline_reward and seed.entry.verification is not None
     assert seed.entry.verification.receipt["scorer"] == "checker"
@@ -179,9 +178,9 @@ def test_atoll_run_on_a_bundle_hands_the_best_program_to_the_bundles_verifier(
     emitted_task, tmp_path, venv_bin, reef_server, reset_reef_upstream, scripted_llm
 ):
     """`atoll run --agent guidance-ttt -p BUNDLE`: the search's best is what the verifier grades."""
-    reference = (emitted_task / "solution" / "solution.py").read_text(encoding="utf-8")
+    reference, baseline = _programs(emitted_task)
     reset_reef_upstream.script = GuidanceScript()
-    scripted_llm.script = BetterProgram(reference)
+    scripted_llm.script = BetterProgram(reference, baseline)
     settings = {
         "groups": 1,
         "rollouts": 2,
