@@ -139,6 +139,9 @@ async def execute(prepared: Prepared, console: Console) -> int:
                     searches = await _search(
                         prepared, journal, console, stopped=lambda: interrupts[0] > 0
                     )
+                    if interrupts[0]:  # the searches were cut short: say so, exit 130
+                        state.stop = StopReason.INTERRUPTED
+                        state.stop_detail = "interrupted during the searches"
             finally:
                 await chat.aclose()
     finally:
@@ -197,6 +200,7 @@ async def _search(
             ),
             model=config.model,
             say=lambda line: console.print(escape(line)),
+            stopped=stopped,
         )
     finally:
         await chat.aclose()

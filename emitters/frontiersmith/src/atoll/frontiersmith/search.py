@@ -91,10 +91,17 @@ async def search_tasks(
     model: str,
     environ: Mapping[str, str] = os.environ,
     say: Callable[[str], None] = lambda _: None,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> dict[str, dict[str, Any]]:
-    """One search per task, one after another; each task's record (`search` in run.json)."""
+    """One search per task, one after another; each task's record (`search` in run.json).
+
+    Once `stopped` says so (an interrupt), no further task is searched; the one running
+    fails at its next executor request (the run's chat refuses it) and records the error.
+    """
     records: dict[str, dict[str, Any]] = {}
     for task in tasks:
+        if stopped():
+            break
         name = task["name"]
         say(f"search: {name}: {settings.steps} step(s) of {settings.groups}x{settings.rollouts}")
         meter = metered(name)
