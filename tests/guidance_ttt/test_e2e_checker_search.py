@@ -25,6 +25,7 @@ from support.openai_server import NumberedScript, Reply
 from atoll.checker import grade_task
 from atoll.core.scoring import ScorerNotInstalled
 from atoll.guidance_ttt.agent import agent_config
+from atoll.guidance_ttt.config import IdentityChanged
 from atoll.guidance_ttt.contract import Language, load_task
 from atoll.guidance_ttt.entries import Status
 from atoll.guidance_ttt.library import Library, run_dir
@@ -141,6 +142,25 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
     assert best is not None and best.entry.program == reference
     reference_reward = _reference_reward(emitted_task)
     assert best.raw_score == reference_reward > baseline_reward
+
+    # The task's contract edited since: the resume refuses in one line, before anything starts.
+    contract = json.loads((emitted_task / "contract.json").read_text())
+    contract["objective"] = "Light as few cells as possible."
+    (emitted_task / "contract.json").write_text(json.dumps(contract))
+    calls = scripted_llm.script.calls
+    with pytest.raises(IdentityChanged) as refused:
+        run_search(
+            agent_config({**settings, "steps": 3}),
+            load_task(emitted_task),
+            emitted_task,
+            environ={"REEF_URL": reef_server.url, "REEF_TOKEN": reef_server.token},
+        )
+    assert str(refused.value).startswith(
+        "cannot resume: the task's contract.json changed since the run started"
+    )
+    assert "\n" not in str(refused.value)
+    assert len(_rollout_verifications(tmp_path / "state")) == 4  # nothing new was sampled
+    assert scripted_llm.script.calls == calls
 
 
 def test_a_task_whose_scorer_is_not_installed_is_refused_in_one_line(tmp_path, example_dir):
