@@ -3,7 +3,8 @@
 The example is a bundle, so its hash binds every file: after editing one of
 its programs (or after a change to atoll.checker's grader, which every bundle
 carries as tests/grader.py) it must be written again. This reads its current
-files (layout checked, hash not), grades the reference program to record its
+files (layout checked, hash not; the search contract and any baseline
+included), grades the reference program to record its
 reward, writes the new bundle beside the old one and swaps them.
 
     sudo uv run python scripts/refresh_frontiersmith_example.py   # root: the grader switches uid
@@ -41,10 +42,6 @@ def main() -> int:
             return 1
         fresh = dataclasses.replace(spec, reference_reward=report.reward)
         new = write_bundle(Path(scratch) / EXAMPLE.name, fresh)
-        for name in layout.ANNEX:  # the search contract, which the bundle writer does not write
-            if name in files:
-                (Path(new.path) / name).write_bytes(files[name].data)
-                (Path(new.path) / name).chmod(layout.ANNEX[name])
         old = Path(scratch) / "old"
         os.rename(EXAMPLE, old)
         os.rename(new.path, EXAMPLE)

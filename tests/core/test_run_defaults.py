@@ -108,4 +108,7 @@ def test_plugins_list_shows_an_agents_job_plugins(capsys: pytest.CaptureFixture[
     assert cli.main(["plugins", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     (agent,) = [r for r in rows if r["name"] == "guidance-ttt" and r["kind"] == "agent"]
-    assert agent["job_plugins"] == ["frontiercs-judge", "reef-stack"]
+    # the judge comes from the scorer its task's contract names (the judge by default)
+    assert agent["job_plugins"] == ["reef-stack"] and agent["task_scorer"] == "frontiercs-judge"
+    scorers = {r["name"]: r["job_plugins"] for r in rows if r["kind"] == "scorer"}
+    assert scorers["frontiercs-judge"] == ["frontiercs-judge"] and scorers["checker"] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
 import os
 import stat
@@ -206,3 +207,66 @@ def test_bad_specs_fail_before_anything_is_written(spec, change, message):
 
 def test_layout_constants_match_what_the_writer_makes():
     assert layout.FILES == EXPECTED_FILES
+
+
+SEARCH = {
+    "scorer": "checker",
+    "solution_language": "python",
+    "mechanism_constraint": "One Python program within the limits.",
+    "objective": "Print the largest number allowed.",
+    "raw_score_label": "mean per-instance score",
+    "score_direction": "max",
+    "solution_contract": "a complete Python 3 program printing one JSON object",
+}
+BASELINE = 'import json\nprint(json.dumps({"x": 0.25}))\n'
+
+
+@pytest.fixture
+def searchable(spec):
+    return dataclasses.replace(
+        spec,
+        baseline=BASELINE,
+        baseline_summary="Prints a quarter.",
+        solution_summary="Prints three quarters.",
+        search_contract=SEARCH,
+    )
+
+
+def test_the_search_files_are_written_read_back_and_hashed(tmp_path, spec, searchable):
+    info = write_bundle(tmp_path / "toy", searchable)
+    root = tmp_path / "toy"
+    optional = {name: _tree(root)[name] for name in layout.OPTIONAL}
+    assert optional == dict.fromkeys(layout.OPTIONAL, 0o644)
+    assert json.loads((root / "contract.json").read_text()) == SEARCH
+    assert (root / "solution" / "baseline.py").read_text() == BASELINE
+    assert read_bundle(root).spec == searchable
+    # Each search file is part of the bundle's identity; without them the hash is the old one.
+    assert info.bundle_hash != render_bundle(spec)[1]
+    for change in (
+        {"search_contract": SEARCH | {"objective": "Print the smallest number."}},
+        {"baseline": BASELINE.replace("0.25", "0.5")},
+        {"baseline_summary": "Prints a half."},
+    ):
+        assert render_bundle(dataclasses.replace(searchable, **change))[1] != info.bundle_hash
+
+
+def test_an_edited_search_contract_breaks_the_bundle_hash(tmp_path, searchable):
+    write_bundle(tmp_path / "toy", searchable)
+    contract = tmp_path / "toy" / "contract.json"
+    contract.write_text(json.dumps(SEARCH | {"score_direction": "min"}))
+    with pytest.raises(BundleError, match="does not match its hash"):
+        read_bundle(tmp_path / "toy")
+    contract.unlink()  # taking it away is a change too
+    with pytest.raises(BundleError, match="does not match its hash"):
+        read_bundle(tmp_path / "toy")
+
+
+def test_a_bundle_without_search_files_verifies_as_before(tmp_path, spec):
+    info = write_bundle(tmp_path / "toy", spec)
+    assert not any((tmp_path / "toy" / name).exists() for name in layout.OPTIONAL)
+    assert read_bundle(tmp_path / "toy").bundle_hash == info.bundle_hash
+
+
+def test_a_blank_search_contract_field_is_refused(spec):
+    with pytest.raises(BundleError, match="search contract field 'objective'"):
+        dataclasses.replace(spec, search_contract=SEARCH | {"objective": " "})

@@ -37,7 +37,11 @@ def test_the_wheel_carries_the_example_with_its_modes(repo: Path, tmp_path: Path
             for info in archive.infolist()
             if info.filename.startswith(PREFIX)
         }
-        assert entries == layout.FILES | layout.ANNEX
+        assert entries == layout.FILES | {
+            k: m
+            for k, m in layout.OPTIONAL.items()
+            if (repo / "tasks/frontiersmith-example" / k).exists()
+        }
         unpacked = tmp_path / "unpacked"
         for name, mode in entries.items():
             target = unpacked / name

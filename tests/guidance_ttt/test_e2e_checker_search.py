@@ -25,6 +25,7 @@ from support.openai_server import NumberedScript, Reply
 from atoll.checker import grade_task
 from atoll.core.scoring import ScorerNotInstalled
 from atoll.guidance_ttt.agent import agent_config
+from atoll.guidance_ttt.config import IdentityChanged
 from atoll.guidance_ttt.contract import Language, load_task
 from atoll.guidance_ttt.entries import Status
 from atoll.guidance_ttt.library import Library, run_dir
@@ -33,17 +34,6 @@ from atoll.guidance_ttt.wiring import run_search
 
 pytest_plugins = ["support.fixtures"]
 
-# A baseline the search starts from: beacons in reading order while the budget lasts.
-BASELINE = """import json, sys
-task = json.load(sys.stdin)
-left, beacons = task["budget"], []
-for r, row in enumerate(task["rows"]):
-    for c, cell in enumerate(row):
-        if cell == "." and task["cost"][r][c] <= left and len(beacons) < 3:
-            beacons.append([r, c])
-            left -= task["cost"][r][c]
-print(json.dumps({"beacons": beacons}))
-"""
 CRASHES = "import sys\nsys.exit(3)\n"
 
 
@@ -51,12 +41,13 @@ class BetterProgram(NumberedScript):
     """The first executor answer is the task's reference program (better than the baseline);
     the second crashes on every instance; later ones are the baseline again (a duplicate)."""
 
-    def __init__(self, reference: str) -> None:
+    def __init__(self, reference: str, baseline: str) -> None:
         super().__init__()
         self.reference = reference
+        self.baseline = baseline
 
     def answer(self, request: dict[str, Any], number: int) -> Reply:
-        program = {1: self.reference, 2: CRASHES}.get(number, BASELINE)
+        program = {1: self.reference, 2: CRASHES}.get(number, self.baseline)
         return Reply(
             content=f"<solution>\n```python\n{program}```\n</solution>\n"
             f"<summary>Candidate {number}.</summary>"
@@ -70,19 +61,28 @@ def example_dir(repo: Path) -> Path:
 
 @pytest.fixture
 def emitted_task(example_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the example as it ships (its baseline and search contract included)."""
     task = tmp_path / "frontiersmith-example"
     shutil.copytree(example_dir, task)
-    (task / "solution" / "baseline.py").write_text(BASELINE, encoding="utf-8")
     return task
+
+
+def _programs(task: Path) -> tuple[str, str]:
+    """The bundle's reference program and its baseline."""
+    solution = task / "solution"
+    return (
+        (solution / "solution.py").read_text(encoding="utf-8"),
+        (solution / "baseline.py").read_text(encoding="utf-8"),
+    )
 
 
 @pytest.mark.slow
 def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
     emitted_task, tmp_path, reef_server, reset_reef_upstream, scripted_llm
 ):
-    reference = (emitted_task / "solution" / "solution.py").read_text(encoding="utf-8")
+    reference, baseline = _programs(emitted_task)
     reset_reef_upstream.script = GuidanceScript()
-    scripted_llm.script = BetterProgram(reference)
+    scripted_llm.script = BetterProgram(reference, baseline)
     settings = {
         "groups": 1,
         "rollouts": 2,
@@ -117,7 +117,7 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
         seed = library.archive.node(0)
     finally:
         library.close()
-    assert seed.entry.program == BASELINE
+    assert seed.entry.program == baseline
     baseline_reward = grade_task(emitted_task, emitted_task / "solution" / "baseline.py").reward
     assert seed.raw_score == baseline_reward and seed.entry.verification is not None
     assert seed.entry.verification.receipt["scorer"] == "checker"
@@ -142,6 +142,25 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
     assert best is not None and best.entry.program == reference
     reference_reward = _reference_reward(emitted_task)
     assert best.raw_score == reference_reward > baseline_reward
+
+    # The task's contract edited since: the resume refuses in one line, before anything starts.
+    contract = json.loads((emitted_task / "contract.json").read_text())
+    contract["objective"] = "Light as few cells as possible."
+    (emitted_task / "contract.json").write_text(json.dumps(contract))
+    calls = scripted_llm.script.calls
+    with pytest.raises(IdentityChanged) as refused:
+        run_search(
+            agent_config({**settings, "steps": 3}),
+            load_task(emitted_task),
+            emitted_task,
+            environ={"REEF_URL": reef_server.url, "REEF_TOKEN": reef_server.token},
+        )
+    assert str(refused.value).startswith(
+        "cannot resume: the task's contract.json changed since the run started"
+    )
+    assert "\n" not in str(refused.value)
+    assert len(_rollout_verifications(tmp_path / "state")) == 4  # nothing new was sampled
+    assert scripted_llm.script.calls == calls
 
 
 def test_a_task_whose_scorer_is_not_installed_is_refused_in_one_line(tmp_path, example_dir):
@@ -179,9 +198,9 @@ def test_atoll_run_on_a_bundle_hands_the_best_program_to_the_bundles_verifier(
     emitted_task, tmp_path, venv_bin, reef_server, reset_reef_upstream, scripted_llm
 ):
     """`atoll run --agent guidance-ttt -p BUNDLE`: the search's best is what the verifier grades."""
-    reference = (emitted_task / "solution" / "solution.py").read_text(encoding="utf-8")
+    reference, baseline = _programs(emitted_task)
     reset_reef_upstream.script = GuidanceScript()
-    scripted_llm.script = BetterProgram(reference)
+    scripted_llm.script = BetterProgram(reference, baseline)
     settings = {
         "groups": 1,
         "rollouts": 2,

@@ -11,8 +11,9 @@ unknown keys so that a misspelt field fails loudly instead of being ignored.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import cache
 from importlib import resources
@@ -21,6 +22,7 @@ from typing import Any
 
 import jsonschema
 
+from atoll.core.durable import canonical_json
 from atoll.judge.client import SOURCE_FILES
 
 INSTRUCTION_FILE = "instruction.md"
@@ -61,6 +63,15 @@ class TaskContract:
     solution_contract: str
     judge_problem_id: str | None = None
     scorer: str = DEFAULT_SCORER
+
+    def identity(self) -> dict[str, str]:
+        """What a resumed run must find unchanged: the scorer, and a digest of every field."""
+        fields = {
+            name: value.value if isinstance(value, StrEnum) else value
+            for name, value in asdict(self).items()
+        }
+        digest = hashlib.sha256(canonical_json(fields)).hexdigest()
+        return {"scorer": self.scorer, "contract_sha256": digest}
 
     def search_value(self, raw_score: float) -> float:
         """The archive's value of a raw score: larger is always better."""

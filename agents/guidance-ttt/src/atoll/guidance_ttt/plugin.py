@@ -15,8 +15,10 @@ def atoll_agents() -> list[Registration]:
             "atoll.guidance_ttt.agent:GuidanceTTTAgent",
             "Test-time training of a guidance model through Reef: a PUCT search over "
             "scored programs, one whole run per trial.",
-            # `atoll run` adds these when no --plugin is given: the judge and Reef for the job.
-            job_plugins=("frontiercs-judge",),
+            # `atoll run` adds, when no --plugin is given, Reef's stack and what the scorer the
+            # task's contract.json names needs (the judge for a FrontierCS task, none for a
+            # checker task; contract.json's default scorer is the judge).
+            task_scorer="frontiercs-judge",
             # Reef's stack, configured by the agent's own reading of its options.
             stack=StackUse("reef-stack", "atoll.guidance_ttt.agent:agent_config"),
             # guidance goes through Reef; GPUs only with training=on

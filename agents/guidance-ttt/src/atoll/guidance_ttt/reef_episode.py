@@ -5,8 +5,10 @@ the ones it already has, so a search whose final reward should sit beside
 other agents' results is run through it: one episode, one Harbor trial, the
 task's verifier giving the trusted reward. The episode is tagged with the
 settings that define the run and its training mode, so a search-only run is
-never pooled with a trained one. The judge is found, relayed or started for
-the episode as a Harbor job's `frontiercs-judge` plugin would. reef-eval is
+never pooled with a trained one. When the task needs the FrontierCS judge
+(its contract's scorer, or its verifier, does) the judge is found, relayed or
+started for the episode as a Harbor job's `frontiercs-judge` plugin would;
+a task scored by its own checker starts none. reef-eval is
 an optional extra (`atoll-guidance-ttt[reef-eval]`).
 
     python -m atoll.guidance_ttt.reef_episode LAB_DIR polyomino_packing \
@@ -31,6 +33,7 @@ from atoll.judge.provision import JudgeForTrials, JudgeNotReady
 AGENT_IMPORT_PATH = "atoll.guidance_ttt.agent:GuidanceTTTAgent"
 LOCAL_ENVIRONMENT = "atoll.core.environments.local:LocalEnvironment"
 ENVIRONMENTS = ("atoll-local", "docker")
+JUDGE_PLUGIN = "frontiercs-judge"
 
 
 class EpisodeError(RuntimeError):
@@ -106,15 +109,26 @@ async def run_episode(
         raise EpisodeError(
             "reef-eval is not installed: install atoll-guidance-ttt[reef-eval]"
         ) from None
-    call = episode_call(resolve_task(str(task)), settings, environment=environment)
+    task_dir = resolve_task(str(task))
+    call = episode_call(task_dir, settings, environment=environment)
     lab = Lab(lab_dir, concurrency=1)
+    if not needs_judge(task_dir):
+        return await lab.run(key=key, **call)
     # The trial's verifier reaches the judge only through its socket, which no
     # Harbor job plugin provides here: the episode sets it up for itself.
     try:
-        with JudgeForTrials(Path(lab_dir).resolve() / "frontiercs-judge"):
+        with JudgeForTrials(Path(lab_dir).resolve() / JUDGE_PLUGIN):
             return await lab.run(key=key, **call)
     except JudgeNotReady as exc:
         raise EpisodeError(str(exc)) from None
+
+
+def needs_judge(task_dir: Path) -> bool:
+    """Whether a run of this agent on the task needs the judge: what `atoll run` would add."""
+    from atoll.core.registry import load
+    from atoll.core.run_defaults import default_plugins
+
+    return JUDGE_PLUGIN in default_plugins([AGENT_NAME], load(), task_dir)[0]
 
 
 def episode_failure(row: Any) -> str | None:

@@ -6,7 +6,9 @@ experiments in one archive and one trained adapter), the training mode (a
 search-only run never silently becomes a trained one, or back), the run id
 that makes report ids unique, the Reef scenario derived from it (two runs
 against one Reef never share a training grid, and a resume keeps training
-the same one), and the per-step summaries. It holds no
+the same one), the task's scorer and a digest of its contract (a candidate
+scored one way is not comparable with one scored another, and the prompts
+say what the contract says), and the per-step summaries. It holds no
 credential. The committed archive, not this file, says which step is next;
 this file may lag by the one step whose commit it was about to record.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
+from atoll.guidance_ttt.contract import TaskContract
 from atoll.guidance_ttt.library import run_dir
 from atoll.guidance_ttt.step import StepSummary
 
@@ -42,6 +45,8 @@ class ResumeState:
     identity: dict[str, Any]
     next_step: int
     summaries: list[StepSummary] = field(default_factory=list)
+    # TaskContract.identity() at the first start; None in a state saved before it was kept.
+    task: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +57,7 @@ class ResumeState:
             "identity": self.identity,
             "next_step": self.next_step,
             "summaries": [s.to_json() for s in self.summaries],
+            **({} if self.task is None else {"task": self.task}),
         }
 
     @classmethod
@@ -68,13 +74,18 @@ class ResumeState:
                 identity=dict(data["identity"]),
                 next_step=int(data["next_step"]),
                 summaries=[StepSummary.from_json(s) for s in data.get("summaries", [])],
+                task=None if data.get("task") is None else dict(data["task"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ResumeError(f"resume state is incomplete: {exc}") from None
 
-    def check(self, config: GuidanceConfig, training: str, name: RunName) -> None:
+    def check(
+        self, config: GuidanceConfig, training: str, name: RunName, contract: TaskContract
+    ) -> None:
         """Refuse to continue a run whose defining settings changed, naming its state directory."""
         change = config.identity_change(self.identity)
+        if change is None:
+            change = self.task_change(contract)
         if change is None and training != self.training:
             change = f"training mode changed from {self.training!r} to {training!r}"
         if change is None and name.scenario != self.scenario:
@@ -82,10 +93,31 @@ class ResumeState:
         if change is None and name.run_id != self.run_id:
             change = f"run id changed from {self.run_id!r} to {name.run_id!r}"
         if change is not None:
-            raise IdentityChanged(
-                f"cannot resume: {change} in state dir {config.state_dir}; "
-                "start a new state directory or restore the old settings"
-            )
+            raise IdentityChanged(_refusal(change, config.state_dir))
+
+    def task_change(self, contract: TaskContract) -> str | None:
+        """How the task's scorer or contract differs from the run's first start; None if not."""
+        if self.task is None:
+            return None
+        current = contract.identity()
+        if self.task.get("scorer") != current["scorer"]:
+            return f"the task's scorer changed from {self.task.get('scorer')!r} to {current['scorer']!r}"
+        if self.task.get("contract_sha256") != current["contract_sha256"]:
+            return "the task's contract.json changed since the run started"
+        return None
+
+    def check_task(self, contract: TaskContract, state_dir: Path) -> None:
+        """The task part of `check`, for a caller that has not built the run's services yet."""
+        change = self.task_change(contract)
+        if change is not None:
+            raise IdentityChanged(_refusal(change, state_dir))
+
+
+def _refusal(change: str, state_dir: Path) -> str:
+    return (
+        f"cannot resume: {change} in state dir {state_dir}; "
+        "start a new state directory or restore the old settings"
+    )
 
 
 @dataclass(frozen=True)

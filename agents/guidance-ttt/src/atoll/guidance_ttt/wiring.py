@@ -167,8 +167,11 @@ def run_search(
     if task.directory is None:
         task = replace(task, directory=task_dir)
     check_installed(task.contract)
+    saved = resume.load(config.state_dir)
+    if saved is not None:  # before any service starts (an embedded judge, a sandbox)
+        saved.check_task(task.contract, config.state_dir)
     name = resume.run_name(config.state_dir)
-    fresh = resume.load(config.state_dir) is None
+    fresh = saved is None
     with open_services(
         config, task, scenario=name.scenario, environ=environ, cancellation=cancellation
     ) as services:

@@ -40,6 +40,7 @@ from atoll.frontiersmith.outcome import (
 )
 from atoll.frontiersmith.rollout import MODEL_FREE
 from atoll.frontiersmith.runs import RunDir
+from atoll.frontiersmith.search_contract import search_contract
 from atoll.frontiersmith.seeds import Seed
 from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChecks
 from atoll.frontiersmith.trials import HarborTrials
@@ -135,7 +136,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
         evidence["construction"] = {"rounds": built.rounds, "failed_rounds": built.findings}
         stage("execution")
         work = ctx.run.seed_work(seed.id)
-        spec = _spec(seed, name, formulation.value, programs.baseline["code"], built, ctx, None)
+        spec = _spec(seed, name, formulation.value, programs, None, built, ctx, None)
         staging, _ = _write(spec, work / "staging" / name)
         program_code = {"baseline": programs.baseline["code"]}
         program_code |= {f"sample-{i}": s["code"] for i, s in enumerate(programs.samples)}
@@ -156,7 +157,8 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             seed,
             name,
             formulation.value,
-            programs.samples[best]["code"],
+            programs,
+            best,
             built,
             ctx,
             reference.reward,
@@ -222,23 +224,27 @@ def _spec(
     seed: Seed,
     name: str,
     formulation: dict[str, Any],
-    solution: str,
+    programs: stages.Programs,
+    best: int | None,
     built: stages.Construction,
     ctx: Context,
     reference_reward: float | None,
 ) -> BundleSpec:
+    """The bundle: with sample `best` as its reference, or (None) the baseline in its place."""
     from atoll.checker import Contract
 
+    contract = Contract.from_json(built.contract)
+    reference = programs.baseline if best is None else programs.samples[best]
     return BundleSpec(
         name=name,
         title=" ".join(formulation["title"].split()),
         summary=" ".join(formulation["objective"].split())[:300] or formulation["title"],
         statement=formulation["instruction"],
-        solution=solution,
+        solution=reference["code"],
         generator=built.code.generator,
         scorer=built.code.scorer,
         feasibility=built.code.feasibility,
-        contract=Contract.from_json(built.contract),
+        contract=contract,
         mutation=formulation["mutation"],
         seed_lineage={
             "seed_id": seed.id,
@@ -251,6 +257,10 @@ def _spec(
         reference_reward=reference_reward,
         keywords=(re.sub(r"[^A-Za-z0-9_-]", "-", seed.family)[:64],),
         base_image=ctx.base_image,
+        baseline=programs.baseline["code"],
+        baseline_summary=programs.baseline["strategy"],
+        solution_summary=reference["strategy"],
+        search_contract=search_contract(formulation, contract.limits),
     )
 
 

@@ -126,6 +126,24 @@ def emit(
     raise_budget: bool = typer.Option(
         False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."
     ),
+    search_steps: int = typer.Option(
+        None,
+        "--search-steps",
+        help="After export, run N steps of a search-only Guidance-TTT search on each accepted "
+        "task and report the best score found against the reference. The executor is --model "
+        "at --base-url, paid through the run's ledger (--budget); guidance is sampled through "
+        "the Reef REEF_URL names (REEF_TOKEN), in front of the guidance model "
+        "(`atoll stack up --training off --upstream-url URL --upstream-model NAME`). "
+        "[default: no search]",
+    ),
+    search_groups: int = typer.Option(
+        None, "--search-groups", help="With --search-steps: parents per step (G). [default: 2]"
+    ),
+    search_rollouts: int = typer.Option(
+        None,
+        "--search-rollouts",
+        help="With --search-steps: rollouts per parent (R). [default: 2]",
+    ),
 ) -> None:
     """Run the FrontierSmith pipeline (see the plugin README for the model protocol)."""
     if ctx.invoked_subcommand is not None:
@@ -157,6 +175,9 @@ def emit(
         out=out,
         resume=resume,
         raise_budget=raise_budget,
+        search_steps=search_steps,
+        search_groups=search_groups,
+        search_rollouts=search_rollouts,
     )
     raise typer.Exit(run_command(flags))
 

@@ -11,6 +11,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -34,6 +35,8 @@ EXIT_USAGE = 2
 EXIT_UNCERTAIN = 3
 EXIT_PROVIDER = 4
 EXIT_INTERRUPTED = 130
+# How a run ends that `--search-steps` follows with its searches (not a stop that says "fix this").
+FINISHED = frozenset({"complete", "target_reached"})
 
 __all__ = ["EXIT_OK", "EXIT_USAGE", "Flags", "error_line", "make_console", "run_command"]
 
@@ -116,6 +119,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     interrupts = [0]
+    searches: dict[str, Any] | None = None
 
     def interrupt() -> None:
         interrupts[0] += 1
@@ -131,6 +135,13 @@ async def execute(prepared: Prepared, console: Console) -> int:
             try:
                 with display.live(journal):
                     await run_seeds(prepared.seeds, ctx, state, journal, on_outcome)
+                if prepared.search is not None and state.stop in FINISHED:
+                    searches = await _search(
+                        prepared, journal, console, stopped=lambda: interrupts[0] > 0
+                    )
+                    if interrupts[0]:  # the searches were cut short: say so, exit 130
+                        state.stop = StopReason.INTERRUPTED
+                        state.stop_detail = "interrupted during the searches"
             finally:
                 await chat.aclose()
     finally:
@@ -145,10 +156,56 @@ async def execute(prepared: Prepared, console: Console) -> int:
             stop_detail=state.stop_detail,
             wall_seconds=time.monotonic() - started,
         )
+        if searches is not None:
+            summary["search"] = searches
         write_report(run.out, summary)
         run.log_event({"event": "stop", "reason": str(stop)})
     print_summary(console, summary, run)
     return _exit_code(console, stop, state.stop_detail, run, ledger.uncertain())
+
+
+async def _search(
+    prepared: Prepared,
+    journal: dict[str, dict[str, Any]],
+    console: Console,
+    *,
+    stopped: Callable[[], bool],
+) -> dict[str, Any]:
+    """`--search-steps`: a search-only Guidance-TTT run on each accepted task (see search.py).
+
+    Its executor requests go through the run's ledger on a chat of their own: the pipeline's
+    refuses new requests once the target is reached, which is when the searches start.
+    """
+    from atoll.frontiersmith.meter import MeteredEndpoint
+    from atoll.frontiersmith.search import SEARCH_DIR, accepted_tasks, search_tasks
+
+    config, run = prepared.config, prepared.run
+    assert prepared.search is not None
+    settings = prepared.search
+    chat = PaidChat(
+        config.endpoint(),
+        config.prices(),
+        prepared.ledger,
+        api_key=prepared.api_key,
+        stop_requested=stopped,
+    )
+    try:
+        records = await search_tasks(
+            accepted_tasks(journal),
+            run.out,
+            run.root / SEARCH_DIR,
+            settings,
+            metered=lambda name: MeteredEndpoint(
+                chat, f"search:{name}", config.max_completion_tokens
+            ),
+            model=config.model,
+            say=lambda line: console.print(escape(line)),
+            stopped=stopped,
+        )
+    finally:
+        await chat.aclose()
+    run.log_event({"event": "search", "tasks": len(records)})
+    return {"settings": settings.to_json(), "tasks": records}
 
 
 def _rollouts_done(journal: dict[str, dict[str, Any]]) -> int:

@@ -31,6 +31,13 @@ from atoll.frontiersmith.protocol import schema
 from atoll.frontiersmith.report import ledger_line
 from atoll.frontiersmith.rollout import RolloutAgent, RolloutAgentError, resolve_rollout_agent
 from atoll.frontiersmith.runs import RunDir, create_run, existing_runs, open_run
+from atoll.frontiersmith.search import (
+    DEFAULT_GROUPS,
+    DEFAULT_ROLLOUTS,
+    SearchSettings,
+    SearchSetupError,
+    check_ready,
+)
 from atoll.frontiersmith.seeds import Seed, load_seeds, parse_seeds
 
 # Flags whose value is part of the run's identity: on --resume they must match.
@@ -85,6 +92,10 @@ class Flags:
     out: Path | None = None
     resume: str | None = None
     raise_budget: bool = False
+    # After export (not part of the run's identity: a resume may add, raise or drop it).
+    search_steps: int | None = None
+    search_groups: int | None = None
+    search_rollouts: int | None = None
 
 
 @dataclass
@@ -96,6 +107,7 @@ class Prepared:
     api_key: str
     lock: Any
     notes: list[str]
+    search: SearchSettings | None = None
 
 
 def prepare(flags: Flags) -> Prepared:
@@ -104,6 +116,7 @@ def prepare(flags: Flags) -> Prepared:
 
     if flags.out is None and not flags.resume:
         raise Problem("--out DIR is required (the tasks, the report and the run's state go there)")
+    search = _search_settings(flags)
     notes: list[str] = []
     stored_run: RunDir | None = None
     if flags.resume:
@@ -135,7 +148,11 @@ def prepare(flags: Flags) -> Prepared:
     digest = fingerprint(config, seeds, code_hash())
     reservation = first_reservation(config, seeds)
     if stored_run is not None:
-        return _open_resumed(flags, stored_run, config, seeds, digest, reservation, api_key, notes)
+        prepared = _open_resumed(
+            flags, stored_run, config, seeds, digest, reservation, api_key, notes
+        )
+        prepared.search = search
+        return prepared
     if config.budget_micro < reservation:
         raise Problem(
             f"--budget {format_usd(config.budget_micro)} is below one request's worst-case "
@@ -159,7 +176,25 @@ def prepare(flags: Flags) -> Prepared:
     lock = run.lock()
     ledger = Ledger.create(run.ledger_path, config.budget_micro)
     notes.append(f"run {run.run_id}: {len(seeds)} seeds, budget {format_usd(config.budget_micro)}")
-    return Prepared(config, seeds, run, ledger, api_key, lock, notes)
+    return Prepared(config, seeds, run, ledger, api_key, lock, notes, search)
+
+
+def _search_settings(flags: Flags) -> SearchSettings | None:
+    """`--search-steps` and its companions, checked (Guidance-TTT installed, a Reef named)."""
+    if flags.search_steps is None:
+        if flags.search_groups is not None or flags.search_rollouts is not None:
+            raise Problem("--search-groups and --search-rollouts need --search-steps N")
+        return None
+    settings = SearchSettings(
+        flags.search_steps,
+        flags.search_groups or DEFAULT_GROUPS,
+        flags.search_rollouts or DEFAULT_ROLLOUTS,
+    )
+    try:
+        check_ready(settings)
+    except SearchSetupError as exc:
+        raise Problem(str(exc)) from None
+    return settings
 
 
 def _stored_seeds(run: RunDir) -> list[Seed]:

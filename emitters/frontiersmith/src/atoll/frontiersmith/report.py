@@ -211,6 +211,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         ]
     else:
         lines.append("None.")
+    if summary.get("search"):
+        lines += _search_section(summary["search"])
     lines += ["", "## Skipped seeds", ""]
     if summary["skipped"]:
         lines += ["| seed | status | reason | stage | detail |", "|---|---|---|---|---|"]
@@ -222,6 +224,36 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     else:
         lines.append("None.")
     return "\n".join(lines) + "\n"
+
+
+def _search_section(search: Mapping[str, Any]) -> list[str]:
+    """`--search-steps`: the best score each task's search found, against the reference."""
+    from atoll.frontiersmith.search import describe
+
+    s = search["settings"]
+    lines = [
+        "",
+        "## Search (Guidance-TTT, search-only)",
+        "",
+        f"{s['steps']} step(s) of {s['groups']} parent(s) x {s['rollouts']} rollout(s) per task, "
+        "from the task's baseline, every candidate graded by the task's own checker.",
+        "",
+        "| task | baseline | reference | best found | best - reference | outcome |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in search["tasks"].items():
+        best, reference = r.get("best_raw_score"), r.get("reference_reward")
+        gap = "" if best is None or reference is None else f"{best - reference:+.4f}"
+        outcome = describe(r).replace("|", "\\|")[:160]
+        lines.append(
+            f"| {name} | {_score(r.get('baseline_reward'))} | {_score(reference)} | "
+            f"{_score(best)} | {gap} | {outcome} |"
+        )
+    return lines
+
+
+def _score(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
 
 
 def _usd(value: float | None) -> str:

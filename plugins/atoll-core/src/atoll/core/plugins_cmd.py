@@ -74,9 +74,10 @@ def listing(kind: Kind | None = None) -> list[dict[str, Any]]:
             "requires": list(r.requires),
             **(
                 {"job_plugins": list(r.needed_job_plugins)}
-                if r.kind in (Kind.AGENT, Kind.TASK)
+                if r.kind in (Kind.AGENT, Kind.TASK, Kind.SCORER)
                 else {}
             ),
+            **({"task_scorer": r.task_scorer} if r.task_scorer is not None else {}),
             **({"stack": asdict(r.stack)} if r.stack is not None else {}),
             **({"dynamic": True} if r.dynamic else {}),
             **({"extends_harbor": r.extends_harbor} if r.kind is Kind.COMMAND else {}),

@@ -53,7 +53,12 @@ class Registration:
     needs; `atoll run` adds them when the user names none. An agent's `stack`
     (a `StackUse`) names the job plugin that starts its stack and how the
     agent's options configure that stack; its plugin counts as one of the
-    agent's job plugins. A command whose name
+    agent's job plugins. An agent's `task_scorer` says that it scores
+    candidates with the scorer its task's `contract.json` names, the value
+    being the scorer to assume when the contract names none (or the task is
+    not known): that scorer's own `job_plugins` then count as the agent's, so
+    a run starts a service (the FrontierCS judge) only for a task scored with
+    it. A command whose name
     is a Harbor command's is refused, unless `extends_harbor` says it extends
     Harbor's on purpose: then `atoll NAME` is Harbor's command group with the
     plugin's sub-commands added (replacing Harbor's of the same name), so that
@@ -78,6 +83,7 @@ class Registration:
     dynamic: bool = False
     extends_harbor: bool = False
     stack: StackUse | None = None
+    task_scorer: str | None = None
 
     @property
     def needed_job_plugins(self) -> tuple[str, ...]:

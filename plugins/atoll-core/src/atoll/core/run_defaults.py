@@ -5,7 +5,9 @@ on one stderr line so that nothing happens silently:
 
 - job plugins: an agent's or a task's registration may name the Harbor job
   plugins it needs (`Registration.job_plugins`, the judge a task's verifier
-  scores with, and an agent's `stack`, the stack it trains on); they are added as
+  scores with, an agent's `stack`, the stack it trains on, and for an agent
+  with a `task_scorer` those of the scorer the task's contract.json names, the
+  judge for a FrontierCS task and nothing for a checker task); they are added as
   `--plugin NAME` when the command line has no `--plugin` at all. `--no-default-plugins` (consumed
   here, never seen by Harbor) or any `--plugin` of one's own opts out.
 - the environment: without `--env` (or a `-c` job config), `docker` when a
@@ -27,6 +29,7 @@ from atoll.core.argv import END_OF_OPTIONS, starts_command, values
 from atoll.core.names import AGENT_FLAGS, ENV_FLAGS, PATH_FLAGS
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry
+from atoll.core.scoring import contract_scorer
 
 NO_DEFAULT_PLUGINS = "--no-default-plugins"
 CONFIG_FLAGS = ("-c", "--config")
@@ -81,9 +84,18 @@ def default_plugins(
     if task_dir is not None:
         records.append(registry.task_record(task_dir))
     for record in records:
-        if record is not None and record.needed_job_plugins:
+        if record is None:
+            continue
+        needed = record.needed_job_plugins
+        if record.task_scorer is not None:
+            scorer = registry.find(Kind.SCORER, contract_scorer(task_dir, record.task_scorer))
+            if scorer is not None:  # an uninstalled scorer is the agent's to refuse, in its words
+                needed = scorer.needed_job_plugins + tuple(
+                    p for p in needed if p not in scorer.needed_job_plugins
+                )
+        if needed:
             named.append(record.name)
-            plugins += [p for p in record.needed_job_plugins if p not in plugins]
+            plugins += [p for p in needed if p not in plugins]
     return plugins, named
 
 

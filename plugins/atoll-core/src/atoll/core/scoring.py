@@ -15,6 +15,7 @@ with reward 0; a scorer that cannot score (down, broken, too slow) raises
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -120,6 +121,25 @@ def scorer_factory(name: str, registry: Registry | None = None) -> ScorerFactory
             f"scorer {name!r} ({record.distribution}): {record.target} is not callable"
         )
     return factory  # type: ignore[no-any-return]
+
+
+CONTRACT_FILE = "contract.json"
+
+
+def contract_scorer(task_dir: Path | None, default: str) -> str:
+    """The scorer a task's `contract.json` names; `default` without a readable one or a name.
+
+    Only what to start for a run is decided from this: the search itself
+    validates the contract and refuses a bad one in its own words.
+    """
+    if task_dir is None:
+        return default
+    try:
+        data = json.loads((task_dir / CONTRACT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+    named = data.get("scorer") if isinstance(data, dict) else None
+    return named.strip() if isinstance(named, str) and named.strip() else default
 
 
 def open_scorer(

@@ -1,16 +1,19 @@
 """The layout of a graded task bundle, and the hash that binds its content.
 
 A bundle is exactly the files in `FILES`, with exactly those modes, in the
-directories `DIRS` (mode 0755), plus at most the files in `ANNEX` beside
-them: no symlink, no special file, nothing else. Its hash is the sha256 of one
+directories `DIRS` (mode 0755), plus any of the files in `OPTIONAL`: no
+symlink, no special file, nothing else. Its hash is the sha256 of one
 canonical JSON document: the parsed task.toml without `metadata.bundle_hash`,
-and, for every other file of `FILES`, its path, sha256 and mode.
+and, for every other file present (of `FILES` and `OPTIONAL`), its path,
+sha256 and mode.
 
-The annex is what a task carries for tools other than its trial: today the
-search contract (`contract.json`, which a Guidance-TTT search reads; never in
-the image, never shown to the learner). The hash does not bind it yet, because
-the bundle writer does not write it: a bundle keeps verifying whether or not
-one was added beside it. Parsing task.toml (rather than hashing its bytes) makes the hash
+The optional files are what a task carries for tools other than its trial,
+never in the image and never shown to the learner: the search contract
+(`contract.json`, which a Guidance-TTT search reads) and the baseline program
+with the programs' summaries (`solution/`, where a search takes its seed). The
+hash covers them like any other file, so a changed search contract or
+baseline is a different bundle; a bundle without them hashes as before they
+existed. Parsing task.toml (rather than hashing its bytes) makes the hash
 independent of where the writer put the hash line, while any change to a
 value still changes it.
 
@@ -50,9 +53,13 @@ FILES: dict[str, int] = {
     "tests/feasibility.py": 0o644,
     "tests/contract.json": 0o644,
 }
-# Files a bundle may carry beside FILES, outside the hash (see the module's docstring).
-ANNEX: dict[str, int] = {
-    "contract.json": 0o644,
+# Files a bundle may carry beside FILES, covered by the hash when present (see the docstring).
+SEARCH_CONTRACT = "contract.json"
+OPTIONAL: dict[str, int] = {
+    SEARCH_CONTRACT: 0o644,
+    "solution/baseline.py": 0o644,
+    "solution/baseline-summary.txt": 0o644,
+    "solution/summary.txt": 0o644,
 }
 DIRS = ("environment", "solution", "tests")
 DIR_MODE = 0o755
@@ -116,7 +123,7 @@ def _entry(root: Path, relative: str, found: dict[str, BundleFile]) -> None:
         return
     if not stat.S_ISREG(info.st_mode):
         raise LayoutError(f"{relative} is a special file; bundles hold regular files only")
-    expected = FILES.get(relative, ANNEX.get(relative))
+    expected = FILES.get(relative, OPTIONAL.get(relative))
     if expected is None:
         raise LayoutError(f"{relative} is not part of a bundle")
     if mode != expected:
@@ -162,12 +169,16 @@ def digest(task_toml: Mapping[str, Any], files: Mapping[str, BundleFile]) -> str
         "format": FORMAT,
         "task_toml": without_hash(task_toml),
         "task_toml_mode": f"{FILES[TASK_TOML]:04o}",
-        "files": [files[p].record() for p in sorted(files) if p in FILES and p != TASK_TOML],
+        "files": [files[p].record() for p in sorted(files) if _hashed(p)],
     }
     encoded = json.dumps(
         document, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
     ).encode("utf-8")
     return HASH_PREFIX + hashlib.sha256(encoded).hexdigest()
+
+
+def _hashed(path: str) -> bool:
+    return path != TASK_TOML and (path in FILES or path in OPTIONAL)
 
 
 def declared_hash(task_toml: Mapping[str, Any]) -> str | None:

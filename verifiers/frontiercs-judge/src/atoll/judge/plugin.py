@@ -106,5 +106,7 @@ def atoll_scorers() -> list[Registration]:
             "Score a search's candidates with the FrontierCS judge FRONTIERCS_JUDGE_URL names, "
             "else an embedded one.",
             requires=REQUIRES,
+            # a run searching with it gets the job's judge (`atoll run` adds the plugin)
+            job_plugins=("frontiercs-judge",),
         )
     ]

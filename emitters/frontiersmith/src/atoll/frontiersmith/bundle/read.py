@@ -16,7 +16,14 @@ from typing import Any
 from atoll.checker import CheckerError, Contract, layout
 from atoll.checker.layout import LayoutError
 from atoll.frontiersmith.bundle.render import split_instruction
-from atoll.frontiersmith.bundle.spec import RECIPE, BundleError, BundleSpec
+from atoll.frontiersmith.bundle.spec import (
+    BASELINE_FILE,
+    BASELINE_SUMMARY_FILE,
+    RECIPE,
+    SOLUTION_SUMMARY_FILE,
+    BundleError,
+    BundleSpec,
+)
 from atoll.frontiersmith.bundle.validate import check_harbor_schema
 
 _FROM = re.compile(r"^FROM\s+(\S+)\s*$", re.MULTILINE)
@@ -94,4 +101,17 @@ def _spec(toml: dict[str, Any], files: dict[str, str]) -> BundleSpec:
         keywords=tuple(k for k in task.get("keywords", []) if k not in auto),
         base_image=found.group(1),
         agent_timeout_sec=float(toml["agent"]["timeout_sec"]),
+        baseline=files.get(BASELINE_FILE),
+        baseline_summary=files.get(BASELINE_SUMMARY_FILE, ""),
+        solution_summary=files.get(SOLUTION_SUMMARY_FILE, ""),
+        search_contract=_search_contract(files.get(layout.SEARCH_CONTRACT)),
     )
+
+
+def _search_contract(text: str | None) -> dict[str, str] | None:
+    if text is None:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{layout.SEARCH_CONTRACT} is not a JSON object")
+    return value

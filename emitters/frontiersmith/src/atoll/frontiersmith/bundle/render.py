@@ -16,10 +16,12 @@ from atoll.checker.layout import BundleFile
 from atoll.core import sizes
 from atoll.frontiersmith.bundle.spec import (
     AGENT_USER,
+    BASELINE_SUMMARY_FILE,
     CPUS,
     MEMORY_MB,
     RECIPE,
     REFERENCE_NOTE,
+    SOLUTION_SUMMARY_FILE,
     VERIFICATION,
     VERIFICATION_STAGE,
     VERIFIER_USER,
@@ -68,12 +70,27 @@ def render_files(spec: BundleSpec) -> dict[str, BundleFile]:
         "tests/contract.json": render_contract(spec),
         **spec.sources(),
     }
+    texts |= {path: text + "\n" for path, text in _summaries(spec).items() if text}
+    if spec.search_contract is not None:
+        texts[bundle_layout.SEARCH_CONTRACT] = render_search_contract(spec.search_contract)
+    modes = bundle_layout.FILES | bundle_layout.OPTIONAL
     files = {
-        path: BundleFile(path, bundle_layout.FILES[path], text.encode("utf-8"))
-        for path, text in texts.items()
+        path: BundleFile(path, modes[path], text.encode("utf-8")) for path, text in texts.items()
     }
     files["tests/grader.py"] = BundleFile("tests/grader.py", 0o644, grader_source())
     return files
+
+
+def _summaries(spec: BundleSpec) -> dict[str, str]:
+    return {
+        BASELINE_SUMMARY_FILE: spec.baseline_summary if spec.baseline is not None else "",
+        SOLUTION_SUMMARY_FILE: spec.solution_summary,
+    }
+
+
+def render_search_contract(contract: Mapping[str, str]) -> str:
+    """contract.json at the bundle's root, fields in the order the spec gives them."""
+    return json.dumps(dict(contract), indent=2, ensure_ascii=False) + "\n"
 
 
 def render_contract(spec: BundleSpec) -> str:

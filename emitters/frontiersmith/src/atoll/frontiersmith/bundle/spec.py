@@ -28,6 +28,10 @@ VERIFICATION_STAGE = "construction"
 DEFAULT_BASE_IMAGE = "python:3.12-slim"
 OFFLINE_BASE_IMAGE = "atoll/base:bookworm"
 
+BASELINE_FILE = "solution/baseline.py"
+BASELINE_SUMMARY_FILE = "solution/baseline-summary.txt"
+SOLUTION_SUMMARY_FILE = "solution/summary.txt"
+
 AGENT_USER = "solver"
 VERIFIER_USER = "root"
 CPUS = 1
@@ -56,6 +60,13 @@ class BundleSpec:
     `scorer` and `feasibility` are the task's private checker modules.
     `seed_lineage` says where the task came from (seed id, seed set, family,
     licence, ...): short keys, scalar values.
+
+    What a search of the task reads, outside the learner's view and covered
+    by the bundle hash like everything else: `baseline` (the simple program
+    the reference is measured against, `solution/baseline.py`, where a
+    Guidance-TTT search starts), the two programs' summaries, and
+    `search_contract` (the task's `contract.json`: scorer, language,
+    objective, score label and direction, solution contract).
     """
 
     name: str
@@ -74,12 +85,26 @@ class BundleSpec:
     keywords: tuple[str, ...] = ()
     base_image: str = DEFAULT_BASE_IMAGE
     agent_timeout_sec: float = 3600.0
+    baseline: str | None = None
+    baseline_summary: str = ""
+    solution_summary: str = ""
+    search_contract: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         # One form per statement, so that a bundle read back equals the spec it was written from.
         object.__setattr__(self, "statement", self.statement.strip() + "\n")
         object.__setattr__(self, "seed_lineage", dict(self.seed_lineage))
         object.__setattr__(self, "keywords", tuple(self.keywords))
+        for label in ("baseline_summary", "solution_summary"):
+            object.__setattr__(self, label, " ".join(getattr(self, label).split()))
+        if self.search_contract is not None:
+            object.__setattr__(self, "search_contract", dict(self.search_contract))
+            for key, value in self.search_contract.items():
+                if not _KEY.match(key) or not isinstance(value, str) or not value.strip():
+                    raise BundleError(
+                        f"search contract field {key!r} must be a non-empty string under a "
+                        "short name"
+                    )
         if not _NAME.match(self.name):
             raise BundleError(
                 f"bundle name {self.name!r} must be 1-63 lowercase letters, digits, '-' or '_'"
@@ -113,13 +138,16 @@ class BundleSpec:
             raise BundleError("keywords must be letters, digits, '-' or '_'")
 
     def sources(self) -> dict[str, str]:
-        """The four programs by their file path in the bundle."""
-        return {
+        """The programs (four, five with a baseline) by their file path in the bundle."""
+        programs = {
             "solution/solution.py": self.solution,
             "tests/generator.py": self.generator,
             "tests/scorer.py": self.scorer,
             "tests/feasibility.py": self.feasibility,
         }
+        if self.baseline is not None:
+            programs[BASELINE_FILE] = self.baseline
+        return programs
 
     @property
     def task_name(self) -> str:
