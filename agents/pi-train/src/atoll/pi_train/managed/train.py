@@ -250,14 +250,27 @@ class TaskGroupBuilder(EnvGroupBuilder):
 
 
 class TaskDataset(RLDataset):
-    """Batch i = `groups_per_batch` tasks, taken in order and wrapping around."""
+    """Batch i = `per` tasks (`groups_per_batch`), taken in order and wrapping around.
 
-    def __init__(self, job: dict[str, Any], renderer: Any, scorer: Scorer) -> None:
+    The evaluation-only set (the replay's regression window) is one batch of
+    all its tasks; the cookbook samples and scores it every `eval_every`
+    iterations and never trains on it.
+    """
+
+    def __init__(
+        self,
+        job: dict[str, Any],
+        renderer: Any,
+        scorer: Scorer,
+        tasks: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.job, self.renderer, self.scorer = job, renderer, scorer
-        self.tasks: list[dict[str, Any]] = job["tasks"]
+        self.tasks: list[dict[str, Any]] = job["tasks"] if tasks is None else tasks
+        self.per = int(job["groups_per_batch"]) if tasks is None else len(tasks)
+        self.length = int(job["iterations"]) if tasks is None else 1
 
     def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        per = int(self.job["groups_per_batch"])
+        per = self.per
         return [
             TaskGroupBuilder(
                 self.job,
@@ -269,7 +282,7 @@ class TaskDataset(RLDataset):
         ]
 
     def __len__(self) -> int:
-        return int(self.job["iterations"])
+        return self.length
 
 
 @chz.chz
@@ -284,7 +297,9 @@ class TaskDatasetBuilder(RLDatasetBuilder):
         tokenizer = get_tokenizer(self.job["base_model"])
         renderer = renderers.get_renderer(self.job["renderer"], tokenizer)
         scorer = Scorer(self.job["scorer_url"], os.environ["ATOLL_SCORER_TOKEN"])
-        return TaskDataset(self.job, renderer, scorer), None
+        evaluation = self.job.get("eval_tasks") or []
+        held_out = TaskDataset(self.job, renderer, scorer, evaluation) if evaluation else None
+        return TaskDataset(self.job, renderer, scorer), held_out
 
 
 def main() -> None:
@@ -300,7 +315,7 @@ def main() -> None:
         lora_rank=int(job["lora_rank"]),
         base_url=job["base_url"],
         save_every=1,
-        eval_every=0,
+        eval_every=int(job.get("eval_every", 0)),
         num_groups_to_log=0,
         rollout_json_export=False,
     )
