@@ -64,6 +64,14 @@ def test_the_flags_change_the_mix(text: str, expected: dict[str, int]) -> None:
 
 
 @pytest.mark.parametrize(
+    "text", ["0.7,0.2,0.1", "0.6, 0.3, 0.1", "0.9,0.05,0.05", "1,0,0", "0.34,0.33,0.33", ".5,.5,0"]
+)
+def test_everyday_mixes_are_accepted(text: str) -> None:
+    mix = ReplayMix.parse(text)
+    assert sum(mix.shares().values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
     "text", ["0.7,0.2", "0.7,0.2,0.2", "0,0.5,0.5", "0.8,-0.1,0.3", "a,b,c", "0.7;0.2;0.1"]
 )
 def test_a_mix_that_is_not_three_shares_summing_to_one_is_refused(text: str) -> None:
@@ -184,3 +192,20 @@ def test_the_manifest_and_the_summary_carry_the_mix_and_the_window(
         run.prepare_manifest(
             out, "atoll pi train answer", _settings(5), {"digest": "d" * 64}, {}, {"replay": other}
         )
+
+
+@pytest.mark.slow
+def test_the_command_refuses_a_bad_mix_with_one_line_before_anything_is_written(
+    tmp_path: Path, venv_bin: Path
+) -> None:
+    from support.tinker_local import run_atoll
+
+    out = tmp_path / "run"
+    done = run_atoll(
+        venv_bin, {"TINKER_API_KEY": "tml-x"}, "pi", "train", "answer", "--base-model", "m",
+        "--store", str(tmp_path / "store"), "--out", str(out), "--replay", "0.5,0.2",
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("error:") == 1 and "--replay" in done.stderr
+    assert not out.exists()
