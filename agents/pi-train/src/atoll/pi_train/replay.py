@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 SOURCES = ("frontier", "replay-recent", "replay-older")
@@ -136,7 +137,12 @@ def split_mastered(mastered: list[int], mix: ReplayMix) -> tuple[list[int], list
 
 def deal(shares: dict[str, float], available: set[str], count: int) -> list[str]:
     """`count` slots, each to the available source furthest below its (renormalized) share."""
-    live = {s: shares[s] for s in SOURCES if s in available and shares[s] > 0}
+    # Exact fractions: a tie (0.7 x 2 - 1 against 0.2 x 2) is a tie, not a rounding accident.
+    live = {
+        s: Fraction(shares[s]).limit_denominator(10**6)
+        for s in SOURCES
+        if s in available and shares[s] > 0
+    }
     total = sum(live.values())
     weights = {s: p / total for s, p in live.items()}
     dealt: dict[str, int] = dict.fromkeys(weights, 0)
