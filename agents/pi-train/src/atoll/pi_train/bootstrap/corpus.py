@@ -278,7 +278,7 @@ def _log_count(rng: random.Random, language: str) -> tuple[dict[str, str], _Conv
     else:
         convo.reply(
             f"grep printed 0 and exited with code 1, which is how grep says nothing matched: "
-            f"no line of `service.log` is a {level} line from {component}."
+            f"no {level} line of `service.log` comes from {component}."
         )
     return {"service.log": log}, convo
 
