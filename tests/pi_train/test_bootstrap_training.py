@@ -89,10 +89,16 @@ def test_bootstrap_training_runs_the_cookbook_loop_on_the_local_tinker(
     out = tmp_path / "run"
     base = [
         "pi", "bootstrap", "train", str(small_corpus), "--base-model", str(tiny_model),
-        "--steps", "2", "--batch-size", "2", "--max-length", "2048", "--out", str(out),
+        "--batch-size", "2", "--max-length", "2048", "--out", str(out),
     ]  # fmt: skip
+    first = run_atoll(venv_bin, server_env, *base, "--steps", "1")
+    assert first.returncode == 0, first.stderr
+    assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0]
+    # A larger --steps continues the run from its saved state; it does not start over.
+    base += ["--steps", "2"]
     done = run_atoll(venv_bin, server_env, *base)
     assert done.returncode == 0, done.stderr
+    assert "Resumed training from tinker://" in (out / "logs.log").read_text()
     rows = _rows(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1]
     for row in rows:

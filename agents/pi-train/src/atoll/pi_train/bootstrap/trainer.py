@@ -58,8 +58,14 @@ def _job(manifest: dict[str, Any], conversations: list[dict[str, Any]]) -> dict[
     }
 
 
-def _launch(job: dict[str, Any], child_env: dict[str, str], log: Path, cwd: Path, say: Any,
-            watch: Callable[[], None] = lambda: None) -> int:  # fmt: skip
+def _launch(
+    job: dict[str, Any],
+    child_env: dict[str, str],
+    log: Path,
+    cwd: Path,
+    say: Callable[[str], None],
+    watch: Callable[[], None] = lambda: None,
+) -> int:
     """Run the managed script on `job`; its exit status (its output appended to `log`)."""
     env = managed_env.ensure(say)
     with (
@@ -109,14 +115,15 @@ def steps_done(run_dir: Path) -> int:
     return len({row.get("step") for row in summary.read_metrics(run_dir)})
 
 
-def finished(run_dir: Path) -> bool:
-    """Whether the cookbook wrote its final checkpoint (the run trained every step)."""
+def finished(run_dir: Path, steps: int) -> bool:
+    """Whether the cookbook's final checkpoint records `steps` steps done (one per epoch)."""
     path = run_dir / "checkpoints.jsonl"
     if not path.is_file():
         return False
     for line in path.read_text().splitlines():
         with contextlib.suppress(ValueError):
-            if json.loads(line).get("name") == "final":
+            row = json.loads(line)
+            if row.get("name") == "final" and int(row.get("epoch", 0)) >= steps:
                 return True
     return False
 
@@ -155,9 +162,9 @@ def train(
                 "one_prefix_per_target": True,
                 "loss": "cross_entropy, token mean per example",
             },
-            free=("base_url",),
+            free=("base_url", "steps"),  # how long and where, not what is trained
         )
-        if finished(out):
+        if finished(out, settings.steps):
             progress(settings.steps, settings.steps)
             say(f"{out}: all {settings.steps} steps are done already")
             return write_summary(out, run_manifest)
@@ -179,7 +186,7 @@ def train(
         if status != 0:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-12:])
             raise run.RunError(f"the trainer exited with status {status}:\n{tail}")
-        if not finished(out):
+        if not finished(out, settings.steps):
             raise run.RunError(f"the trainer stopped before step {settings.steps} (see {log})")
         return write_summary(out, run_manifest)
 

@@ -87,24 +87,30 @@ def make_renderer(job: dict[str, Any]) -> Any:
 
 
 class ExampleDataset(SupervisedDataset):
-    """Batch i: `batch_size` examples from one seeded order of all of them, wrapping around."""
+    """Step i: `batch_size` examples from one seeded order of all of them, wrapping around.
 
-    def __init__(self, datums: list[tinker.Datum], batch_size: int, steps: int, seed: int):
-        self.datums, self.batch_size, self.steps = datums, batch_size, steps
+    Each step is one cookbook "epoch" of one batch: the loop's final checkpoint
+    records the epochs done, so a rerun with a larger `--steps` continues after
+    them (with one epoch of `steps` batches the final record would end the run
+    for good). The loop tells the dataset its epoch through `set_epoch`.
+    """
+
+    def __init__(self, datums: list[tinker.Datum], batch_size: int, seed: int):
+        self.datums, self.batch_size, self.step = datums, batch_size, 0
         self.order = list(range(len(datums)))
         random.Random(seed).shuffle(self.order)
 
     def get_batch(self, index: int) -> list[tinker.Datum]:
-        start = index * self.batch_size
+        start = self.step * self.batch_size
         return [
             self.datums[self.order[(start + j) % len(self.order)]] for j in range(self.batch_size)
         ]
 
     def set_epoch(self, seed: int = 0) -> None:
-        """One epoch of `steps` batches; the order is fixed by the corpus seed, not the epoch."""
+        self.step = seed  # the cookbook passes the epoch index
 
     def __len__(self) -> int:
-        return self.steps
+        return 1
 
 
 @chz.chz
@@ -136,7 +142,7 @@ class ExampleDatasetBuilder(SupervisedDatasetBuilder):
                 f"every example is longer than --max-length {max_length} tokens; raise it"
             )
         return (
-            ExampleDataset(datums, int(job["batch_size"]), int(job["steps"]), int(job["seed"])),
+            ExampleDataset(datums, int(job["batch_size"]), int(job["seed"])),
             None,
         )
 
@@ -164,7 +170,7 @@ def main() -> None:
         dataset_builder=ExampleDatasetBuilder(job_json=json.dumps(job)),
         learning_rate=float(job["learning_rate"]),
         lr_schedule="constant",
-        num_epochs=1,
+        num_epochs=int(job["steps"]),
         lora_rank=int(job["lora_rank"]),
         base_url=job["base_url"],
         save_every=1,
