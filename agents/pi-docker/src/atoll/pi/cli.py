@@ -32,6 +32,11 @@ if importlib.util.find_spec("atoll.pi_train") is not None:
     from atoll.pi_train.cli import train_app
 
     app.add_typer(train_app, name="train")
+# `atoll pi bootstrap`: the tool-protocol corpus and its supervised training (atoll-pi-train).
+if importlib.util.find_spec("atoll.pi_train.bootstrap") is not None:
+    from atoll.pi_train.bootstrap.cli import bootstrap_app
+
+    app.add_typer(bootstrap_app, name="bootstrap")
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)

@@ -293,9 +293,38 @@ def answer_cmd(
     ),
     out: Path = _OUT,
     store: Path = typer.Option(..., "--store", help="The store made by `atoll euler import`."),
+    curriculum: Path | None = typer.Option(
+        None,
+        "--curriculum",
+        help="An `atoll euler curriculum` state directory: groups from its frontier and "
+        "mastered problems in the replay mix [default: problems in numerical order].",
+    ),
+    replay_mix: str = typer.Option(
+        "0.7,0.2,0.1", "--replay", help="Frontier, recent and older mastered shares."
+    ),
+    recent: int = typer.Option(3, "--recent", help="The last N mastered problems are recent."),
+    regression_window: int = typer.Option(
+        2,
+        "--regression-window",
+        help="Problems mastered first kept for evaluation only (never a gradient).",
+    ),
+    regression_every: int = typer.Option(
+        5, "--regression-every", help="Evaluate the regression window every N iterations."
+    ),
 ) -> None:
     """Answer-only GRPO on the Euler store: one group per problem x language x strategy."""
+    from atoll.pi_train.replay import ReplayError, ReplayMix
     from atoll.pi_train.trainers import train_answer
+
+    try:
+        mix = ReplayMix.parse(
+            replay_mix,
+            recent_window=recent,
+            regression_window=regression_window,
+            regression_every=regression_every,
+        )
+    except ReplayError as exc:
+        _fail(str(exc))
 
     settings = _settings(
         base_model,
@@ -309,4 +338,6 @@ def answer_cmd(
         max_tokens,
         languages,
     )
-    _run_with_progress(lambda progress, say: train_answer(settings, out, store, progress, say))
+    _run_with_progress(
+        lambda progress, say: train_answer(settings, out, store, progress, say, curriculum, mix)
+    )

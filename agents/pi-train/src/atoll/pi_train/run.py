@@ -94,14 +94,18 @@ def hold_run_dir(stack: contextlib.ExitStack[Any], run_dir: Path, command: str) 
 def prepare_manifest(
     run_dir: Path,
     command: str,
-    settings: TrainSettings,
+    settings: Any,
     task_set: dict[str, Any],
     bounds: dict[str, Any],
     extra: dict[str, Any],
+    free: tuple[str, ...] = ("iterations", "base_url"),
 ) -> dict[str, Any]:
-    """Write the manifest, or check a resumed run's manifest against these settings."""
-    config = asdict(settings)
-    config["languages"] = list(settings.languages)
+    """Write the manifest, or check a resumed run's manifest against these settings.
+
+    `settings` is a dataclass of the command's settings; the `free` ones may
+    change between runs in one directory (how long and where, not what is trained).
+    """
+    config = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
     manifest = {
         "command": command,
         "config": config,
@@ -116,7 +120,6 @@ def prepare_manifest(
         old = json.loads(path.read_text())
         mine = {k: v for k, v in manifest.items() if k not in ("packages", "task_set")}
         theirs = {k: v for k, v in old.items() if k not in ("packages", "task_set")}
-        free = ("iterations", "base_url")  # how long and where, not what is trained
         mine["config"] = {k: v for k, v in mine["config"].items() if k not in free}
         theirs["config"] = {k: v for k, v in theirs.get("config", {}).items() if k not in free}
         if mine != theirs:
@@ -183,7 +186,8 @@ def train(
 ) -> Path:
     """Run the trainer to `settings.iterations` and write the summary; its path.
 
-    `job_extra` adds mode-specific fields to the trainer's job (the shell tools, say).
+    `job_extra` adds mode-specific fields to the trainer's job (the shell tools, the
+    evaluation-only `eval_tasks` and `eval_every`).
     """
     key = api_key()
     if completed_iterations(run_dir) >= settings.iterations:
@@ -212,19 +216,13 @@ def train(
     with ScoringService(routes) as service:
         job["scorer_url"] = service.url
         child_env = {
-            **os.environ,
-            "TINKER_API_KEY": key,
+            **trainer_environment(settings.base_model, key),
             "ATOLL_SCORER_TOKEN": service.token,
-            "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")
-            if Path(settings.base_model).is_dir()
-            else os.environ.get("HF_HUB_OFFLINE", "0"),
-            "WANDB_MODE": "disabled",
         }
-        child_env.pop("VIRTUAL_ENV", None)
         log = run_dir / "trainer.log"
         with (
             log.open("ab") as sink,
-            _child(
+            trainer_process(
                 [str(env.python), str(managed_env.managed_script("train"))],
                 child_env,
                 sink,
@@ -248,8 +246,22 @@ def train(
     return summary.write(run_dir, manifest)
 
 
+def trainer_environment(base_model: str, key: str) -> dict[str, str]:
+    """The managed trainer's environment: the key, offline hub for a local model, no wandb."""
+    child_env = {
+        **os.environ,
+        "TINKER_API_KEY": key,
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")
+        if Path(base_model).is_dir()
+        else os.environ.get("HF_HUB_OFFLINE", "0"),
+        "WANDB_MODE": "disabled",
+    }
+    child_env.pop("VIRTUAL_ENV", None)
+    return child_env
+
+
 @contextlib.contextmanager
-def _child(
+def trainer_process(
     argv: list[str], env: dict[str, str], sink: Any, cwd: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The trainer in its own process group, stopped with everything it started on the way out."""

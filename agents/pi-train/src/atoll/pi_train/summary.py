@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_text
+from atoll.pi_train import replay
 
 # Columns of the summary: (heading, metrics.jsonl key).
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -51,7 +52,7 @@ def dropped_groups(run_dir: Path) -> dict[int, int]:
     return counts
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return "–" if value is None else str(value)
@@ -71,6 +72,7 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
     ]
     if plot is not None:
         lines += [f"![mean reward per iteration]({plot.name})", ""]
+    lines += replay.report_lines(manifest, rows)
     dropped = dropped_groups(run_dir)
     if dropped:
         lines += [
@@ -85,7 +87,7 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
     lines.append("|---" * (len(headings) + 1) + "|")
     for row in rows:
         step = row.get("step", row.get("progress/batch"))
-        cells = [_cell(row.get(key)) for _, key in columns]
+        cells = [cell(row.get(key)) for _, key in columns]
         cells.append(str(dropped.get(step, 0)) if isinstance(step, int) else "–")
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
     lines.append("")

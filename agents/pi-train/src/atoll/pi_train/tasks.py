@@ -65,9 +65,29 @@ class AnswerTask:
     language: str
     strategy: str
     prompt: str
+    groups: tuple[str, ...] = ()  # extra metric tags: a replay source, the problem
 
     def public(self) -> dict[str, Any]:
-        return {"id": self.id, "prompt": self.prompt, "tags": [self.language, self.strategy]}
+        tags = [*self.groups, self.language, self.strategy]
+        return {"id": self.id, "prompt": self.prompt, "tags": tags}
+
+
+def answer_task(
+    store: Any, number: int, language: str, strategy: str, groups: tuple[str, ...] = ()
+) -> AnswerTask:
+    """Problem `number` in one language and strategy; TaskSetError when it cannot be attempted."""
+    why = store.missing(number)
+    if why is not None:
+        raise TaskSetError(why)
+    name = _LANGUAGE_NAMES.get(language, language)
+    prompt = (
+        f"Project Euler problem {number}:\n\n{store.statement_text(number)}\n\n"
+        f"{STRATEGIES[strategy].format(language=name)} Show it in one fenced ```{language} block, "
+        "then end with the line `FINAL_ANSWER: <value>`."
+    )
+    return AnswerTask(
+        f"euler/{number}/{language}/{strategy}", number, language, strategy, prompt, groups
+    )
 
 
 def hidden_tasks(languages: tuple[str, ...], count: int) -> list[HiddenTask]:
@@ -93,12 +113,7 @@ def hidden_tasks(languages: tuple[str, ...], count: int) -> list[HiddenTask]:
     return tasks[:count]
 
 
-def answer_tasks(store: Any, languages: tuple[str, ...], count: int) -> list[AnswerTask]:
-    """`count` groups: problems in numerical order, each across languages and strategies.
-
-    A problem that cannot be attempted (no statement, answer or resource)
-    stops the list rather than being skipped, as the curriculum does.
-    """
+def check_euler_languages(languages: tuple[str, ...]) -> None:
     from atoll.pi_train.euler_source import EULER_LANGUAGES
 
     unknown = sorted(set(languages) - set(EULER_LANGUAGES))
@@ -107,6 +122,15 @@ def answer_tasks(store: Any, languages: tuple[str, ...], count: int) -> list[Ans
             f"Euler tasks have no language {', '.join(unknown)}; "
             f"choose from {', '.join(EULER_LANGUAGES)}"
         )
+
+
+def answer_tasks(store: Any, languages: tuple[str, ...], count: int) -> list[AnswerTask]:
+    """`count` groups: problems in numerical order, each across languages and strategies.
+
+    A problem that cannot be attempted (no statement, answer or resource)
+    stops the list rather than being skipped, as the curriculum does.
+    """
+    check_euler_languages(languages)
     tasks: list[AnswerTask] = []
     numbers = store.numbers()
     if not numbers:
@@ -114,23 +138,9 @@ def answer_tasks(store: Any, languages: tuple[str, ...], count: int) -> list[Ans
     position = 0
     while len(tasks) < count:
         number = numbers[position % len(numbers)]
-        why = store.missing(number)
-        if why is not None:
-            raise TaskSetError(why)
-        statement = store.statement_text(number)
         for language in languages:
-            name = _LANGUAGE_NAMES.get(language, language)
-            for strategy, hint in STRATEGIES.items():
-                prompt = (
-                    f"Project Euler problem {number}:\n\n{statement}\n\n"
-                    f"{hint.format(language=name)} Show it in one fenced ```{language} block, "
-                    "then end with the line `FINAL_ANSWER: <value>`."
-                )
-                tasks.append(
-                    AnswerTask(
-                        f"euler/{number}/{language}/{strategy}", number, language, strategy, prompt
-                    )
-                )
+            for strategy in STRATEGIES:
+                tasks.append(answer_task(store, number, language, strategy))
         position += 1
     return tasks[:count]
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from atoll.pi_train import run, tasks
+from atoll.pi_train import replay, run, tasks
+from atoll.pi_train.replay import ReplayError, ReplayMix
 from atoll.pi_train.run import MAX_SUBMISSIONS, RunInputError, TrainSettings
 
 
@@ -97,17 +98,32 @@ def train_answer(
     store_dir: Path,
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
+    curriculum: Path | None = None,
+    mix: ReplayMix | None = None,
 ) -> Path:
-    """GRPO on the Euler store: exact answer with a small code-format penalty."""
-    from atoll.pi_train.euler_source import StoreError
+    """GRPO on the Euler store: exact answer with a small code-format penalty.
+
+    With `curriculum` (an `atoll euler curriculum` state directory), groups
+    come from its frontier and mastered problems in the replay mixture, and
+    its regression window is evaluated without gradients; without it,
+    problems are taken in numerical order.
+    """
+    from atoll.pi_train.euler_source import CurriculumError, StoreError
 
     run.api_key()
     try:
         store = tasks.store_at(store_dir)
-        task_list = tasks.answer_tasks(store, settings.languages, run.groups_needed(settings))
-    except StoreError as exc:
+        if curriculum is None:
+            task_list = tasks.answer_tasks(store, settings.languages, run.groups_needed(settings))
+            held_out: list[tasks.AnswerTask] = []
+            replay_record: dict[str, Any] | None = None
+        else:
+            task_list, held_out, replay_record = curriculum_tasks(
+                store, curriculum, settings, mix or ReplayMix()
+            )
+    except (StoreError, CurriculumError, ReplayError) as exc:
         raise RunInputError(str(exc)) from None
-    by_id = {t.id: t for t in task_list}
+    by_id = {t.id: t for t in [*task_list, *held_out]}
     with contextlib.ExitStack() as stack:
         run.hold_run_dir(stack, out, "atoll pi train answer")
         manifest = run.prepare_manifest(
@@ -119,8 +135,12 @@ def train_answer(
             {
                 "strategies": sorted(tasks.STRATEGIES),
                 "reward": {"correct": 1.0, "code_format_penalty": tasks.CODE_FORMAT_PENALTY},
+                **({"replay": replay_record} if replay_record else {}),
             },
         )
+        for line in replay.report_lines(manifest, []):
+            if line:
+                say(line)
 
         def reward(body: dict[str, Any]) -> dict[str, Any]:
             task = by_id[body["task"]]
@@ -129,6 +149,12 @@ def train_answer(
             )
             return {"reward": value, "metrics": metrics}
 
+        job_extra = {}
+        if held_out and replay_record is not None:
+            job_extra = {
+                "eval_tasks": [t.public() for t in held_out],
+                "eval_every": replay_record["regression_window"]["every_iterations"],
+            }
         return run.train(
             out,
             "answer",
@@ -139,4 +165,50 @@ def train_answer(
             manifest,
             progress,
             say,
+            job_extra,
         )
+
+
+def curriculum_tasks(
+    store: Any, state_dir: Path, settings: TrainSettings, mix: ReplayMix
+) -> tuple[list[tasks.AnswerTask], list[tasks.AnswerTask], dict[str, Any]]:
+    """(training groups in order, evaluation-only regression groups, the replay record)."""
+    from atoll.pi_train.euler_source import CurriculumError, load_curriculum
+
+    state = load_curriculum(state_dir)
+    if state is None:
+        raise CurriculumError(
+            f"{state_dir} holds no curriculum state (state.json); "
+            "run `atoll euler curriculum --state DIR` first"
+        )
+    if state.config.store_digest != store.digest:
+        raise CurriculumError(
+            f"the curriculum in {state_dir} was run on another store than {store.root}; "
+            "name the store it used"
+        )
+    tasks.check_euler_languages(settings.languages)
+    conditions = [(lang, strategy) for lang in settings.languages for strategy in tasks.STRATEGIES]
+    mastered = [int(n) for n in state.mastered]
+    seed = f"{store.digest}:{state.current_problem}:{','.join(map(str, mastered))}"
+    chosen = replay.plan(
+        state.current_problem, mastered, conditions, run.groups_needed(settings), mix, seed
+    )
+    training = [
+        tasks.answer_task(store, s.problem, s.language, s.strategy, (s.source, f"p{s.problem}"))
+        for s in chosen.slots
+    ]
+    held_out = [
+        tasks.answer_task(store, n, lang, strategy, (replay.REGRESSION_TAG, f"p{n}"))
+        for n in chosen.regression
+        for lang, strategy in conditions
+    ]
+    record = {
+        **chosen.describe(),
+        "curriculum": {
+            "state": str(state_dir.resolve()),
+            "current_problem": state.current_problem,
+            "mastered": mastered,
+            "model_signature": state.model_signature,
+        },
+    }
+    return training, held_out, record

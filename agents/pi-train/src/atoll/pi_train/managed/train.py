@@ -258,7 +258,12 @@ class TaskGroupBuilder(EnvGroupBuilder):
 
 
 class TaskDataset(RLDataset):
-    """Batch i = `groups_per_batch` tasks, taken in order and wrapping around."""
+    """Batch i = `groups_per_batch` tasks, taken in order and wrapping around.
+
+    An evaluation-only set (shell's held-out split, the replay's regression
+    window) is a dataset of its own (`_held_out`): the cookbook samples and
+    scores it every `eval_every` iterations and never trains on it.
+    """
 
     def __init__(self, job: dict[str, Any], renderer: Any, scorer: Scorer) -> None:
         self.job, self.renderer, self.scorer = job, renderer, scorer

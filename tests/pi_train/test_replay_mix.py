@@ -1,0 +1,211 @@
+"""Replay and forgetting without a Tinker server: the mixture's proportions, the regression
+window that never reaches a training batch, and the manifest and report that carry both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from atoll.euler import sample_catalog, write_store
+from atoll.euler.curriculum import Config, State, save
+from atoll.pi_train import replay, run, summary, trainers
+from atoll.pi_train.euler_source import CurriculumError, Store
+from atoll.pi_train.replay import ReplayError, ReplayMix
+from atoll.pi_train.run import TrainSettings
+
+CONDITIONS = [("python", "direct"), ("python", "derive")]
+
+
+def _plan(mastered: list[int], count: int, mix: ReplayMix | None = None) -> replay.ReplayPlan:
+    return replay.plan(11, mastered, CONDITIONS, count, mix or ReplayMix(), "seed")
+
+
+def test_the_default_mix_is_70_20_10_over_the_run_and_in_every_batch_of_ten() -> None:
+    chosen = _plan(list(range(1, 11)), 100)
+    assert chosen.counts() == {"frontier": 70, "replay-recent": 20, "replay-older": 10}
+    for start in range(0, 100, 10):
+        batch = chosen.slots[start : start + 10]
+        assert [sum(s.source == src for s in batch) for src in replay.SOURCES] == [7, 2, 1]
+    # Every prefix of the run keeps each share to within one group.
+    for k in range(1, 101):
+        for source, share in ReplayMix().shares().items():
+            dealt = sum(s.source == source for s in chosen.slots[:k])
+            assert abs(dealt - k * share) <= 1, (k, source)
+
+
+def test_frontier_groups_train_the_current_problem_and_replays_come_from_their_pools() -> None:
+    chosen = _plan(list(range(1, 11)), 40)
+    assert chosen.regression == [1, 2]
+    assert chosen.recent == [8, 9, 10] and chosen.older == [3, 4, 5, 6, 7]
+    for slot in chosen.slots:
+        pool = {
+            "frontier": [11],
+            "replay-recent": chosen.recent,
+            "replay-older": chosen.older,
+        }[slot.source]
+        assert slot.problem in pool
+    frontier = [s for s in chosen.slots if s.source == "frontier"]
+    assert [(s.language, s.strategy) for s in frontier[:4]] == CONDITIONS * 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0.5,0.25,0.25", {"frontier": 4, "replay-recent": 2, "replay-older": 2}),
+        ("1,0,0", {"frontier": 8, "replay-recent": 0, "replay-older": 0}),
+        ("0.5,0.5,0", {"frontier": 4, "replay-recent": 4, "replay-older": 0}),
+        ("0.75,0.125,0.125", {"frontier": 6, "replay-recent": 1, "replay-older": 1}),
+    ],
+)
+def test_the_flags_change_the_mix(text: str, expected: dict[str, int]) -> None:
+    assert _plan(list(range(1, 11)), 8, ReplayMix.parse(text)).counts() == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["0.7,0.2,0.1", "0.6, 0.3, 0.1", "0.9,0.05,0.05", "1,0,0", "0.34,0.33,0.33", ".5,.5,0"]
+)
+def test_everyday_mixes_are_accepted(text: str) -> None:
+    mix = ReplayMix.parse(text)
+    assert sum(mix.shares().values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "text", ["0.7,0.2", "0.7,0.2,0.2", "0,0.5,0.5", "0.8,-0.1,0.3", "a,b,c", "0.7;0.2;0.1"]
+)
+def test_a_mix_that_is_not_three_shares_summing_to_one_is_refused(text: str) -> None:
+    with pytest.raises(ReplayError, match="--replay"):
+        ReplayMix.parse(text)
+
+
+def test_sources_without_problems_drop_out_and_the_rest_keep_their_proportions() -> None:
+    assert _plan([], 10).counts() == {"frontier": 10, "replay-recent": 0, "replay-older": 0}
+    # Two mastered: one in the window, one recent, no older: 70:20 renormalized.
+    only_recent = _plan([1, 2], 90)
+    assert only_recent.regression == [1] and only_recent.recent == [2]
+    assert only_recent.counts() == {"frontier": 70, "replay-recent": 20, "replay-older": 0}
+
+
+def test_regression_window_problems_never_appear_in_a_training_slot() -> None:
+    for size in range(0, 5):
+        for mastered_count in range(0, 14):
+            mastered = list(range(1, mastered_count + 1))
+            chosen = _plan(mastered, 60, ReplayMix(regression_window=size))
+            assert chosen.regression == mastered[: min(size, max(mastered_count - 1, 0))]
+            assert not {s.problem for s in chosen.slots} & set(chosen.regression)
+            if mastered:  # the most recently mastered problem is always left to replay
+                assert mastered[-1] not in chosen.regression
+
+
+def test_the_same_state_gives_the_same_plan_and_another_seed_may_differ() -> None:
+    one = _plan(list(range(1, 11)), 50)
+    assert one.slots == _plan(list(range(1, 11)), 50).slots
+    other = replay.plan(11, list(range(1, 11)), CONDITIONS, 50, ReplayMix(), "another")
+    assert [s.source for s in one.slots] == [s.source for s in other.slots]
+
+
+@pytest.fixture
+def sample_store(tmp_path: Path) -> Store:
+    root = tmp_path / "store"
+    write_store(sample_catalog(), root)
+    return Store(root)
+
+
+def _curriculum(directory: Path, store: Store, current: int, mastered: list[int]) -> Path:
+    config = Config(store_digest=store.digest, languages=("python",), approaches=("direct",))
+    state = State.new(config)
+    state.current_problem, state.mastered, state.mastered_through = current, mastered, current - 1
+    save(directory, state)
+    return directory
+
+
+def _settings(iterations: int = 5) -> TrainSettings:
+    return TrainSettings(
+        base_model="m", renderer="qwen3", base_url="http://127.0.0.1:1", lora_rank=8,
+        learning_rate=1e-4, groups_per_batch=4, group_size=2, iterations=iterations,
+        max_tokens=16, languages=("python",),
+    )  # fmt: skip
+
+
+def test_curriculum_tasks_tag_their_source_and_keep_the_window_for_evaluation(
+    sample_store: Store, tmp_path: Path
+) -> None:
+    state = _curriculum(tmp_path / "cur", sample_store, 7, [1, 2, 3, 4, 5, 6])
+    training, held_out, record = trainers.curriculum_tasks(
+        sample_store, state, _settings(5), ReplayMix()
+    )
+    assert len(training) == 20
+    window = record["regression_window"]["problems"]
+    assert window == [1, 2] and record["regression_window"]["receives_gradients"] is False
+    assert {t.number for t in held_out} == set(window)
+    assert all(t.public()["tags"][0] == replay.REGRESSION_TAG for t in held_out)
+    assert not {t.number for t in training} & set(window)
+    assert record["mix"]["groups"] == {"frontier": 14, "replay-recent": 4, "replay-older": 2}
+    assert record["curriculum"]["current_problem"] == 7
+    for task in training:
+        source, problem_tag = task.public()["tags"][:2]
+        assert source in replay.SOURCES and problem_tag == f"p{task.number}"
+        assert ("7" in problem_tag) == (source == "frontier")
+    # Nothing a trainer is given carries an answer.
+    shown = json.dumps([t.public() for t in [*training, *held_out]])
+    for number in (1, 2, 3, 4, 5, 6, 7):
+        assert sample_store.expected(number) not in shown
+
+
+def test_a_curriculum_of_another_store_or_none_at_all_is_refused(
+    sample_store: Store, tmp_path: Path
+) -> None:
+    with pytest.raises(CurriculumError, match="no curriculum state"):
+        trainers.curriculum_tasks(sample_store, tmp_path / "empty", _settings(), ReplayMix())
+    other = Config(store_digest="0" * 64, languages=("python",), approaches=("direct",))
+    save(tmp_path / "other", State.new(other))
+    with pytest.raises(CurriculumError, match="another store"):
+        trainers.curriculum_tasks(sample_store, tmp_path / "other", _settings(), ReplayMix())
+
+
+def test_the_manifest_and_the_summary_carry_the_mix_and_the_window(
+    sample_store: Store, tmp_path: Path
+) -> None:
+    state = _curriculum(tmp_path / "cur", sample_store, 7, [1, 2, 3, 4, 5, 6])
+    _, _, record = trainers.curriculum_tasks(sample_store, state, _settings(5), ReplayMix())
+    out = tmp_path / "run"
+    manifest = run.prepare_manifest(
+        out, "atoll pi train answer", _settings(5), {"digest": "d" * 64}, {}, {"replay": record}
+    )
+    saved = json.loads((out / "manifest.json").read_text())
+    assert saved["replay"]["mix"]["configured"] == {
+        "frontier": 0.7,
+        "replay-recent": 0.2,
+        "replay-older": 0.1,
+    }
+    assert saved["replay"]["regression_window"]["problems"] == [1, 2]
+    text = summary.write(out, manifest).read_text()
+    assert "Replay mix configured 70% frontier / 20% recent / 10% older" in text
+    assert "frontier 14 (problem 7)" in text
+    assert "Regression window (evaluation only, never a gradient): problems [1, 2]" in text
+    # A resumed run under another mix is refused rather than mixed in.
+    _, _, other = trainers.curriculum_tasks(
+        sample_store, state, _settings(5), ReplayMix.parse("0.5,0.3,0.2")
+    )
+    with pytest.raises(run.RunInputError, match="replay"):
+        run.prepare_manifest(
+            out, "atoll pi train answer", _settings(5), {"digest": "d" * 64}, {}, {"replay": other}
+        )
+
+
+@pytest.mark.slow
+def test_the_command_refuses_a_bad_mix_with_one_line_before_anything_is_written(
+    tmp_path: Path, venv_bin: Path
+) -> None:
+    from support.tinker_local import run_atoll
+
+    out = tmp_path / "run"
+    done = run_atoll(
+        venv_bin, {"TINKER_API_KEY": "tml-x"}, "pi", "train", "answer", "--base-model", "m",
+        "--store", str(tmp_path / "store"), "--out", str(out), "--replay", "0.5,0.2",
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("error:") == 1 and "--replay" in done.stderr
+    assert not out.exists()
