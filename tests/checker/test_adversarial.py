@@ -24,6 +24,7 @@ def test_fork_bomb(graded):
     assert report.statuses == ["timeout"] * 3 and report.reward == 0.0
 
 
+@pytest.mark.slow
 def test_memory_bomb(graded):
     report = graded(HEADER + "hoard = [bytearray(64 << 20) for _ in range(64)]\n" + answer("1"))
     assert report.statuses == ["memory"] * 3 and report.reward == 0.0

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 GOOD = "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'x': 0.75}))\n"
 
 
@@ -21,6 +23,7 @@ def atoll(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_grade_prints_each_case_and_the_reward(toy, program):
     done = atoll("checker", "grade", str(toy), str(program(GOOD)), "--out", str(toy / "out"))
     assert done.returncode == 0, done.stderr
@@ -37,6 +40,7 @@ def test_grade_json(toy, program):
     assert not (toy / "out").exists()  # nothing written without --out
 
 
+@pytest.mark.slow
 def test_errors_are_one_line(toy, program, tmp_path):
     not_a_task = atoll("checker", "grade", str(tmp_path), str(program(GOOD)))
     assert not_a_task.returncode == 2

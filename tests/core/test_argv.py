@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import pytest
 
 from atoll.core import argv
@@ -16,12 +19,17 @@ RUN_FLAGS = {
 }
 
 
-def harbor_run_params(args: list[str]) -> dict[str, object]:
+@functools.cache
+def harbor_run_command() -> Any:
+    """Harbor's own `run` command, converted from Typer once (it converts all of Harbor's CLI)."""
     import typer
     from harbor.cli.main import app
 
-    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
-    return command.make_context("run", list(args), resilient_parsing=True).params
+    return typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+
+
+def harbor_run_params(args: list[str]) -> dict[str, object]:
+    return harbor_run_command().make_context("run", list(args), resilient_parsing=True).params
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ def test_atoll_run_help_is_harbors_run_help(venv_bin):
     assert _normalise(ours) == _normalise(theirs)
 
 
+@pytest.mark.slow
 def test_harbor_commands_are_all_there(venv_bin):
     out = run(venv_bin, "atoll", "--help", check=True).stdout
     for command in ("run", "job", "trial", "task", "dataset", "plugins", "doctor", "view"):
@@ -93,6 +94,7 @@ def test_doctor_names_the_fix_for_a_missing_engine(venv_bin):
     assert "missing" in done.stdout and "atoll docker up" in done.stdout
 
 
+@pytest.mark.slow
 def test_atoll_emit_lists_the_emitters_and_refuses_an_unknown_one(venv_bin):
     out = run(venv_bin, "atoll", "emit", "--help", check=True).stdout
     assert "frontiersmith" in out

@@ -145,6 +145,7 @@ def _reserve_many(path: str, count: int) -> int:
     return won
 
 
+@pytest.mark.slow
 def test_concurrent_processes_never_overspend(tmp_path: Path) -> None:
     _ledger(tmp_path, 700).close()
     path = str(tmp_path / "ledger.sqlite")

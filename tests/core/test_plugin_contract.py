@@ -76,6 +76,7 @@ def test_an_unmarked_misspelled_hook_is_refused_too(venv_bin, tmp_path):
     assert "atoll-thirdparty" in line and "atoll_comands" in line
 
 
+@pytest.mark.slow
 def test_a_hook_module_that_fails_to_import_is_one_line(venv_bin, tmp_path):
     site = plugin(tmp_path, "import no_such_module_here\n")
     line = one_error_line(atoll(venv_bin, "plugins", "list", site=site))
@@ -86,6 +87,7 @@ def test_a_hook_module_that_fails_to_import_is_one_line(venv_bin, tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_command_with_a_harbor_command_name_is_refused(venv_bin, tmp_path):
     site = plugin(
         tmp_path,
@@ -107,6 +109,7 @@ def test_a_command_two_plugins_claim_is_refused(venv_bin, tmp_path):
     assert "atoll-thirdparty" in line and "atoll-frontiercs-judge" in line
 
 
+@pytest.mark.slow
 def test_a_plugin_command_runs_and_the_listing_says_where_it_comes_from(venv_bin, tmp_path):
     site = plugin(
         tmp_path,
@@ -186,6 +189,7 @@ def test_every_doctor_check_is_needed_by_someone(venv_bin):
         assert users[requirement], f"no installed plugin declares that it needs {requirement}"
 
 
+@pytest.mark.slow
 def test_a_plugin_adds_a_doctor_check_and_declares_what_it_needs(venv_bin, tmp_path):
     site = install_plugin_distribution(
         tmp_path / "site",
@@ -215,6 +219,7 @@ def test_a_plugin_adds_a_doctor_check_and_declares_what_it_needs(venv_bin, tmp_p
     assert "unchecked" in rows["widget"] and "frob (agent)" in rows["widget"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", ["80", "100"])
 def test_plugins_list_fits_the_terminal_one_line_per_entry(venv_bin, columns):
     done = atoll(venv_bin, "plugins", "list", COLUMNS=columns)

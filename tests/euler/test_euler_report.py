@@ -90,6 +90,7 @@ def test_infrastructure_errors_have_their_own_column(tmp_path: Path) -> None:
     assert cells[1] == "5" and cells[-1] == "1"  # 5 scored attempts; the error is not one
 
 
+@pytest.mark.slow
 def test_markdown_and_plots(tmp_path: Path) -> None:
     text = report.write(sample_rows(), tmp_path, ks=(1, 2))
     assert "| problem | attempts | passes | pass fraction | pass@1 | pass@2 |" in text
@@ -102,6 +103,7 @@ def test_markdown_and_plots(tmp_path: Path) -> None:
     assert (tmp_path / "summary.md").read_text() == text
 
 
+@pytest.mark.slow
 def test_report_command_reads_rows_and_drops_a_torn_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

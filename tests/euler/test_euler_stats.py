@@ -50,6 +50,7 @@ def test_fisher_lady_tasting_tea() -> None:
     assert reverse.p_b_greater == pytest.approx(17 / 70)
 
 
+@pytest.mark.slow
 def test_fisher_hand_computed_table() -> None:
     # [[0, 5], [5, 0]]: the most extreme table of its margins; two-sided p = 2 / C(10, 5) = 2/252.
     result = stats.fisher(0, 5, 5, 5)

@@ -122,6 +122,7 @@ def test_completed_manifest_binds_results(tmp_path: Path) -> None:
     manifests.verify_completed(tmp_path / "a", done, "A")
 
 
+@pytest.mark.slow
 def test_counts_and_fisher_per_task_and_overall(tmp_path: Path) -> None:
     completed_run(tmp_path / "a", BASE)
     completed_run(tmp_path / "b", BETTER)
@@ -217,6 +218,7 @@ def test_a_changed_rows_file_or_an_open_run_is_refused(tmp_path: Path) -> None:
         compare.compare(tmp_path / "a", tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_decision_only_with_a_rule_fixed_before_sampling(tmp_path: Path) -> None:
     rule = AcceptanceRule(0.2, 0.05)
     completed_run(tmp_path / "a", BASE)
@@ -233,6 +235,7 @@ def test_decision_only_with_a_rule_fixed_before_sampling(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.slow
 def test_a_rule_written_in_after_sampling_gives_no_decision(tmp_path: Path) -> None:
     completed_run(tmp_path / "a", BASE)
     completed_run(tmp_path / "b", BETTER)
@@ -248,6 +251,7 @@ def test_a_rule_written_in_after_sampling_gives_no_decision(tmp_path: Path) -> N
     assert result["decision"]["verdict"] is None  # the rows were not sampled under that rule
 
 
+@pytest.mark.slow
 def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     completed_run(tmp_path / "a", BASE)
     completed_run(tmp_path / "b", BETTER)

@@ -81,6 +81,7 @@ def test_unreachable_endpoint(venv_bin, tmp_path, server, seed_file) -> None:
     _nothing_paid_or_written(server, out)
 
 
+@pytest.mark.slow
 def test_missing_key_names_the_variable(venv_bin, tmp_path, server, seed_file) -> None:
     out = tmp_path / "out"
     args = _common(server, seed_file, out) + ["--budget", "5", "--api-key-env", "NO_SUCH_KEY_VAR"]
@@ -89,6 +90,7 @@ def test_missing_key_names_the_variable(venv_bin, tmp_path, server, seed_file) -
     _nothing_paid_or_written(server, out)
 
 
+@pytest.mark.slow
 def test_unknown_model_price(venv_bin, tmp_path, server, seed_file) -> None:
     out = tmp_path / "out"
     args = _common(server, seed_file, out) + ["--budget", "5"]
@@ -120,6 +122,7 @@ def test_resume_with_other_settings_is_refused(venv_bin, tmp_path, server, seed_
     assert server.chat_requests() == []
 
 
+@pytest.mark.slow
 def test_a_new_run_in_a_directory_that_holds_one(venv_bin, tmp_path, server, seed_file) -> None:
     out = tmp_path / "out"
     run_id = _stored_run(out, seed_file, server, "f" * 64)
@@ -128,6 +131,7 @@ def test_a_new_run_in_a_directory_that_holds_one(venv_bin, tmp_path, server, see
     assert server.chat_requests() == []
 
 
+@pytest.mark.slow
 def test_help_shows_every_default_and_flags_as_flags(venv_bin, tmp_path) -> None:
     done = emit(venv_bin, tmp_path, "--help")
     assert done.returncode == 0, done.stderr

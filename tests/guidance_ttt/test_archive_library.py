@@ -215,6 +215,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_killed_writer_leaves_a_replayable_archive(tmp_path: Path) -> None:
     _new(tmp_path, groups=1).close()
     process = subprocess.Popen(

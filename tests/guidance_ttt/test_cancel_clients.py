@@ -60,6 +60,7 @@ def test_an_executor_call_in_flight_ends_at_once_and_is_not_retried():
         assert len(server.chat_requests()) == 1
 
 
+@pytest.mark.slow
 def test_a_guidance_inference_in_flight_is_an_answer_lost(reef_server, reset_reef_upstream):
     reset_reef_upstream.script = _hanging
     cancellation = Cancellation()

@@ -226,6 +226,7 @@ def test_a_trainer_ahead_whose_update_cannot_be_verified_is_refused(
     assert _committed_step(tmp_path) == 0
 
 
+@pytest.mark.slow
 def test_a_trainer_at_another_step_is_refused(tmp_path, services):
     def status():
         return {

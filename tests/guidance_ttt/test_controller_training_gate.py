@@ -159,6 +159,7 @@ def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
     assert bridge.mode == "reef"
 
 
+@pytest.mark.slow
 def test_barrier_against_real_reef_times_out_clearly(reef_server):
     client = GuidanceClient(
         ReefEndpoint(reef_server.url, reef_server.token),

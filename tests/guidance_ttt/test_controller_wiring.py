@@ -85,6 +85,7 @@ def _reef_runtime_file(run_dir, address: str = "10.1.2.3:6379") -> None:
     )
 
 
+@pytest.mark.slow
 def test_training_on_selects_reefs_bridge_and_a_missing_key_is_one_clear_error(
     tmp_path, monkeypatch, reef_server, judge_url
 ):
@@ -110,6 +111,7 @@ def test_training_on_selects_reefs_bridge_and_a_missing_key_is_one_clear_error(
         pass
 
 
+@pytest.mark.slow
 def test_training_reads_the_ray_cluster_from_the_runtime_file_reef_run_dir_names(
     tmp_path, reef_server, judge_url
 ):
@@ -135,6 +137,7 @@ def test_training_reads_the_ray_cluster_from_the_runtime_file_reef_run_dir_names
         assert services.bridge._health.runtime.address == "10.9.9.9:6380"
 
 
+@pytest.mark.slow
 def test_services_read_the_environment_they_are_given_not_the_process_one(
     tmp_path, monkeypatch, reef_server, judge_url
 ):

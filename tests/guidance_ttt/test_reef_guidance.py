@@ -36,6 +36,7 @@ def _scenario() -> str:
     return f"tttd-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.slow
 def test_guidance_request_is_sent_as_specified_and_receipt_is_recorded(
     reef_server, reset_reef_upstream
 ):
@@ -63,6 +64,7 @@ def test_guidance_request_is_sent_as_specified_and_receipt_is_recorded(
     assert [r["agent_record_id"] for r in inferences] == [sample.receipt]
 
 
+@pytest.mark.slow
 def test_report_references_receipt_carries_grid_and_is_idempotent(reef_server, reset_reef_upstream):
     reset_reef_upstream.script = lambda request: "<guidance>Use local search.</guidance>"
     scenario = _scenario()
@@ -103,6 +105,7 @@ def test_report_references_receipt_carries_grid_and_is_idempotent(reef_server, r
         assert expected in text
 
 
+@pytest.mark.slow
 def test_report_with_same_id_and_different_content_is_refused(reef_server, reset_reef_upstream):
     scenario = _scenario()
     client = _client(reef_server, scenario)
@@ -120,6 +123,7 @@ def test_report_with_same_id_and_different_content_is_refused(reef_server, reset
         client.report(second, sample.receipt)
 
 
+@pytest.mark.slow
 def test_upstream_refusal_is_an_error_without_receipt(reef_server, reset_reef_upstream):
     reset_reef_upstream.script = lambda request: Reply(status=400, error_message="bad request")
     client = _client(reef_server, _scenario())
@@ -128,6 +132,7 @@ def test_upstream_refusal_is_an_error_without_receipt(reef_server, reset_reef_up
     assert caught.value.answer_lost is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [408, 429, 500, 503])
 def test_a_failed_guidance_call_is_never_sent_again(reef_server, reset_reef_upstream, status):
     reset_reef_upstream.script = lambda request: Reply(status=status, error_message="busy")

@@ -42,6 +42,7 @@ def test_prints_each_case_and_the_total(
     assert total == pytest.approx(50 * sum(expected), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_compile_error_exits_1(venv_bin: Path, small_problems: Path, state_dir: Path) -> None:
     done = score(
         venv_bin, str(PROGRAMS / "broken.cpp"),
@@ -51,6 +52,7 @@ def test_compile_error_exits_1(venv_bin: Path, small_problems: Path, state_dir: 
     assert "undefined_symbol" in done.stdout and "Score: 0" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "needle"),
     [(["missing.cpp"], "cannot read missing.cpp"), (["--problem", "5"], "unknown problem '5'")],

@@ -80,6 +80,7 @@ def client_for() -> Iterator[Callable[[str], JudgeClient]]:
         client.close()
 
 
+@pytest.mark.slow
 def test_scored_against_the_embedded_judge(
     small_judge: EmbeddedJudge, sources: dict[str, bytes], problem0: Problem, client_for
 ) -> None:

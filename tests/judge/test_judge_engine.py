@@ -143,6 +143,7 @@ def test_stack_may_grow_to_the_memory_limit(
     assert [c["scoreRatio"] for c in result["cases"]] == pytest.approx(expected, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_stderr_logging_and_blank_padding_are_allowed(
     small_engine: Engine, sources: dict[str, bytes], problem0: Problem
 ) -> None:

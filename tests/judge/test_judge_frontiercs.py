@@ -305,6 +305,7 @@ def test_a_crashing_interactive_programs_ratio_claim_is_ignored(engine: Engine) 
 # --- serving and the command line ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_judge_serves_the_checkouts_problems_over_http(checkout: Path, state_dir: Path) -> None:
     setup = JudgeSetup(state_dir=state_dir, frontiercs=checkout)
     with EmbeddedJudge(setup) as judge, JudgeClient(judge.url) as client:
@@ -316,6 +317,7 @@ def test_the_judge_serves_the_checkouts_problems_over_http(checkout: Path, state
     assert isinstance(outcome, Scored) and outcome.score == 100.0
 
 
+@pytest.mark.slow
 def test_atoll_judge_problems_lists_what_loaded_and_what_did_not(
     venv_bin: Path, checkout: Path
 ) -> None:
@@ -339,6 +341,7 @@ def test_atoll_judge_problems_lists_what_loaded_and_what_did_not(
     assert {f["id"] for f in listing["failed"]} == {"oddtype", "nochecker", "noinput", "noanswer"}
 
 
+@pytest.mark.slow
 def test_atoll_judge_score_takes_the_checkout_from_frontiercs_home(
     venv_bin: Path, checkout: Path, state_dir: Path, tmp_path: Path
 ) -> None:

@@ -26,8 +26,15 @@ SEED_RESULT = Path(__file__).parents[2] / "tasks" / "polyomino_packing" / "solut
 
 
 def oracle_run(
-    venv_bin: Path, work: Path, judge_url: str | None, socket_dir: Path | None = None
+    venv_bin: Path,
+    work: Path,
+    judge_url: str | None,
+    socket_dir: Path | None = None,
+    *,
+    plugin: bool = True,
 ) -> subprocess.CompletedProcess:
+    """`atoll run` of the oracle on polyomino_packing; `plugin=False` leaves adding the
+    judge's job plugin to `atoll run` (the task needs it), as a user's plain run does."""
     (work / "roots").mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": f"{venv_bin}:/usr/bin:/bin",
@@ -49,7 +56,9 @@ def oracle_run(
         "--task",
         "polyomino_packing",
     ]
-    argv += ["--env", "atoll-local", "--plugin", "frontiercs-judge", "-o", str(work / "jobs")]
+    argv += ["--env", "atoll-local", "-o", str(work / "jobs")]
+    if plugin:
+        argv += ["--plugin", "frontiercs-judge"]
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=200, cwd=work, env=env, check=False
     )
@@ -73,12 +82,22 @@ ANNOUNCED = re.compile(r"embedded judge at (http://127\.0\.0\.1:\d+) and (/\S+)/
 
 
 def test_the_embedded_judge_serves_the_job_and_stops_with_it(tmp_path, venv_bin):
-    done = oracle_run(venv_bin, tmp_path, judge_url=None)
+    # Also the end-to-end run of the task on atoll-local: `atoll run` adds the judge's job
+    # plugin by itself, and the verifier's reward is exactly the seed's recorded score.
+    done = oracle_run(venv_bin, tmp_path, judge_url=None, plugin=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "atoll: added --plugin frontiercs-judge (needed by" in done.stderr
     url, socket_dir = ANNOUNCED.search(done.stderr).groups()
     reward, judged = verdict(tmp_path)
-    seed_score = json.loads(SEED_RESULT.read_text())["score"]
-    assert reward["reward"] == pytest.approx(seed_score)
+    seed = json.loads(SEED_RESULT.read_text())
+    assert reward["reward"] == pytest.approx(seed["score"])
+    (trial_result,) = (tmp_path / "jobs").glob("*/polyomino_packing__*/result.json")
+    trial = json.loads(trial_result.read_text())
+    assert trial["exception_info"] is None, trial["exception_info"]
+    assert trial["verifier_result"]["rewards"] == {
+        "reward": seed["score"],
+        "raw_score": seed["raw_score"],
+    }
     assert judged["judge_socket"] == "/run/frontiercs-judge/judge.sock"  # as the trial saw it
     (job_dir,) = (tmp_path / "jobs").iterdir()
     assert (job_dir / "frontiercs-judge").is_dir()  # its data lives with the job

@@ -12,6 +12,7 @@ import pytest
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 def test_wheel_ships_problem_zero(repo: Path, tmp_path: Path) -> None:
     uv = shutil.which("uv")
     assert uv is not None, "uv is needed to build the wheel (pip install uv)"

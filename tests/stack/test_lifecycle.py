@@ -158,6 +158,7 @@ def test_a_stack_that_exits_during_start_reports_its_last_log_lines(tmp_path, st
     assert _wait_gone(mark) == []
 
 
+@pytest.mark.slow
 def test_bad_reef_home_fails_in_one_line_and_starts_nothing(tmp_path, stack_env, mark):
     (tmp_path / "checkout" / "recipes").mkdir(parents=True)
     up = atoll(
@@ -170,6 +171,7 @@ def test_bad_reef_home_fails_in_one_line_and_starts_nothing(tmp_path, stack_env,
     assert marked_processes(mark) == []
 
 
+@pytest.mark.slow
 def test_training_without_gpus_is_one_clear_error(tmp_path, stack_env, mark):
     # A PATH with reef and git-lfs but no nvidia-smi: a machine without GPUs.
     tools = tmp_path / "bin"

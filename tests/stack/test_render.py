@@ -118,6 +118,7 @@ def test_training_file_follows_the_config_field_by_field(tmp_path: Path, overrid
     assert [s["name"] for s in resolved["services"]] == ["slime-driver", "reef"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", CONFIGS[:2], ids=["defaults", "small"])
 def test_search_only_file_is_record_only_and_loads(tmp_path: Path, overrides: dict) -> None:
     config, doc, path = _render(
@@ -133,6 +134,7 @@ def test_search_only_file_is_record_only_and_loads(tmp_path: Path, overrides: di
     assert resolved["reef"]["agent_record_dir"] == str(tmp_path / "state" / "reef" / "agent-record")
 
 
+@pytest.mark.slow
 def test_reef_loader_rejects_a_field_it_does_not_know(tmp_path: Path) -> None:
     _, doc, path = _render(tmp_path, {}, training=True)
     doc["training"]["lora-rank"] = 32

@@ -72,6 +72,7 @@ def test_a_written_task_is_a_harbor_task_with_a_judged_seed(sum_task: Path) -> N
         assert (sum_task / script).stat().st_mode & 0o111
 
 
+@pytest.mark.slow
 def test_the_contract_is_valid_for_guidance_ttt(sum_task: Path) -> None:
     task = load_task(sum_task)
     assert task.contract.judge_problem_id == "sum"

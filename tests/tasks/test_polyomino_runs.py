@@ -60,17 +60,9 @@ def _assert_seed_score(trial: dict[str, Any], recorded: dict[str, Any]) -> None:
     }
 
 
-def test_oracle_on_atoll_local_gets_the_seed_score(
-    venv_bin: Path, tmp_path: Path, recorded: dict[str, Any]
-) -> None:
-    _assert_seed_score(_atoll_run(venv_bin, "atoll-local", tmp_path), recorded)
-
-
-def test_a_judge_named_by_url_is_reached_through_a_relayed_socket(
-    venv_bin: Path, tmp_path: Path, judge_url: str, recorded: dict[str, Any]
-) -> None:
-    trial = _atoll_run(venv_bin, "atoll-local", tmp_path, FRONTIERCS_JUDGE_URL=judge_url)
-    _assert_seed_score(trial, recorded)
+# The oracle on atoll-local with the job's own judge, and with a judge named by
+# FRONTIERCS_JUDGE_URL (reached through a relayed socket), are each one whole job
+# of tests/judge/test_judge_job_plugin.py, which also checks the judge's lifetime.
 
 
 def test_no_judge_behind_the_socket_fails_the_trial_without_a_reward(

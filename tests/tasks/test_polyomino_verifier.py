@@ -90,6 +90,7 @@ def test_a_missing_socket_is_an_error_naming_the_fix(task_dir: Path, tmp_path: P
     assert not (logs / "reward.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solution", [None, b"", b"  \n"])
 def test_missing_solution_scores_zero(
     task_dir: Path, tmp_path: Path, judge_socket: Path, solution: bytes | None

@@ -106,6 +106,7 @@ def _atoll(venv_bin: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_command_checks_a_third_party_backend_by_import_path(venv_bin, test_uid) -> None:
     uid = str(test_uid + 3)
     done = _atoll(

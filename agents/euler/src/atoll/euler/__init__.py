@@ -14,16 +14,40 @@ problems and answers through it):
     normalize(text)                           # an answer as the gate compares it
     LANGUAGES                                 # the runtimes a problem is attempted in
 
-Importing it loads only the standard library and atoll.core.
+Importing it loads only the standard library and atoll.core; each name is
+imported on first use.
 """
 
-from atoll.euler.answers import normalize
-from atoll.euler.importer import ImportError_ as ImportFailed
-from atoll.euler.importer import read_zip
-from atoll.euler.runtimes import LANGUAGES
-from atoll.euler.sample import catalog as sample_catalog
-from atoll.euler.store import Catalog, Problem, ProblemEntry, Store, StoreError
-from atoll.euler.store import write as write_store
+from typing import TYPE_CHECKING
+
+from atoll.core.lazy import exports
+
+if TYPE_CHECKING:
+    from atoll.euler.answers import normalize
+    from atoll.euler.importer import ImportError_ as ImportFailed
+    from atoll.euler.importer import read_zip
+    from atoll.euler.runtimes import LANGUAGES
+    from atoll.euler.sample import catalog as sample_catalog
+    from atoll.euler.store import Catalog, Problem, ProblemEntry, Store, StoreError
+    from atoll.euler.store import write as write_store
+
+# Imported on first use: every `atoll` call loads this package (its hook module is in it).
+__getattr__ = exports(
+    __name__,
+    {
+        "normalize": "atoll.euler.answers",
+        "ImportFailed": "atoll.euler.importer:ImportError_",
+        "read_zip": "atoll.euler.importer",
+        "LANGUAGES": "atoll.euler.runtimes",
+        "sample_catalog": "atoll.euler.sample:catalog",
+        "Catalog": "atoll.euler.store",
+        "Problem": "atoll.euler.store",
+        "ProblemEntry": "atoll.euler.store",
+        "Store": "atoll.euler.store",
+        "StoreError": "atoll.euler.store",
+        "write_store": "atoll.euler.store:write",
+    },
+)
 
 __all__ = [
     "LANGUAGES",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import typer
@@ -65,23 +65,69 @@ def _over_harbors(command: Any) -> Any:
 
     Everything Harbor's group does keeps working (`atoll task init` is Harbor's);
     a plugin sub-command of the same name as one of Harbor's replaces it.
+    Harbor's command line (over a second to import) is only loaded when a
+    sub-command the plugin lacks is asked for or the group's commands are listed.
     """
-    from harbor.cli.main import app as harbor_app
-
-    harbor = typer.main.get_command(harbor_app)
-    harbors = harbor.commands.get(command.name) if isinstance(harbor, TyperGroup) else None
-    if not isinstance(harbors, TyperGroup) or not isinstance(command, TyperGroup):
+    if not isinstance(command, TyperGroup):
         return command
     return TyperGroup(
         name=command.name,
-        commands={**harbors.commands, **command.commands},
+        commands=_OverHarborCommands(command.commands, command.name),  # type: ignore[arg-type]
         callback=command.callback,
         params=command.params,
         help=command.help,
         no_args_is_help=True,
         context_settings=command.context_settings,
-        rich_markup_mode=getattr(harbors, "rich_markup_mode", None),
+        # Harbor's groups keep Typer's default markup mode, as plugin apps do.
+        rich_markup_mode=command.rich_markup_mode,
     )
+
+
+class _OverHarborCommands(MutableMapping[str, Any]):
+    """A plugin group's sub-commands over Harbor's group `name`: the plugin's own first.
+
+    Harbor's sub-commands are loaded on the first lookup the plugin cannot
+    answer; iteration yields Harbor's order with the plugin's additions after.
+    """
+
+    def __init__(self, own: Mapping[str, Any], name: str | None) -> None:
+        self._own = dict(own)
+        self._name = name
+        self._merged: dict[str, Any] | None = None
+
+    def _all(self) -> dict[str, Any]:
+        if self._merged is None:
+            from harbor.cli.main import app as harbor_app
+
+            harbor = typer.main.get_command(harbor_app)
+            harbors = (
+                harbor.commands.get(self._name)
+                if isinstance(harbor, TyperGroup) and self._name
+                else None
+            )
+            theirs = harbors.commands if isinstance(harbors, TyperGroup) else {}
+            self._merged = {**theirs, **self._own}
+        return self._merged
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._own:
+            return self._own[name]
+        return self._all()[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._own[name] = command
+        if self._merged is not None:
+            self._merged[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._own.pop(name, None)
+        del self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def build(registry: Registry) -> TyperGroup:
@@ -120,7 +166,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `atoll` command."""
-    from atoll.core import job_outcome, names, run_defaults
+    from atoll.core import names, run_defaults
 
     for name, value in LOCAL_ONLY_ENV.items():
         os.environ.setdefault(name, value)  # set before Harbor imports LiteLLM; a user may override
@@ -138,7 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if record is not None and args and args[0] == first:
             command = plugin_command(record)
             return _invoke(command, args[1:], prog=f"atoll {first}")
-        watch = job_outcome.JobWatch(args) if run_defaults.is_job_command(args) else None
+        watch = None
+        if run_defaults.is_job_command(args):
+            from atoll.core import job_outcome  # YAML; only a job reads its config
+
+            watch = job_outcome.JobWatch(args)
         code = _invoke(build(registry), args, prog="atoll")
         if code == 0 and watch is not None:
             for failed in watch.failures():

@@ -24,23 +24,53 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from atoll.checker.grader import (
-    GRADER_VERSION,
-    STATUSES,
-    CaseResult,
-    Check,
-    CheckerError,
-    Contract,
-    Example,
-    GradeReport,
-    Limits,
-    SelfCheckFailed,
-    SelfCheckReport,
-    grade,
-    load_contract,
-    read_scores,
-    self_check,
+from atoll.core.lazy import exports
+
+if TYPE_CHECKING:
+    from atoll.checker.grader import (
+        GRADER_VERSION,
+        STATUSES,
+        CaseResult,
+        Check,
+        CheckerError,
+        Contract,
+        Example,
+        GradeReport,
+        Limits,
+        SelfCheckFailed,
+        SelfCheckReport,
+        grade,
+        load_contract,
+        read_scores,
+        self_check,
+    )
+
+# The grader is imported on first use: every `atoll` call loads this package (its hook
+# module is in it).
+__getattr__ = exports(
+    __name__,
+    dict.fromkeys(
+        (
+            "GRADER_VERSION",
+            "STATUSES",
+            "CaseResult",
+            "Check",
+            "CheckerError",
+            "Contract",
+            "Example",
+            "GradeReport",
+            "Limits",
+            "SelfCheckFailed",
+            "SelfCheckReport",
+            "grade",
+            "load_contract",
+            "read_scores",
+            "self_check",
+        ),
+        "atoll.checker.grader",
+    ),
 )
 
 __all__ = [
@@ -71,5 +101,7 @@ def grader_source() -> bytes:
 
 def grade_task(task_dir: Path, submission: Path, *, out_dir: Path | None = None) -> GradeReport:
     """Grade `submission` against a task directory (tests/ and solution/ are locked meanwhile)."""
+    from atoll.checker.grader import grade
+
     task_dir = Path(task_dir)
     return grade(task_dir / "tests", submission, out_dir=out_dir, lock=(task_dir / "solution",))

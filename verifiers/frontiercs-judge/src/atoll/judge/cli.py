@@ -11,18 +11,23 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from atoll.core.sizes import MiB
-from atoll.judge.checkout import HOME_ENV, ProblemSet
-from atoll.judge.embedded import JudgeSetup, serve
-from atoll.judge.engine import JudgeInfrastructureError, UnknownProblem
-from atoll.judge.judge_socket import SOCKET_DIR_ENV, SocketDirError
-from atoll.judge.problems import Problem, ProblemError
-from atoll.judge.store import StoreBusy
+from atoll.judge.checkout import HOME_ENV
+from atoll.judge.judge_socket import SOCKET_DIR_ENV
+
+if TYPE_CHECKING:
+    from atoll.judge.checkout import ProblemSet
+    from atoll.judge.embedded import JudgeSetup
+    from atoll.judge.problems import Problem
+
+# The judge itself (engine, HTTP server) is imported by the commands that run it,
+# so that `atoll --help` and `atoll judge --help` do not load it.
 
 app = typer.Typer(
     name="judge",
@@ -78,6 +83,12 @@ def serve_command(
     verifier has no network (polyomino_packing) reaches it through the socket,
     so export the FRONTIERCS_JUDGE_SOCKET_DIR line it prints before `harbor run`.
     """
+    from atoll.judge.embedded import JudgeSetup, serve
+    from atoll.judge.engine import JudgeInfrastructureError
+    from atoll.judge.judge_socket import SocketDirError
+    from atoll.judge.problems import ProblemError
+    from atoll.judge.store import StoreBusy
+
     setup = JudgeSetup(problems, state_dir, workers, max_queue, frontiercs=frontiercs)
     try:
         serve(host, port, setup, socket_dir, announce=_err.print)
@@ -99,6 +110,10 @@ def score_command(
     frontiercs: Path | None = _frontiercs_option(),  # type: ignore[assignment]
 ) -> None:
     """Score a local program and print the per-case table and the total."""
+    from atoll.judge.embedded import JudgeSetup
+    from atoll.judge.engine import JudgeInfrastructureError, UnknownProblem
+    from atoll.judge.problems import ProblemError
+
     try:
         source = file.read_bytes()
     except OSError as exc:
@@ -161,6 +176,9 @@ def problems_command(
     workers: int | None = typer.Option(None, min=1, help="Compiles run in parallel."),
 ) -> None:
     """List the problems the judge would serve, and those of the checkout that did not load."""
+    from atoll.judge.embedded import JudgeSetup
+    from atoll.judge.problems import ProblemError
+
     setup = JudgeSetup(problems, state_dir, workers, frontiercs=frontiercs)
     try:
         found = setup.problem_set()
@@ -212,6 +230,10 @@ def problems_command(
 
 def _compile_failures(setup: JudgeSetup, found: ProblemSet) -> dict[str, str]:
     """Compile every checker and interactor of the checkout; the problems whose tool fails."""
+    from atoll.judge.checkout import ProblemSet
+    from atoll.judge.embedded import JudgeSetup
+    from atoll.judge.engine import JudgeInfrastructureError
+
     tools = [*found.checkout_problems(), *found.shadowed.values()]
     tools = [p for p in tools if p.tool is not None]
     if not tools:

@@ -26,7 +26,6 @@ from atoll.judge import judge_socket, leftovers, read_deadline
 from atoll.judge.checkout import ProblemSet, assemble, configured_home
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
-from atoll.judge.server import create_app
 from atoll.judge.service import DEFAULT_MAX_QUEUE, JudgeService
 from atoll.judge.store import Store
 
@@ -120,6 +119,8 @@ def serve(
         announce(f"serving {problems.describe()}")
         announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
+        from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
+
         config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")
         # uvicorn re-raises the signal that stopped it; SIGTERM's default action
         # would end the process before the socket directory is removed.
@@ -175,6 +176,8 @@ class EmbeddedJudge:
         )
         service = self._service = self.setup.service(Path(self._results.name) / "judge.sqlite")
         service.start()
+        from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
+
         config = read_deadline.config(create_app(service), self.setup.read_timeout_s, "warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

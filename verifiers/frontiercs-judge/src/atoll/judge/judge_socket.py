@@ -20,10 +20,7 @@ import shutil
 import socket
 from pathlib import Path
 
-import httpx
-
 from atoll.judge import leftovers
-from atoll.judge.client import JudgeClient
 
 SOCKET_DIR_ENV = "FRONTIERCS_JUDGE_SOCKET_DIR"
 SOCKET_NAME = "judge.sock"
@@ -99,6 +96,10 @@ def remove(directory: Path, *, created: bool) -> None:
 
 def answers(path: Path, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
     """Whether a judge answers GET /health on the unix socket at `path`."""
+    import httpx  # only a caller that probes pays for the HTTP client
+
+    from atoll.judge.client import JudgeClient
+
     transport = httpx.HTTPTransport(uds=str(path))
     with JudgeClient(
         "http://frontiercs-judge", request_timeout=timeout_s, transport=transport
