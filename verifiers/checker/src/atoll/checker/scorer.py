@@ -34,6 +34,7 @@ from typing import Any
 
 from atoll.checker import layout
 from atoll.checker.grader import CheckerError, GradeReport, read_scores
+from atoll.core.digests import tree_sha256
 from atoll.core.environments import dockerfile
 from atoll.core.environments.box import box_limits, box_spec
 from atoll.core.environments.local import DEFAULT_WORKDIR
@@ -125,7 +126,7 @@ class CheckerScorer:
             )
         self.phase = VerifierPhase.of(self.task_dir)
         self.bundle_hash = _verified_hash(self.task_dir)
-        self.tests_sha256 = _tree_digest(self.tests_dir)
+        self.tests_sha256 = tree_sha256(self.tests_dir)
         self.work_dir = work_dir
         self._backend = get_backend("bwrap")
         self._slots = threading.BoundedSemaphore(self.phase.concurrency)
@@ -283,15 +284,6 @@ def _verified_hash(task_dir: Path) -> str | None:
         return layout.verify(task_dir).bundle_hash
     except layout.LayoutError as exc:
         raise ValueError(f"{task_dir}: the checker scorer refuses this bundle: {exc}") from None
-
-
-def _tree_digest(directory: Path) -> str:
-    """sha256 over the paths and bytes of every file the grading copies (the grader included)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(directory)).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
 
 
 @contextmanager
