@@ -14,8 +14,9 @@ other paid request, so `--budget` bounds them too); the guidance samples go,
 as in every Guidance-TTT run, through Reef (`REEF_URL`, with `REEF_TOKEN`),
 whose upstream is the guidance model; they are recorded by Reef, not paid
 from the run's budget. Each task's search keeps its state under
-`runs/RUN_ID/search/TASK`, so a resumed emit (or the same command again)
-continues it to `N` steps instead of starting afresh.
+`runs/RUN_ID/search/TASK`, so `--resume RUN_ID --search-steps N` continues
+it to `N` steps instead of starting afresh (the same command again is
+refused: its `--out` already holds the run).
 """
 
 from __future__ import annotations
