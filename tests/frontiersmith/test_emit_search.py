@@ -262,3 +262,22 @@ def test_a_run_that_stops_before_export_says_its_search_is_skipped(
     assert "search: skipped (the run stopped: provider_refused)" in output
     summary = json.loads((tmp_path / "out" / "run.json").read_text())
     assert "search" not in summary
+
+
+def test_a_resumed_search_asks_for_the_executor_port_it_started_with(tmp_path: Path) -> None:
+    from atoll.frontiersmith.search import saved_port
+    from atoll.guidance_ttt import resume
+    from atoll.guidance_ttt.config import load_config
+
+    state = tmp_path / "s1"
+    assert saved_port(state) == 0  # a new search takes any port
+    for url, port in (("http://127.0.0.1:43117/v1", 43117), ("https://api.example.org/v1", 0)):
+        config = load_config(
+            overrides={"training": "off", "state_dir": str(state), "executor_base_url": url}
+        )
+        saved = resume.ResumeState("r1", "guidance-ttt-r1", "search-only", config.identity(), 1)
+        resume.resume_path(state).parent.mkdir(parents=True, exist_ok=True)
+        resume.save(state, saved)
+        assert saved_port(state) == port
+    resume.resume_path(state).write_text("{not json")
+    assert saved_port(state) == 0  # the search itself then says what is wrong with its state
