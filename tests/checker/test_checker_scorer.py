@@ -8,6 +8,7 @@ task or a cancelled grading as an infrastructure failure, never a score.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from atoll.checker import grade_task
+from atoll.checker import grade_task, layout
 from atoll.checker.scorer import CheckerScorer, open_checker_scorer
 from atoll.core.scoring import ScorerSetup, ScorerUnavailable, ScoreStatus, open_scorer
 
@@ -57,7 +58,16 @@ def test_a_program_that_never_runs_is_invalid_with_reward_zero(example):
     assert "crash" in score.message and "SyntaxError" in score.message
 
 
+def unsigned(task: Path) -> Path:
+    """The task with its bundle hash taken out: a hand-written task, graded as it is."""
+    toml = task / "task.toml"
+    lines = toml.read_text(encoding="utf-8").splitlines(keepends=True)
+    toml.write_text("".join(x for x in lines if not x.startswith("bundle_hash")), encoding="utf-8")
+    return task
+
+
 def test_a_task_whose_grader_fails_its_self_check_is_unavailable_not_zero(example):
+    unsigned(example)
     (example / "tests" / "scorer.py").write_text(
         "def score(instance, output):\n    return 2.0\n", encoding="utf-8"
     )
@@ -88,3 +98,75 @@ def test_only_python_tasks_with_a_directory_are_accepted(example):
         open_checker_scorer(ScorerSetup(language="python")),
     ):
         pass
+
+
+def test_a_changed_bundle_is_refused_before_any_grading_and_an_intact_one_is_verified(example):
+    intact = CheckerScorer(example)
+    assert intact.bundle_hash == layout.verify(example).bundle_hash
+    (example / "tests" / "scorer.py").write_text(
+        (example / "tests" / "scorer.py").read_text() + "\n# changed\n", encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match="does not match its hash") as refused:
+        CheckerScorer(example)
+    assert "\n" not in str(refused.value)
+    assert CheckerScorer(unsigned(example)).bundle_hash is None  # hand-written: graded as it is
+
+
+def test_the_verifier_timeout_reaches_the_box(example):
+    toml = unsigned(example) / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("timeout_sec = 276.0", "timeout_sec = 1.0", 1), encoding="utf-8"
+    )
+    scorer = CheckerScorer(example)
+    assert scorer.phase.timeout_s == 1.0
+    started = time.monotonic()
+    with pytest.raises(ScorerUnavailable, match="wrote no scores"):
+        scorer.score("import time\ntime.sleep(3)\n")
+    assert time.monotonic() - started < 15
+
+
+def test_the_box_memory_limit_reaches_the_box(example):
+    toml = unsigned(example) / "task.toml"
+    toml.write_text(toml.read_text().replace("memory_mb = 2048", "memory_mb = 8", 1), "utf-8")
+    with pytest.raises(ScorerUnavailable):
+        CheckerScorer(example).score(EMPTY_PLAN)
+
+
+def test_a_work_dir_that_cannot_be_made_is_unavailable_and_a_new_one_is_made(example, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with pytest.raises(ScorerUnavailable, match="grader failed"):
+        CheckerScorer(example, work_dir=blocked / "checker").score(EMPTY_PLAN)
+    fresh = tmp_path / "state" / "checker"
+    assert CheckerScorer(example, work_dir=fresh).score(EMPTY_PLAN).status is ScoreStatus.VALID
+    assert [p.name for p in fresh.iterdir()] == []  # its grading's root is gone
+
+
+def test_gradings_wait_for_a_cpu_so_no_more_run_than_the_host_has(example, monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    toml = unsigned(example) / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 2", 1), encoding="utf-8")
+    scorer = CheckerScorer(example)
+    assert scorer.phase.concurrency == 1
+    running, most = 0, 0
+    lock = threading.Lock()
+    grade = scorer.grade
+
+    def counted(program: str):
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        try:
+            return grade(program)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(scorer, "grade", counted)
+    threads = [threading.Thread(target=scorer.score, args=(EMPTY_PLAN,)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == 1

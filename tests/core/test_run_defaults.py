@@ -112,3 +112,47 @@ def test_plugins_list_shows_an_agents_job_plugins(capsys: pytest.CaptureFixture[
     assert agent["job_plugins"] == ["reef-stack"] and agent["task_scorer"] == "frontiercs-judge"
     scorers = {r["name"]: r["job_plugins"] for r in rows if r["kind"] == "scorer"}
     assert scorers["frontiercs-judge"] == ["frontiercs-judge"] and scorers["checker"] == []
+
+
+def _task_scored_by(tmp_path: Path, repo: Path, scorer: str) -> Path:
+    """A copy of the FrontierSmith example whose contract names `scorer`."""
+    import shutil
+
+    task = tmp_path / "task"
+    shutil.copytree(repo / "tasks" / "frontiersmith-example", task)
+    contract = json.loads((task / "contract.json").read_text())
+    (task / "contract.json").write_text(json.dumps({**contract, "scorer": scorer}))
+    return task
+
+
+def test_a_task_whose_scorer_is_not_installed_is_refused_before_harbor_starts(
+    no_docker: str, tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = _task_scored_by(tmp_path, repo, "no-such-scorer")
+    jobs = tmp_path / "jobs"
+    code = cli.main(["run", "--agent", "guidance-ttt", "-p", str(task), "-o", str(jobs)])
+    assert code != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "the task's scorer 'no-such-scorer' is not installed" in line and "checker" in line
+    assert not jobs.exists()  # no job was started
+
+
+@pytest.mark.parametrize(
+    ("scorer", "plugins"),
+    [("checker", ["reef-stack"]), ("frontiercs-judge", ["frontiercs-judge", "reef-stack"])],
+)
+def test_a_task_whose_scorer_is_installed_gets_that_scorers_plugins(
+    no_docker: str, tmp_path: Path, repo: Path, scorer: str, plugins: list[str]
+) -> None:
+    task = _task_scored_by(tmp_path, repo, scorer)
+    argv, _ = resolved("run", "--agent", "guidance-ttt", "-p", str(task))
+    assert plugins_of(argv) == plugins
+    # an agent that does not score with the task's scorer is never refused for it
+    oracle, _ = resolved(
+        "run",
+        "--agent",
+        "oracle",
+        "-p",
+        str(_task_scored_by(tmp_path / "o", repo, "no-such-scorer")),
+    )
+    assert plugins_of(oracle) == []

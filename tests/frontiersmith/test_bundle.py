@@ -270,3 +270,17 @@ def test_a_bundle_without_search_files_verifies_as_before(tmp_path, spec):
 def test_a_blank_search_contract_field_is_refused(spec):
     with pytest.raises(BundleError, match="search contract field 'objective'"):
         dataclasses.replace(spec, search_contract=SEARCH | {"objective": " "})
+
+
+def test_the_search_files_leave_every_learner_visible_file_byte_identical(spec, searchable):
+    plain, _ = render_bundle(spec)
+    searched, _ = render_bundle(searchable)
+    visible = ["instruction.md", "environment/Dockerfile"]
+    visible += sorted(p for p in plain if p.startswith("tests/"))
+    assert len(visible) > 2 and all(p in searched for p in visible)
+    for path in visible:
+        assert searched[path].data == plain[path].data, path
+        assert searched[path].mode == plain[path].mode, path
+    # what differs is only what the learner never sees: the search files (and the hash line)
+    extra = set(searched) - set(plain)
+    assert extra == set(layout.OPTIONAL) and not any(p.startswith("tests/") for p in extra)

@@ -24,7 +24,16 @@ from support.openai_server import Reply, ScriptedOpenAIServer
 
 from atoll.core.ledger import Ledger
 from atoll.frontiersmith.bundle import read_bundle
-from atoll.frontiersmith.command import EXIT_USAGE, Flags, run_command
+from atoll.frontiersmith.command import (
+    EXIT_OK,
+    EXIT_PROVIDER,
+    EXIT_SEARCH,
+    EXIT_USAGE,
+    Flags,
+    _search_exit_code,
+    run_command,
+)
+from atoll.frontiersmith.runs import RunDir
 from atoll.guidance_ttt.contract import Language, load_task
 from atoll.guidance_ttt.library import Library, run_dir
 from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
@@ -32,8 +41,12 @@ from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
 pytest_plugins = ["support.fixtures"]
 
 
+EXECUTOR_REQUESTS: list[dict[str, Any]] = []
+
+
 def _executor(request: dict[str, Any]) -> Reply:
     """The executor's answer (a request without a response schema): the exhaustive program."""
+    EXECUTOR_REQUESTS.append(request)
     return Reply(
         content=f"<solution>\n```python\n{EXACT}```\n</solution>\n"
         "<summary>Tries every subset and keeps the most valuable that fits.</summary>"
@@ -46,6 +59,7 @@ def test_search_steps_search_the_emitted_task_from_its_baseline(
     venv_bin: Path, tmp_path: Path, reef_server, reset_reef_upstream
 ) -> None:
     reset_reef_upstream.script = GuidanceScript()
+    EXECUTOR_REQUESTS.clear()
     model = KnapsackModel()
     model.script.answers[""] = _executor
     seeds = tmp_path / "seeds.jsonl"
@@ -56,18 +70,25 @@ def test_search_steps_search_the_emitted_task_from_its_baseline(
     with ScriptedOpenAIServer(model.script) as server:
         argv = [str(venv_bin / "atoll"), "emit", "frontiersmith", *flags.split()]
         argv += ["--seeds", str(seeds), "--base-url", server.base_url, "--out", str(out)]
+        env = emit_env(tmp_path) | {"REEF_URL": reef_server.url, "REEF_TOKEN": reef_server.token}
         done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=840,
-            cwd=tmp_path,
-            env=emit_env(tmp_path) | {"REEF_URL": reef_server.url, "REEF_TOKEN": reef_server.token},
+            argv, capture_output=True, text=True, timeout=840, cwd=tmp_path, env=env
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
         summary = json.loads((out / "run.json").read_text())
         (accepted,) = summary["accepted"]
         task = accepted["task"]
+        executor_requests = len(EXECUTOR_REQUESTS)
+        # `--resume RUN_ID --search-steps 2`: the finished search hands its best back, unpaid.
+        resume = [str(venv_bin / "atoll"), "emit", "frontiersmith", "--resume", summary["run_id"]]
+        resume += ["--out", str(out), "--search-steps", "2", "--search-groups", "1"]
+        resume += ["--search-rollouts", "2"]
+        again = subprocess.run(
+            resume, capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env
+        )
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-5000:]
+        assert f"search: {task['name']}: best" in again.stdout + again.stderr
+        assert len(EXECUTOR_REQUESTS) == executor_requests
         trial = _atoll_run(venv_bin, tmp_path, out / task["path"], server.base_url, reef_server)
 
     # `atoll run --agent guidance-ttt -p OUT/tasks/TASK`: the bundle's verifier gives the reward.
@@ -106,6 +127,12 @@ def test_search_steps_search_the_emitted_task_from_its_baseline(
     assert all(
         r["scorer"] == "checker" and r["bundle_hash"] == task["bundle_hash"] for r in receipts
     )
+
+    # The executor was asked for one complete Python program, per the bundle's contract.
+    system, user = (EXECUTOR_REQUESTS[0]["messages"][i]["content"] for i in (0, -1))
+    assert "Python program" in system and "C++" not in system
+    assert "```python\n" in user and contract.solution_contract in user
+    assert KNAPSACK.baseline.strip() in user  # the parent: the bundle's baseline, in full
 
     # The executor's requests were paid through the run's ledger, under the search's label.
     ledger = Ledger.open(out / "runs" / summary["run_id"] / "ledger.sqlite")
@@ -175,3 +202,82 @@ def test_search_steps_without_a_reef_is_one_line_and_writes_nothing(
     monkeypatch.setenv("REEF_URL", "http://127.0.0.1:9")
     assert run_command(Flags(**{**flags.__dict__, "search_steps": 0})) == EXIT_USAGE
     assert "--search-steps must be at least 1, not 0" in capsys.readouterr().err
+
+
+def _searches(**statuses: str) -> dict[str, Any]:
+    tasks = {
+        name: {
+            "status": status,
+            **({"detail": "ConnectError: Reef is down"} if status == "error" else {}),
+        }
+        for name, status in statuses.items()
+    }
+    return {"settings": {"steps": 2, "groups": 1, "rollouts": 1}, "tasks": tasks}
+
+
+def test_a_failed_search_exits_5_in_one_line_and_searched_or_no_search_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rich.console import Console
+
+    run = RunDir(tmp_path / "out", "r1")
+    console = Console(stderr=True, soft_wrap=True)
+    assert _search_exit_code(console, None, run) == EXIT_OK
+    assert _search_exit_code(console, _searches(a="searched", b="searched"), run) == EXIT_OK
+    assert _search_exit_code(console, _searches(), run) == EXIT_OK
+    assert capsys.readouterr().err == ""
+    assert _search_exit_code(console, _searches(a="searched", b="error"), run) == EXIT_SEARCH
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "the search failed on 1 task(s) (b;" in line
+    assert "--resume r1" in line and "--search-steps 2" in line
+
+
+@pytest.mark.slow
+def test_a_run_that_stops_before_export_says_its_search_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = KnapsackModel()
+    model.script.answers["mutate"] = Reply(status=401, error_message="invalid api key")
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(seed_lines(["s1"]))
+    for name, value in emit_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REEF_URL", "http://127.0.0.1:9")  # never reached: nothing is searched
+    with ScriptedOpenAIServer(model.script) as server:
+        flags = Flags(
+            seeds=str(seeds),
+            target=1,
+            budget="5",
+            model="scripted",
+            base_url=server.base_url,
+            price_in="1",
+            price_out="2",
+            environment="atoll-local",
+            out=tmp_path / "out",
+            search_steps=2,
+        )
+        assert run_command(flags) == EXIT_PROVIDER
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert "search: skipped (the run stopped: provider_refused)" in output
+    summary = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert "search" not in summary
+
+
+def test_a_resumed_search_asks_for_the_executor_port_it_started_with(tmp_path: Path) -> None:
+    from atoll.frontiersmith.search import saved_port
+    from atoll.guidance_ttt import resume
+    from atoll.guidance_ttt.config import load_config
+
+    state = tmp_path / "s1"
+    assert saved_port(state) == 0  # a new search takes any port
+    for url, port in (("http://127.0.0.1:43117/v1", 43117), ("https://api.example.org/v1", 0)):
+        config = load_config(
+            overrides={"training": "off", "state_dir": str(state), "executor_base_url": url}
+        )
+        saved = resume.ResumeState("r1", "guidance-ttt-r1", "search-only", config.identity(), 1)
+        resume.resume_path(state).parent.mkdir(parents=True, exist_ok=True)
+        resume.save(state, saved)
+        assert saved_port(state) == port
+    resume.resume_path(state).write_text("{not json")
+    assert saved_port(state) == 0  # the search itself then says what is wrong with its state

@@ -11,6 +11,7 @@ from rich.console import Console
 from support.guidance_run import (
     ExecutorScript,
     GuidanceScript,
+    judge_scorer,
     new_library,
     seed_entry,
     write_task,
@@ -26,7 +27,6 @@ from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.library import LibraryError, run_dir
 from atoll.guidance_ttt.resume import RunName
-from atoll.guidance_ttt.scorer import judge_scorer
 
 pytest_plugins = ["support.fixtures"]
 

@@ -45,8 +45,11 @@ class BetterProgram(NumberedScript):
         super().__init__()
         self.reference = reference
         self.baseline = baseline
+        self.first: dict[str, Any] | None = None  # the first executor request, as sent
 
     def answer(self, request: dict[str, Any], number: int) -> Reply:
+        if number == 1:
+            self.first = request
         program = {1: self.reference, 2: CRASHES}.get(number, self.baseline)
         return Reply(
             content=f"<solution>\n```python\n{program}```\n</solution>\n"
@@ -110,6 +113,14 @@ def test_a_search_on_an_emitted_task_scores_every_rollout_with_the_checker(
     )
     assert "step 1: " in log.getvalue()
     assert [s.sampled for s in result.summaries] == [2, 2]
+
+    # The executor was asked for one complete Python program, per the task's contract.
+    first = scripted_llm.script.first
+    assert first is not None
+    system, user = first["messages"][0]["content"], first["messages"][-1]["content"]
+    assert "Python program" in system and "C++" not in system
+    assert "```python\n" in user and task.contract.solution_contract in user
+    assert baseline.strip() in user  # the parent (the seed: the bundle's baseline), in full
 
     # The seed is the bundle's baseline, graded by the checker as the verifier would.
     library = Library.open(tmp_path / "state")

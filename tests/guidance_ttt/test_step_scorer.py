@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from support.guidance_run import judge_scorer
 from support.judge import JUDGE_PROGRAMS, small_judge
 from support.ports import free_port
 
 from atoll.guidance_ttt.archive import Archive, Rollout, Selection
 from atoll.guidance_ttt.contract import Direction, Language, TaskContract
 from atoll.guidance_ttt.entries import Entry, Status
-from atoll.guidance_ttt.scorer import JudgeDown, judge_scorer, judge_url, verification_of
+from atoll.guidance_ttt.scorer import JudgeDown, judge_url, verification_of
 from atoll.judge.client import outcome_from_result
 from atoll.judge.scorer import score_of
 

@@ -15,13 +15,15 @@ from support.judge import JUDGE_PROGRAMS
 from support.openai_server import NumberedScript, Reply
 
 from atoll.guidance_ttt.archive import Archive
-from atoll.guidance_ttt.contract import Task, load_task
+from atoll.guidance_ttt.contract import Task, TaskContract, load_task
 from atoll.guidance_ttt.entries import Entry, Status, Verification
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.library import Library
-from atoll.guidance_ttt.scorer import judge_scorer
+from atoll.guidance_ttt.scorer import Scorer
 from atoll.guidance_ttt.step import Limits, StepContext
+from atoll.judge.client import DEFAULT_DEADLINE_S
+from atoll.judge.scorer import SCORER_NAME, JudgeScorer
 
 CONTRACT = {
     "solution_language": "cpp",
@@ -33,6 +35,31 @@ CONTRACT = {
     "judge_problem_id": "0",
 }
 STATEMENT = "Pack the given polyominoes into a square without overlap. Minimise the area."
+
+
+def judge_scorer(
+    url: str,
+    contract: TaskContract,
+    *,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    poll_interval_s: float = 0.25,
+) -> Scorer:
+    """A scorer on a judge already running at `url` (tests share one), for a judge task.
+
+    A run opens its scorer by the contract's name (`open_task_scorer`); tests
+    that share one judge across many steps build it straight on that judge.
+    """
+    if contract.judge_problem_id is None:
+        raise ValueError("the task's contract names no judge_problem_id")
+    judge = JudgeScorer(
+        url,
+        contract.judge_problem_id,
+        contract.solution_language.value,
+        deadline_s=deadline_s,
+        poll_interval_s=poll_interval_s,
+    )
+    return Scorer(judge, SCORER_NAME)
+
 
 SHELF = (JUDGE_PROGRAMS / "shelf.cpp").read_text()
 BROKEN = (JUDGE_PROGRAMS / "broken.cpp").read_text()

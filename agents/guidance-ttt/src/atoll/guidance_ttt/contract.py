@@ -22,12 +22,15 @@ from typing import Any
 
 import jsonschema
 
+from atoll.core.digests import tree_sha256
 from atoll.core.durable import canonical_json
 from atoll.judge.client import SOURCE_FILES
 
 INSTRUCTION_FILE = "instruction.md"
 CONTRACT_FILE = "contract.json"
 SCHEMA_RESOURCE = "contract.schema.json"
+GRADER_DIR = "tests"
+GRADER_DIGEST = "grader_sha256"  # in a resume state's task identity, when the task has a grader
 DEFAULT_SCORER = "frontiercs-judge"
 DEFAULT_LANGUAGE = "cpp"
 
@@ -97,6 +100,19 @@ class Task:
     contract: TaskContract
     # The Harbor task directory, where a scorer that grades with the task's own files reads them.
     directory: Path | None = None
+
+    def identity(self) -> dict[str, str]:
+        """What a resumed run must find unchanged: the contract's identity and the grader's.
+
+        The grader is the task's `tests/` (what the `checker` scorer grades with and
+        the verifier runs): a changed grader scores the same program differently, so
+        the archive's scores would no longer be comparable.
+        """
+        identity = self.contract.identity()
+        tests = None if self.directory is None else self.directory / GRADER_DIR
+        if tests is not None and tests.is_dir():
+            identity[GRADER_DIGEST] = tree_sha256(tests)
+        return identity
 
 
 @cache

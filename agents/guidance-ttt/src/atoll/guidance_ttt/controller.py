@@ -222,7 +222,7 @@ def _open(
             training=bridge.mode,
             identity=config.identity(),
             next_step=0,
-            task=task.contract.identity(),
+            task=task.identity(),
         )
         resume.save(state_dir, state)
         console.print(
@@ -231,7 +231,7 @@ def _open(
             **PLAIN,
         )
         return library, state
-    saved.check(config, bridge.mode, name, task.contract)
+    saved.check(config, bridge.mode, name, task)
     library = Library.restore_committed(state_dir)
     try:
         resume.catch_up(state_dir, saved, library.archive.step)

@@ -29,11 +29,13 @@ from atoll.guidance_ttt.agent import AGENT_NAME, agent_config
 from atoll.guidance_ttt.bridge import REEF_MODE, SEARCH_ONLY_MODE
 from atoll.guidance_ttt.config import ConfigError
 from atoll.judge.provision import JudgeForTrials, JudgeNotReady
+from atoll.judge.scorer import SCORER_NAME as JUDGE_SCORER
 
 AGENT_IMPORT_PATH = "atoll.guidance_ttt.agent:GuidanceTTTAgent"
 LOCAL_ENVIRONMENT = "atoll.core.environments.local:LocalEnvironment"
 ENVIRONMENTS = ("atoll-local", "docker")
-JUDGE_PLUGIN = "frontiercs-judge"
+# The judge goes by one name as a scorer, as a Harbor job plugin and as its directory.
+JUDGE_PLUGIN = JUDGE_SCORER
 
 
 class EpisodeError(RuntimeError):

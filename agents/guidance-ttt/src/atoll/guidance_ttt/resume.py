@@ -8,9 +8,10 @@ that makes report ids unique, the Reef scenario derived from it (two runs
 against one Reef never share a training grid, and a resume keeps training
 the same one), the task's scorer and a digest of its contract (a candidate
 scored one way is not comparable with one scored another, and the prompts
-say what the contract says), and the per-step summaries. It holds no
-credential. The committed archive, not this file, says which step is next;
-this file may lag by the one step whose commit it was about to record.
+say what the contract says) and of its grader, `tests/` (a changed grader
+scores the same program differently), and the per-step summaries. It holds
+no credential. The committed archive, not this file, says which step is
+next; this file may lag by the one step whose commit it was about to record.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
-from atoll.guidance_ttt.contract import TaskContract
+from atoll.guidance_ttt.contract import GRADER_DIGEST, Task
 from atoll.guidance_ttt.library import run_dir
 from atoll.guidance_ttt.step import StepSummary
 
@@ -45,7 +46,8 @@ class ResumeState:
     identity: dict[str, Any]
     next_step: int
     summaries: list[StepSummary] = field(default_factory=list)
-    # TaskContract.identity() at the first start; None in a state saved before it was kept.
+    # Task.identity() at the first start; None in a state saved before it was kept, and no
+    # grader digest in one saved before that was kept (each then resumes unchecked on it).
     task: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -79,13 +81,11 @@ class ResumeState:
         except (KeyError, TypeError, ValueError) as exc:
             raise ResumeError(f"resume state is incomplete: {exc}") from None
 
-    def check(
-        self, config: GuidanceConfig, training: str, name: RunName, contract: TaskContract
-    ) -> None:
+    def check(self, config: GuidanceConfig, training: str, name: RunName, task: Task) -> None:
         """Refuse to continue a run whose defining settings changed, naming its state directory."""
         change = config.identity_change(self.identity)
         if change is None:
-            change = self.task_change(contract)
+            change = self.task_change(task)
         if change is None and training != self.training:
             change = f"training mode changed from {self.training!r} to {training!r}"
         if change is None and name.scenario != self.scenario:
@@ -95,20 +95,23 @@ class ResumeState:
         if change is not None:
             raise IdentityChanged(_refusal(change, config.state_dir))
 
-    def task_change(self, contract: TaskContract) -> str | None:
-        """How the task's scorer or contract differs from the run's first start; None if not."""
+    def task_change(self, task: Task) -> str | None:
+        """How the task's scorer, contract or grader differs from the first start; None if not."""
         if self.task is None:
             return None
-        current = contract.identity()
+        current = task.identity()
         if self.task.get("scorer") != current["scorer"]:
             return f"the task's scorer changed from {self.task.get('scorer')!r} to {current['scorer']!r}"
         if self.task.get("contract_sha256") != current["contract_sha256"]:
             return "the task's contract.json changed since the run started"
+        kept = self.task.get(GRADER_DIGEST)
+        if kept is not None and kept != current.get(GRADER_DIGEST):
+            return "the task's grader (its tests/) changed since the run started"
         return None
 
-    def check_task(self, contract: TaskContract, state_dir: Path) -> None:
+    def check_task(self, task: Task, state_dir: Path) -> None:
         """The task part of `check`, for a caller that has not built the run's services yet."""
-        change = self.task_change(contract)
+        change = self.task_change(task)
         if change is not None:
             raise IdentityChanged(_refusal(change, state_dir))
 

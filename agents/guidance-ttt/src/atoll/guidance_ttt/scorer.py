@@ -30,15 +30,13 @@ from atoll.core.scoring import (
 )
 from atoll.guidance_ttt.contract import Task, TaskContract
 from atoll.guidance_ttt.entries import Status, Verification
-from atoll.judge.client import DEFAULT_DEADLINE_S
 from atoll.judge.embedded import JUDGE_URL_ENV
-from atoll.judge.scorer import JudgeScorer, judge_url
+from atoll.judge.scorer import judge_url
 
 __all__ = [
     "JUDGE_URL_ENV",
     "JudgeDown",
     "Scorer",
-    "judge_scorer",
     "judge_url",
     "open_task_scorer",
     "verification_of",
@@ -72,26 +70,6 @@ def verification_of(score: CandidateScore) -> Verification:
     return Verification(
         Status(score.status.value), score.raw_score, score.reward, score.message, score.receipt
     )
-
-
-def judge_scorer(
-    url: str,
-    contract: TaskContract,
-    *,
-    deadline_s: float = DEFAULT_DEADLINE_S,
-    poll_interval_s: float = 0.25,
-) -> Scorer:
-    """A scorer on the judge at `url` for a task the FrontierCS judge scores."""
-    if contract.judge_problem_id is None:
-        raise ValueError("the task's contract names no judge_problem_id")
-    judge = JudgeScorer(
-        url,
-        contract.judge_problem_id,
-        contract.solution_language.value,
-        deadline_s=deadline_s,
-        poll_interval_s=poll_interval_s,
-    )
-    return Scorer(judge, "frontiercs-judge")
 
 
 def check_installed(contract: TaskContract) -> None:

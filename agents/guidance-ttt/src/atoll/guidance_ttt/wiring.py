@@ -169,7 +169,7 @@ def run_search(
     check_installed(task.contract)
     saved = resume.load(config.state_dir)
     if saved is not None:  # before any service starts (an embedded judge, a sandbox)
-        saved.check_task(task.contract, config.state_dir)
+        saved.check_task(task, config.state_dir)
     name = resume.run_name(config.state_dir)
     fresh = saved is None
     with open_services(

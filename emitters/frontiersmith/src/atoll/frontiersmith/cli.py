@@ -134,7 +134,8 @@ def emit(
         "at --base-url, paid through the run's ledger (--budget); guidance is sampled through "
         "the Reef REEF_URL names (REEF_TOKEN), in front of the guidance model "
         "(`atoll stack up --training off --upstream-url URL --upstream-model NAME`). "
-        "[default: no search]",
+        "--resume RUN_ID --search-steps N continues the searches. Exits 5 if a task's "
+        "search fails. [default: no search]",
     ),
     search_groups: int = typer.Option(
         None, "--search-groups", help="With --search-steps: parents per step (G). [default: 2]"

@@ -34,6 +34,7 @@ EXIT_BUDGET = 1
 EXIT_USAGE = 2
 EXIT_UNCERTAIN = 3
 EXIT_PROVIDER = 4
+EXIT_SEARCH = 5  # --search-steps: a task's search failed (its record in run.json says why)
 EXIT_INTERRUPTED = 130
 # How a run ends that `--search-steps` follows with its searches (not a stop that says "fix this").
 FINISHED = frozenset({"complete", "target_reached"})
@@ -142,6 +143,8 @@ async def execute(prepared: Prepared, console: Console) -> int:
                     if interrupts[0]:  # the searches were cut short: say so, exit 130
                         state.stop = StopReason.INTERRUPTED
                         state.stop_detail = "interrupted during the searches"
+                elif prepared.search is not None:
+                    console.print(f"search: skipped (the run stopped: {state.stop})")
             finally:
                 await chat.aclose()
     finally:
@@ -161,7 +164,25 @@ async def execute(prepared: Prepared, console: Console) -> int:
         write_report(run.out, summary)
         run.log_event({"event": "stop", "reason": str(stop)})
     print_summary(console, summary, run)
-    return _exit_code(console, stop, state.stop_detail, run, ledger.uncertain())
+    code = _exit_code(console, stop, state.stop_detail, run, ledger.uncertain())
+    return code if code != EXIT_OK else _search_exit_code(console, searches, run)
+
+
+def _search_exit_code(console: Console, searches: dict[str, Any] | None, run: RunDir) -> int:
+    """EXIT_SEARCH, with one line naming them, when any task's search ended in an error."""
+    if searches is None:
+        return EXIT_OK
+    tasks: dict[str, dict[str, Any]] = searches["tasks"]
+    failed = sorted(name for name, record in tasks.items() if record.get("status") == "error")
+    if not failed:
+        return EXIT_OK
+    steps = searches["settings"]["steps"]
+    error_line(
+        console,
+        f"the search failed on {len(failed)} task(s) ({', '.join(failed)}; run.json's search "
+        f"says why); fix that, then {resume_command(run)} --search-steps {steps} searches again",
+    )
+    return EXIT_SEARCH
 
 
 async def _search(

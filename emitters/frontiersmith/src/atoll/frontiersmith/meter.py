@@ -42,8 +42,14 @@ class MeteredEndpoint:
         self.base_url = ""
 
     @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[MeteredEndpoint]:
-        server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+    async def serving(self, port: int = 0) -> AsyncIterator[MeteredEndpoint]:
+        """Serve on loopback `port` when it is free (a resumed search asks for its own), else any."""
+        try:
+            server = await asyncio.start_server(self._connection, "127.0.0.1", port)
+        except OSError:
+            if not port:
+                raise
+            server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}/v1"
         try:

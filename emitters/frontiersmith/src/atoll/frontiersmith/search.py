@@ -14,8 +14,9 @@ other paid request, so `--budget` bounds them too); the guidance samples go,
 as in every Guidance-TTT run, through Reef (`REEF_URL`, with `REEF_TOKEN`),
 whose upstream is the guidance model; they are recorded by Reef, not paid
 from the run's budget. Each task's search keeps its state under
-`runs/RUN_ID/search/TASK`, so a resumed emit (or the same command again)
-continues it to `N` steps instead of starting afresh.
+`runs/RUN_ID/search/TASK`, so `--resume RUN_ID --search-steps N` continues
+it to `N` steps instead of starting afresh (the same command again is
+refused: its `--out` already holds the run).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ async def search_tasks(
         name = task["name"]
         say(f"search: {name}: {settings.steps} step(s) of {settings.groups}x{settings.rollouts}")
         meter = metered(name)
-        async with meter.serving():
+        async with meter.serving(saved_port(state_root / name)):
             records[name] = await asyncio.to_thread(
                 search_one,
                 out / task["path"],
@@ -119,6 +120,28 @@ async def search_tasks(
         records[name]["baseline_reward"] = task.get("baseline_reward")
         say(f"search: {name}: {describe(records[name])}")
     return records
+
+
+def saved_port(state_dir: Path) -> int:
+    """The loopback port a task's search started with; 0 for a new search.
+
+    The executor's URL is part of a Guidance-TTT run's identity, and the
+    metered endpoint's is a loopback port: a resumed search serves on the port
+    it started with, so that it continues rather than being refused. If that
+    port is taken now, the endpoint takes another and the search refuses, in
+    one line, as any changed executor would be.
+    """
+    from urllib.parse import urlsplit
+
+    from atoll.guidance_ttt import resume
+
+    try:
+        saved = resume.load(state_dir)
+        url = urlsplit(str(saved.identity.get("executor_base_url") or "")) if saved else None
+        port = url.port if url is not None and url.hostname == "127.0.0.1" else None
+    except (resume.ResumeError, OSError, ValueError):
+        return 0
+    return port or 0
 
 
 def search_one(

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from atoll.checker import Limits
+from atoll.checker.scorer import SCORER_NAME
 from atoll.core import sizes
 
-SCORER = "checker"
+SCORER = SCORER_NAME  # the scorer that grades with the bundle's own grader
 LANGUAGE = "python"
 RAW_SCORE_LABEL = "mean per-instance score"
 

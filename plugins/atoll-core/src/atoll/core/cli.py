@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 from atoll.core.harbor_commands import harbor_command_names
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry, RegistryError, TaskSourceError, UnknownName, load
+from atoll.core.scoring import ScorerNotInstalled
 from atoll.core.targets import TargetError, import_target
 
 # LiteLLM (which Harbor loads) fetches a model cost map from the internet at
@@ -194,7 +195,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for failed in watch.failures():
                 code = _fail(failed.line(), code=1)
         return code
-    except (UnknownName, names.UsageError, RegistryError, TargetError, TaskSourceError) as exc:
+    except (
+        UnknownName,
+        names.UsageError,
+        RegistryError,
+        TargetError,
+        TaskSourceError,
+        ScorerNotInstalled,
+    ) as exc:
         return _fail(str(exc))
 
 

@@ -29,7 +29,7 @@ from atoll.core.argv import END_OF_OPTIONS, starts_command, values
 from atoll.core.names import AGENT_FLAGS, ENV_FLAGS, PATH_FLAGS
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry
-from atoll.core.scoring import contract_scorer
+from atoll.core.scoring import contract_scorer, not_installed
 
 NO_DEFAULT_PLUGINS = "--no-default-plugins"
 CONFIG_FLAGS = ("-c", "--config")
@@ -77,7 +77,11 @@ def apply(argv: Sequence[str], registry: Registry) -> tuple[list[str], list[str]
 def default_plugins(
     agents: Sequence[str], registry: Registry, task_dir: Path | None = None
 ) -> tuple[list[str], list[str]]:
-    """The job plugins the named agents and the task declare (in order, once each), and whose."""
+    """The job plugins the named agents and the task declare (in order, once each), and whose.
+
+    ScorerNotInstalled when an agent scores with the scorer the task's contract
+    names and no installed plugin registers it: the run could only fail later.
+    """
     plugins: list[str] = []
     named: list[str] = []
     records: list[Registration | None] = [registry.agent(value) for value in agents]
@@ -88,11 +92,13 @@ def default_plugins(
             continue
         needed = record.needed_job_plugins
         if record.task_scorer is not None:
-            scorer = registry.find(Kind.SCORER, contract_scorer(task_dir, record.task_scorer))
-            if scorer is not None:  # an uninstalled scorer is the agent's to refuse, in its words
-                needed = scorer.needed_job_plugins + tuple(
-                    p for p in needed if p not in scorer.needed_job_plugins
-                )
+            name = contract_scorer(task_dir, record.task_scorer)
+            scorer = registry.find(Kind.SCORER, name)
+            if scorer is None:  # refused before Harbor starts, in the agent's own words
+                raise not_installed(name, registry)
+            needed = scorer.needed_job_plugins + tuple(
+                p for p in needed if p not in scorer.needed_job_plugins
+            )
         if needed:
             named.append(record.name)
             plugins += [p for p in needed if p not in plugins]

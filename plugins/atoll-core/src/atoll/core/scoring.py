@@ -102,16 +102,21 @@ class CandidateScorer(Protocol):
 ScorerFactory = Callable[[ScorerSetup], AbstractContextManager[CandidateScorer]]
 
 
+def not_installed(name: str, registry: Registry) -> ScorerNotInstalled:
+    """The one-line refusal of a task whose scorer `name` no installed plugin registers."""
+    installed = ", ".join(registry.names(Kind.SCORER)) or "none"
+    return ScorerNotInstalled(
+        f"the task's scorer {name!r} is not installed (installed scorers: {installed}); "
+        "install the plugin that registers it"
+    )
+
+
 def scorer_factory(name: str, registry: Registry | None = None) -> ScorerFactory:
     """The factory the installed scorer `name` registers; one line naming it when none does."""
     registry = registry or load()
     record = registry.find(Kind.SCORER, name)
     if record is None:
-        installed = ", ".join(registry.names(Kind.SCORER)) or "none"
-        raise ScorerNotInstalled(
-            f"the task's scorer {name!r} is not installed (installed scorers: {installed}); "
-            "install the plugin that registers it"
-        )
+        raise not_installed(name, registry)
     try:
         factory = import_target(record.target)
     except TargetError as exc:

@@ -20,6 +20,7 @@ the task or the machine is broken, and the candidate is not to blame.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -28,24 +29,25 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from atoll.checker import layout
 from atoll.checker.grader import CheckerError, GradeReport, read_scores
-from atoll.core.environments.trial_root import BLOCK, TrialRoot
-from atoll.core.sandbox import (
-    CancelToken,
-    Limits,
-    Mount,
-    Network,
-    SandboxError,
-    SandboxResult,
-    SandboxSpec,
-    get_backend,
+from atoll.core.digests import tree_sha256
+from atoll.core.environments import dockerfile
+from atoll.core.environments.box import box_limits, box_spec
+from atoll.core.environments.local import DEFAULT_WORKDIR
+from atoll.core.environments.trial_root import (
+    BLOCK,
+    ROOT_PREFIX,
+    TrialRoot,
+    TrialRootError,
+    top_level,
 )
+from atoll.core.sandbox import CancelToken, Network, SandboxError, SandboxResult, get_backend
 from atoll.core.sandbox.userns import UserNamespace
 from atoll.core.scoring import CandidateScore, ScorerSetup, ScorerUnavailable, ScoreStatus
-from atoll.core.sizes import MiB
 
 SCORER_NAME = "checker"
 TESTS = "tests"
@@ -55,17 +57,22 @@ VERIFIER_LOGS = "/logs/verifier"
 SCORES_FILE = "scores.json"
 # What a verifier phase gets when task.toml says nothing (Harbor's defaults).
 DEFAULT_VERIFIER_TIMEOUT_S = 600.0
-OUTPUT_BYTES = 64 * MiB
-PROCESSES = 4096  # the box as a whole; the grader limits each run of the candidate itself
+WORK_LOCK = ".checker.lock"
 
 
 @dataclass(frozen=True)
 class VerifierPhase:
-    """What task.toml says about the verifier phase: its timeout and the box's resources."""
+    """What task.toml and the Dockerfile say about the verifier phase's box.
+
+    Its timeout, the environment's memory and CPUs, and the working directory
+    and ENV of the image, as `atoll-local` gives them to the verifier's exec.
+    """
 
     timeout_s: float
-    memory_bytes: int | None
+    memory_mb: int | None
     cpus: float | None
+    workdir: str = DEFAULT_WORKDIR
+    image_env: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, task_dir: Path) -> VerifierPhase:
@@ -77,15 +84,37 @@ class VerifierPhase:
         environment = config.get("environment", {})
         memory_mb = environment.get("memory_mb")
         cpus = environment.get("cpus")
+        plan = dockerfile.Plan()
+        if (task_dir / "environment" / "Dockerfile").is_file():
+            plan = dockerfile.parse(task_dir / "environment" / "Dockerfile")
         return cls(
             timeout_s=float(verifier.get("timeout_sec", DEFAULT_VERIFIER_TIMEOUT_S)),
-            memory_bytes=int(memory_mb) * MiB if memory_mb else None,
+            memory_mb=int(memory_mb) if memory_mb else None,
             cpus=float(cpus) if cpus else None,
+            workdir=environment.get("workdir") or plan.workdir or DEFAULT_WORKDIR,
+            image_env=tuple(plan.env.items()),
         )
+
+    @property
+    def concurrency(self) -> int:
+        """How many gradings may run at once here: the host's CPUs over the box's CPUs.
+
+        Each box gets `cpus` CPUs and the grader a wall clock per instance, so
+        more gradings than the host has CPUs for would slow each one down until
+        a fine candidate times out: a score that depends on the load.
+        """
+        return max(1, int((os.cpu_count() or 1) // (self.cpus or 1)))
 
 
 class CheckerScorer:
-    """Grades Python programs with one task's bundled grader, one fresh box per program."""
+    """Grades Python programs with one task's bundled grader, one fresh box per program.
+
+    At most `VerifierPhase.concurrency` gradings run at once (callers such as
+    Guidance-TTT's judge threads wait their turn), so a candidate's score does
+    not depend on how many others are graded beside it. A task whose task.toml
+    declares a bundle hash is checked against it first: the receipts name that
+    hash, so it must be the hash of what grades.
+    """
 
     def __init__(self, task_dir: Path, *, work_dir: Path | None = None) -> None:
         self.task_dir = Path(task_dir)
@@ -96,10 +125,11 @@ class CheckerScorer:
                 "task's own verifier script"
             )
         self.phase = VerifierPhase.of(self.task_dir)
-        self.bundle_hash = _declared_hash(self.task_dir)
-        self.tests_sha256 = _tree_digest(self.tests_dir)
+        self.bundle_hash = _verified_hash(self.task_dir)
+        self.tests_sha256 = tree_sha256(self.tests_dir)
         self.work_dir = work_dir
         self._backend = get_backend("bwrap")
+        self._slots = threading.BoundedSemaphore(self.phase.concurrency)
         self._closed = False
         self._lock = threading.Lock()
         self._active: set[CancelToken] = set()
@@ -123,15 +153,17 @@ class CheckerScorer:
         """Grade one program as the task's verifier would: its reward and per-case scores."""
         if self._closed:
             raise ScorerUnavailable("the checker scorer is closed")
-        report = self.grade(program)
+        with self._slots:
+            report = self.grade(program)
         return score_of(report, self._receipt(report, program))
 
     def grade(self, program: str) -> GradeReport:
         """Run the task's test.sh on `program` in a fresh box; its scores.json, read back."""
-        if self.work_dir is not None:
-            self.work_dir.mkdir(parents=True, exist_ok=True)
-        root = TrialRoot(self.work_dir)
+        root: TrialRoot | None = None
         try:
+            if self.work_dir is not None:
+                self.work_dir.mkdir(parents=True, exist_ok=True)
+            root = TrialRoot(self.work_dir)
             with UserNamespace(root.uids.start, BLOCK) as namespace:
                 logs = self._prepare(root, program)
                 result = self._run(root, namespace)
@@ -141,10 +173,11 @@ class CheckerScorer:
                 why = last.splitlines()[-1] if last else f"status {result.status.value}"
                 raise ScorerUnavailable(f"the task's grader wrote no scores: {why}")
             return read_scores(scores)
-        except (SandboxError, CheckerError, OSError) as exc:
+        except (SandboxError, CheckerError, TrialRootError, OSError) as exc:
             raise ScorerUnavailable(f"the task's grader failed: {exc}") from None
         finally:
-            root.remove()
+            if root is not None:
+                root.remove()
 
     def _prepare(self, root: TrialRoot, program: str) -> Path:
         """/tests (a copy of the task's), /workspace/solution.py and /logs/verifier, as in a trial."""
@@ -160,39 +193,27 @@ class CheckerScorer:
         logs = root.ensure_top("logs") / "verifier"
         logs.mkdir()
         os.chown(logs, owner, owner)
+        # The image's WORKDIR, where the verifier's exec starts (atoll-local makes it likewise).
+        top = root.ensure_top(top_level(self.phase.workdir))
+        workdir = root.fs.joinpath(*PurePosixPath(self.phase.workdir).parts[1:])
+        if not workdir.exists():
+            workdir.mkdir(parents=True)
+            root.chown_tree(top, owner)
         return logs
 
     def _run(self, root: TrialRoot, namespace: UserNamespace) -> SandboxResult:
-        user = root.root_user
-        mounts = [Mount(root.fs / top, f"/{top}", writable=True) for top in root.tops()]
-        mounts += [
-            Mount(root.etc / "passwd", "/etc/passwd"),
-            Mount(root.etc / "group", "/etc/group"),
-        ]
-        spec = SandboxSpec(
-            mounts=tuple(mounts),
-            workdir="/",
-            env={
-                "HOME": user.home,
-                "USER": user.name,
-                "LOGNAME": user.name,
-                "LANG": "C.UTF-8",
-            },
-            uid=user.uid,
-            gid=user.uid,
-            network=Network.NONE,
-            limits=Limits(
-                cpu_seconds=None,
-                wall_seconds=self.phase.timeout_s,
-                memory_bytes=self.phase.memory_bytes,
-                processes=PROCESSES,
-                file_size_bytes=None,
-                open_files=None,
-                stdout_bytes=OUTPUT_BYTES,
-                stderr_bytes=OUTPUT_BYTES,
+        spec = box_spec(
+            root,
+            root.root_user,
+            cwd=self.phase.workdir,
+            limits=box_limits(
+                timeout_sec=self.phase.timeout_s,
+                memory_mb=self.phase.memory_mb,
                 cpus=self.phase.cpus,
             ),
             user_namespace=namespace.path,
+            network=Network.NONE,
+            image_env=dict(self.phase.image_env),
         )
         with CancelToken() as token:
             with self._lock:
@@ -244,22 +265,25 @@ def _gist(detail: str, limit: int = 300) -> str:
     return gist if len(gist) <= limit else gist[: limit - 3] + "..."
 
 
-def _declared_hash(task_dir: Path) -> str | None:
+def _verified_hash(task_dir: Path) -> str | None:
+    """The bundle hash task.toml declares, once the bundle's content is checked against it.
+
+    A task without a declared hash (a hand-written one) grades as it is, and
+    its receipts carry no bundle hash; one whose content does not match its
+    hash is refused, since its receipts would name a bundle that is not the
+    one graded.
+    """
     try:
         config = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
-    value = config.get("metadata", {}).get("bundle_hash")
-    return value if isinstance(value, str) else None
-
-
-def _tree_digest(directory: Path) -> str:
-    """sha256 over the paths and bytes of every file the grading copies (the grader included)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(directory)).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+    declared = layout.declared_hash(config)
+    if declared is None:
+        return None
+    try:
+        return layout.verify(task_dir).bundle_hash
+    except layout.LayoutError as exc:
+        raise ValueError(f"{task_dir}: the checker scorer refuses this bundle: {exc}") from None
 
 
 @contextmanager
@@ -274,8 +298,49 @@ def open_checker_scorer(setup: ScorerSetup) -> Iterator[CheckerScorer]:
         raise ValueError("the checker scorer needs the task's directory (its tests/ grade)")
     work_dir = None if setup.state_dir is None else setup.state_dir / "checker"
     scorer = CheckerScorer(setup.task_dir, work_dir=work_dir)
+    with _owned(work_dir):
+        try:
+            scorer.check()
+            yield scorer
+        finally:
+            scorer.close()
+
+
+@contextmanager
+def _owned(work_dir: Path | None) -> Iterator[None]:
+    """Hold the work dir's lock while the scorer is open; first remove a killed run's roots.
+
+    Each grading's root is removed when it ends, so a root left in the work
+    dir is one a killed scorer left. Only the holder of the lock removes them,
+    and only the roots directly in this work dir: a second scorer opened on the
+    same dir (which waits for nothing and cleans nothing) never loses a
+    grading in flight.
+    """
+    if work_dir is None:
+        yield
+        return
     try:
-        scorer.check()
-        yield scorer
+        work_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(work_dir / WORK_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise ScorerUnavailable(f"the checker scorer cannot use {work_dir}: {exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # another scorer holds this dir: its roots are its own
+        else:
+            remove_stale_roots(work_dir)
+        yield
     finally:
-        scorer.close()
+        os.close(fd)
+
+
+def remove_stale_roots(work_dir: Path) -> list[Path]:
+    """Remove the grading roots (`atoll-local-*` folders) directly in `work_dir`; those removed."""
+    removed = []
+    for entry in sorted(work_dir.glob(ROOT_PREFIX + "*")):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed

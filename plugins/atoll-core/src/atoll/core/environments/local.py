@@ -42,6 +42,7 @@ from harbor.environments.capabilities import (
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from atoll.core.environments import compose_volumes, dockerfile, egress_rules, transfer
+from atoll.core.environments.box import EXEC_OUTPUT_BYTES, box_limits, box_spec
 from atoll.core.environments.trial_root import BLOCK, TrialRoot, TrialRootError, User, top_level
 from atoll.core.sandbox import (
     CancelToken,
@@ -58,9 +59,7 @@ from atoll.core.sandbox.userns import UserNamespace
 from atoll.core.sizes import GiB, MiB
 
 DEFAULT_WORKDIR = "/app"
-EXEC_OUTPUT_BYTES = 64 * MiB
 TRANSFER_BYTES = GiB
-EXEC_PROCESSES = 4096
 
 # Execs block a thread each for as long as the command runs (agents run for
 # minutes), so they get their own pool rather than asyncio's small default.
@@ -318,50 +317,34 @@ class LocalEnvironment(BaseEnvironment):
         return self.root.user(who)
 
     def _spec(self, user: User, cwd: str, env: dict[str, str], limits: Limits) -> SandboxSpec:
-        mounts = [Mount(self.root.fs / top, f"/{top}", writable=True) for top in self.root.tops()]
-        mounts += [
-            Mount(self.root.etc / "passwd", "/etc/passwd"),
-            Mount(self.root.etc / "group", "/etc/group"),
-        ]
+        extra = []
         for mount in self._mounts:
             if mount.get("type", "bind") != "bind":
                 raise ValueError(f"atoll-local supports bind mounts only, not {mount['type']!r}")
-            mounts.append(
+            extra.append(
                 Mount(Path(mount["source"]), mount["target"], writable=not mount.get("read_only"))
             )
-        mounts += self._volume_mounts
+        extra += self._volume_mounts
         # Allowlisted boxes share the host's network under the trial's nftables table.
         network = Network.NONE if self._network_disabled else Network.HOST
-        base_env = {
-            "HOME": user.home,
-            "USER": user.name,
-            "LOGNAME": user.name,
-            "TERM": "xterm",
-            "LANG": "C.UTF-8",
-        }
-        return SandboxSpec(
-            mounts=tuple(mounts),
-            workdir=cwd,
-            env={**base_env, **self._plan.env, **env},
-            uid=user.uid,
-            gid=user.uid,
-            network=network,
+        return box_spec(
+            self.root,
+            user,
+            cwd=cwd,
             limits=limits,
             user_namespace=self._namespace.path,
+            network=network,
+            image_env=self._plan.env,
+            env=env,
+            extra_mounts=extra,
         )
 
     def _limits(self, timeout_sec: float | None, output_bytes: int) -> Limits:
-        memory_mb = self._effective_memory_mb
-        return Limits(
-            cpu_seconds=None,
-            wall_seconds=float(timeout_sec) if timeout_sec else None,
-            memory_bytes=memory_mb * MiB if memory_mb else None,
-            processes=EXEC_PROCESSES,
-            file_size_bytes=None,
-            open_files=None,
-            stdout_bytes=output_bytes,
-            stderr_bytes=output_bytes,
-            cpus=float(self._effective_cpus) if self._effective_cpus else None,
+        return box_limits(
+            timeout_sec=timeout_sec,
+            memory_mb=self._effective_memory_mb,
+            cpus=self._effective_cpus,
+            output_bytes=output_bytes,
         )
 
     async def _run(

@@ -30,6 +30,8 @@ BLOCKS = 1 << 16
 # Top-level names that belong to the host's read-only system or the kernel.
 RESERVED = {PurePosixPath(d).name for d in SYSTEM_DIRS} | {"etc", "proc", "dev", "sys", "run"}
 
+ROOT_PREFIX = "atoll-local-"  # every trial root's folder name starts so
+
 STANDARD_DIRS = ("app", "tests", "solution", "installed-agent", "tmp", "root", "home")
 
 
@@ -66,7 +68,7 @@ class TrialRoot:
     """The host directories of one trial's box and the users that may run in it."""
 
     def __init__(self, parent: Path | None = None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="atoll-local-", dir=parent))
+        self.path = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=parent))
         self.fs = self.path / "fs"
         self.etc = self.path / "etc"
         self.fs.mkdir()
