@@ -140,6 +140,40 @@ def local_down() -> None:
     _out.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
 
 
+@tinker_app.command("serve")
+def serve_cmd(
+    base_model: str = typer.Option(
+        ..., "--base-model", help="Tinker base model name, or a model directory."
+    ),
+    model_path: str | None = typer.Option(
+        None, "--model-path", help="A tinker:// sampler checkpoint (an adapter) to serve."
+    ),
+    renderer: str = typer.Option(..., "--renderer", help="tinker-cookbook renderer name."),
+    port: int | None = typer.Option(
+        None, "--port", help="Port on 127.0.0.1 [default: a free one]."
+    ),
+    tinker_url: str | None = typer.Option(
+        None, "--tinker-url", help="Tinker API address [default: $TINKER_BASE_URL, else hosted]."
+    ),
+    served_model_name: str | None = typer.Option(
+        None, "--served-model-name", help="The model name callers send [default: the base model's]."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, help="Cap on the tokens one reply may sample."
+    ),
+    ready_file: Path | None = typer.Option(
+        None, "--ready-file", help="Written (JSON: base_url, model, pid) once the server answers."
+    ),
+) -> None:
+    """Serve OpenAI chat completions on 127.0.0.1 over a Tinker sampling client, until stopped."""
+    from atoll.pi_train import serve_command
+
+    serve_command.run(
+        base_model, model_path, renderer, port, tinker_url, served_model_name, max_tokens,
+        ready_file, _say, _fail,
+    )  # fmt: skip
+
+
 def _settings(
     base_model: str,
     renderer: str,
