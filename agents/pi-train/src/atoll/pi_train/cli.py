@@ -60,6 +60,12 @@ if importlib.util.find_spec("atoll.pi_train.check_command") is not None:
     train_app.command("check")(_check)
 
 
+# --- `atoll pi train promote` lives in atoll.pi_train.promote_command.
+from atoll.pi_train.promote_command import promote as _promote  # noqa: E402
+
+train_app.command("promote")(_promote)
+
+
 def _say(line: str) -> None:
     _err.print(line)
 
