@@ -29,7 +29,19 @@ from atoll.pi_train import env as managed_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-MAX_TOKENS = "16"  # small shapes: every sampled length bucket compiles once
+# Small shapes, always the same: SkyRL tx compiles its sampler once per prompt-length bucket
+# and per `max_tokens`, so every request here samples exactly MAX_TOKENS (the server's cap),
+# and Pi gets a one-line system prompt (its own is ~2k tokens of the tiny model's vocabulary,
+# which puts every prompt in a bucket that samples several times slower).
+MAX_TOKENS = "16"
+SYSTEM_PROMPT = "You are a coding agent. Use the tools to write, run and fix programs.\n"
+
+
+@pytest.fixture(scope="module")
+def system_prompt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("prompt") / "system.md"
+    path.write_text(SYSTEM_PROMPT)
+    return path
 
 
 def _managed_python(code: str, *args: str) -> Any:
@@ -205,10 +217,10 @@ def test_served_tiny_model_answers_chat_completions(served: dict[str, str]) -> N
     assert url.startswith("http://127.0.0.1:") and model == "model"
     listed = httpx.get(f"{url}/models", timeout=30).json()
     assert [m["id"] for m in listed["data"]] == [model] and listed["data"][0]["model_path"] is None
-    body = {"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}
+    body = {"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 64}
     whole = httpx.post(f"{url}/chat/completions", json=body, timeout=600).json()
     usage = whole["usage"]
-    assert 0 < usage["completion_tokens"] <= 8 and usage["prompt_tokens"] > 3
+    assert 0 < usage["completion_tokens"] <= 16 and usage["prompt_tokens"] > 3
     assert whole["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
     streamed = httpx.post(
         f"{url}/chat/completions",
@@ -224,13 +236,17 @@ def test_served_tiny_model_answers_chat_completions(served: dict[str, str]) -> N
     events = [line for line in streamed.text.splitlines() if line.startswith("data: ")]
     assert events[-1] == "data: [DONE]"
     last = json.loads(events[-2][len("data: ") :])
-    assert last["choices"] == [] and last["usage"]["completion_tokens"] <= 8
+    assert last["choices"] == [] and last["usage"]["completion_tokens"] <= 16
     wrong = httpx.post(f"{url}/chat/completions", json={**body, "model": "gpt-4"}, timeout=30)
     assert wrong.status_code == 404 and "not served here" in wrong.json()["error"]["message"]
 
 
 def test_real_pi_runs_a_rollout_on_the_served_model(
-    served: dict[str, str], rollouts_ready: None, venv_bin: Path, tmp_path: Path
+    served: dict[str, str],
+    rollouts_ready: None,
+    system_prompt: Path,
+    venv_bin: Path,
+    tmp_path: Path,
 ) -> None:
     out = tmp_path / "rollout"
     env = {**os.environ, "ATOLL_SERVE_TEST_KEY": "unused-by-the-server"}
@@ -238,7 +254,7 @@ def test_real_pi_runs_a_rollout_on_the_served_model(
         venv_bin, env, "pi", "run", "-o", str(out), "--language", "python",
         "-p", "Write solution.py that prints the sum of the multiples of 3 or 5 below 1000, run it, say the sum.",
         "--ak", f"base_url={served['ATOLL_SERVE_BASE_URL']}", "--ak", f"model={served['ATOLL_SERVE_MODEL']}",
-        "--ak", "api_key_env=ATOLL_SERVE_TEST_KEY", "--ak", "max_turns=2", "--ak", "timeout_s=600",
+        "--ak", "api_key_env=ATOLL_SERVE_TEST_KEY", "--ak", "max_turns=2", "--ak", "timeout_s=600", "--ak", f"system_prompt={system_prompt}",
         timeout=900,
     )  # fmt: skip
     record = json.loads((out / "record.json").read_text())
@@ -286,6 +302,7 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
         "pi", "train", "promote", str(run), "--checkpoint", checkpoint, "--rule", str(rule),
         "--store", str(store), "--problems", "1", "--languages", "python", "--samples", "1",
         "--transfer-samples", "1", "--max-turns", "2", "--timeout", "600", "--max-tokens", MAX_TOKENS,
+        "--system-prompt", str(system_prompt),
     ]  # fmt: skip
     done = run_atoll(venv_bin, server_env, *argv, timeout=1500)
     assert done.returncode == 3, done.stderr[-3000:]

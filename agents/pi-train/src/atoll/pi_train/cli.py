@@ -154,6 +154,11 @@ def serve_cmd(
     model_path: str | None = typer.Option(
         None, "--model-path", help="A tinker:// sampler checkpoint (an adapter) to serve."
     ),
+    state_path: str | None = typer.Option(
+        None,
+        "--state-path",
+        help="The training state saved with --model-path, reloaded to serve it (SkyRL tx).",
+    ),
     renderer: str = typer.Option(..., "--renderer", help="tinker-cookbook renderer name."),
     port: int | None = typer.Option(
         None, "--port", help="Port on 127.0.0.1 [default: a free one]."
@@ -175,7 +180,7 @@ def serve_cmd(
     from atoll.pi_train import serve_command
 
     serve_command.run(
-        base_model, model_path, renderer, port, tinker_url, served_model_name, max_tokens,
+        base_model, model_path, state_path, renderer, port, tinker_url, served_model_name, max_tokens,
         ready_file, _say, _fail,
     )  # fmt: skip
 

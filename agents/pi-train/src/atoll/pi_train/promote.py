@@ -62,6 +62,7 @@ class Evaluation:
     max_turns: int
     timeout: float
     max_tokens: int | None
+    system_prompt: str | None = None  # a file whose text replaces Pi's system prompt
 
 
 @dataclass(frozen=True)
@@ -111,17 +112,25 @@ def _model(request: Request) -> tuple[str, str]:
     return chosen["base_model"], chosen["renderer"]
 
 
+def _saved_states(run_dir: Path) -> dict[str, str | None]:
+    """The run's sampler checkpoints, each with the training state saved with it."""
+    saved = run_dir / "checkpoints.jsonl"
+    if not saved.is_file():
+        return {}
+    states: dict[str, str | None] = {}
+    for line in saved.read_text("utf-8").splitlines():
+        with contextlib.suppress(ValueError, AttributeError):
+            row = json.loads(line)
+            if isinstance(row.get("sampler_path"), str):
+                states[row["sampler_path"]] = row.get("state_path")
+    return states
+
+
 def _check_checkpoint(run_dir: Path, checkpoint: str, flag: str) -> None:
     if not checkpoint.startswith("tinker://"):
         raise PromoteError(f"{flag} must be a tinker:// sampler checkpoint (got {checkpoint!r})")
-    saved = run_dir / "checkpoints.jsonl"
-    if flag != "--checkpoint" or not saved.is_file():
-        return
-    paths = set()
-    for line in saved.read_text("utf-8").splitlines():
-        with contextlib.suppress(ValueError, AttributeError):
-            paths.add(json.loads(line).get("sampler_path"))
-    if checkpoint not in paths:
+    states = _saved_states(run_dir)
+    if flag == "--checkpoint" and states and checkpoint not in states:
         raise PromoteError(
             f"{checkpoint} is not a sampler checkpoint of {run_dir} (see its checkpoints.jsonl)"
         )
@@ -134,6 +143,15 @@ def _store_digest(path: str) -> str:
         return str(Store(Path(path)).digest)
     except StoreError as exc:
         raise PromoteError(str(exc)) from None
+
+
+def _system_prompt_sha256(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PromoteError(f"--system-prompt {path}: {exc.strerror}") from None
 
 
 def _expected_euler_rows(evaluation: Evaluation) -> int:
@@ -149,6 +167,7 @@ def _expected_euler_rows(evaluation: Evaluation) -> int:
 
 @dataclass(frozen=True)
 class Plan:
+    run_dir: Path
     directory: Path
     manifest: dict[str, Any]
     rule: Rule
@@ -171,7 +190,11 @@ def plan(request: Request) -> Plan:
         "base_model": base_model,
         "renderer": renderer,
         "rule_sha256": rule.sha256(),
-        "evaluation": {**asdict(evaluation), "store_digest": _store_digest(evaluation.store)},
+        "evaluation": {
+            **asdict(evaluation),
+            "store_digest": _store_digest(evaluation.store),
+            "system_prompt_sha256": _system_prompt_sha256(evaluation.system_prompt),
+        },
     }
     directory = (
         request.run_dir / "promotions" / hashlib.sha256(canonical_json(identity)).hexdigest()[:12]
@@ -185,7 +208,7 @@ def plan(request: Request) -> Plan:
         "rule_file_sha256": hashlib.sha256(request.rule_file.read_bytes()).hexdigest(),
         "rule_fixed_at": _now(),
     }
-    return Plan(directory, manifest, rule, base_model, renderer)
+    return Plan(request.run_dir, directory, manifest, rule, base_model, renderer)
 
 
 def fix_rule(made: Plan) -> Plan:
@@ -199,7 +222,7 @@ def fix_rule(made: Plan) -> Plan:
         kept = json.loads(path.read_text("utf-8"))
         if kept.get("rule_sha256") != made.rule.sha256():
             raise PromoteError(f"{path} fixed another rule; this promotion cannot change it")
-        return Plan(made.directory, kept, made.rule, made.base_model, made.renderer)
+        return Plan(made.run_dir, made.directory, kept, made.rule, made.base_model, made.renderer)
     atomic_write_json(path, made.manifest, make_parents=True)
     return made
 
@@ -218,9 +241,19 @@ def _step(argv: list[str], log: Path, key: str) -> None:
     """One `atoll euler ...` command, its output in `log`; a failure is the promotion's error."""
     env = {**os.environ, KEY_VARIABLE: key}
     with log.open("ab") as sink:
-        done = subprocess.run(
+        done = subprocess.Popen(
             [*_atoll(), *argv], env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink
         )
+        try:
+            done.wait()
+        finally:
+            if done.poll() is None:  # interrupted: let it stop its rollouts and containers
+                done.terminate()
+                try:
+                    done.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    done.kill()
+                    done.wait()
     if done.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-8:])
         raise PromoteError(
@@ -279,6 +312,7 @@ def _evaluate_side(
         port=_free_port(),
         model_path=checkpoint,
         max_tokens=evaluation.max_tokens,
+        state_path=None if checkpoint is None else _saved_states(made.run_dir).get(checkpoint),
     )
     key = secrets.token_hex(16)
     common = [
@@ -286,6 +320,8 @@ def _evaluate_side(
         "--languages", evaluation.languages, "--max-turns", str(evaluation.max_turns),
         "--timeout", str(evaluation.timeout),
     ]  # fmt: skip
+    if evaluation.system_prompt is not None:
+        common += ["--system-prompt", evaluation.system_prompt]
     if checkpoint is not None:
         common += ["--model-revision", checkpoint]
     say(f"{side}: serving {checkpoint or made.base_model}")

@@ -39,6 +39,9 @@ def promote(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=1, help="Cap on the tokens one model reply may sample."
     ),
+    system_prompt: Path | None = typer.Option(
+        None, "--system-prompt", help="A file whose text replaces Pi's system prompt (both sides)."
+    ),
     baseline_checkpoint: str | None = typer.Option(
         None,
         "--baseline-checkpoint",
@@ -75,14 +78,22 @@ def promote(
             max_turns=max_turns,
             timeout=timeout,
             max_tokens=max_tokens,
+            system_prompt=None if system_prompt is None else str(system_prompt.resolve()),
         ),
         tinker_url=tinker_url or default_tinker_url(),
         base_model=None if base_model is None else resolved_base_model(base_model),
         renderer=renderer,
         baseline_checkpoint=baseline_checkpoint,
     )
+    from atoll.core.termination import sigterm_unwinds
+
     try:
-        record = promotion.promote(request, lambda line: _err.print(escape(line)))
+        # SIGTERM unwinds like Ctrl-C: the servers and rollouts under way are stopped.
+        with sigterm_unwinds(interrupt=True):
+            record = promotion.promote(request, lambda line: _err.print(escape(line)))
+    except KeyboardInterrupt:
+        _err.print("[bold red]error:[/bold red] interrupted: rerun the same command to resume")
+        raise typer.Exit(130) from None
     except (RuleError, promotion.PromoteError, managed_env.EnvironmentUnavailable) as exc:
         code = exc.code if isinstance(exc, promotion.PromoteError) else 2
         _err.print(f"[bold red]error:[/bold red] {escape(str(exc))}")

@@ -39,6 +39,7 @@ class ServeSpec:
     model_path: str | None = None
     served_name: str | None = None
     max_tokens: int | None = None
+    state_path: str | None = None  # the training state saved with `model_path` (SkyRL tx)
 
     @property
     def name(self) -> str:
@@ -73,6 +74,8 @@ def _argv(env: managed_env.ManagedEnv, spec: ServeSpec) -> list[str]:
     ]
     if spec.model_path:
         argv += ["--model-path", spec.model_path]
+    if spec.state_path:
+        argv += ["--state-path", spec.state_path]
     if spec.max_tokens is not None:
         argv += ["--max-tokens", str(spec.max_tokens)]
     return argv

@@ -28,15 +28,19 @@ def resolved_base_model(base_model: str) -> str:
     return str(Path(base_model).resolve()) if Path(base_model).is_dir() else base_model
 
 
-def check_model_path(model_path: str | None) -> None:
-    """A checkpoint must be a `tinker://` path; anything else is one error line."""
-    if model_path is not None and not model_path.startswith("tinker://"):
-        raise ValueError(f"--model-path must be a tinker:// checkpoint path (got {model_path!r})")
+def check_model_path(model_path: str | None, state_path: str | None) -> None:
+    """Checkpoints must be `tinker://` paths, a state only with its sampler path; else one line."""
+    for flag, path in (("--model-path", model_path), ("--state-path", state_path)):
+        if path is not None and not path.startswith("tinker://"):
+            raise ValueError(f"{flag} must be a tinker:// checkpoint path (got {path!r})")
+    if state_path is not None and model_path is None:
+        raise ValueError("--state-path goes with the --model-path it was saved with")
 
 
 def run(
     base_model: str,
     model_path: str | None,
+    state_path: str | None,
     renderer: str,
     port: int | None,
     tinker_url: str | None,
@@ -50,7 +54,7 @@ def run(
     from atoll.pi_train.local_server import _free_port
 
     try:
-        check_model_path(model_path)
+        check_model_path(model_path, state_path)
     except ValueError as exc:
         fail(str(exc))
     spec = serve.ServeSpec(
@@ -61,6 +65,7 @@ def run(
         model_path=model_path,
         served_name=served_name,
         max_tokens=max_tokens,
+        state_path=state_path,
     )
     log = Path(managed_env.cache_root()) / "serve" / f"serve-{spec.port}.log"
     with sigterm_unwinds(interrupt=True):

@@ -171,6 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="OpenAI chat completions over Tinker (atoll)")
     parser.add_argument("--base-model", required=True)
     parser.add_argument("--model-path", default=None)
+    parser.add_argument("--state-path", default=None)
     parser.add_argument("--renderer", required=True)
     parser.add_argument("--served-model-name", required=True)
     parser.add_argument("--tinker-url", required=True)
@@ -180,7 +181,14 @@ def main() -> None:
     tokenizer = get_tokenizer(args.base_model)
     renderer = renderers.get_renderer(args.renderer, tokenizer)
     service = tinker.ServiceClient(base_url=args.tinker_url)
-    if args.model_path:
+    if args.state_path:
+        # SkyRL tx 0.3.0 samples a sampler checkpoint only while the model that saved it is
+        # loaded, and it unloads a model once its training session ends. The training state
+        # saved beside it holds the same weights: loaded into a model of this server's own
+        # session, they are saved for sampling again and served for as long as it runs.
+        trainer = service.create_training_client_from_state(args.state_path)
+        sampler = trainer.save_weights_and_get_sampling_client()
+    elif args.model_path:
         sampler = service.create_sampling_client(model_path=args.model_path)
     else:
         sampler = service.create_sampling_client(base_model=args.base_model)
