@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import secrets
 import shutil
@@ -408,6 +409,17 @@ def _transfer_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
         raise PromoteError(f"the transfer runs are not comparable: {exc}", code=1) from None
 
 
+def _finite(value: Any) -> Any:
+    """The value with every NaN or infinity made null (an odds ratio of 0/0 is undefined)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def decide(made: Plan) -> dict[str, Any]:
     """The decision from the two sides' completed evaluations, with every input it rests on."""
     base, cand = made.directory / "baseline", made.directory / "candidate"
@@ -431,28 +443,30 @@ def decide(made: Plan) -> dict[str, Any]:
         f"{side}_transfer_manifest_sha256": _sha256(made.directory / side / "transfer" / MANIFEST)
         for side in SIDES
     }
-    return {
-        "kind": "atoll-pi-train-promotion-decision",
-        "decision": "promote" if promoted else "do not promote",
-        "directory": str(made.directory),
-        "promoted": promoted,
-        "checkpoint": made.manifest["identity"]["checkpoint"],
-        "baseline": made.manifest["identity"]["baseline"] or made.base_model,
-        "rule": made.rule.to_json(),
-        "rule_sha256": made.rule.sha256(),
-        "rule_fixed_at": made.manifest["rule_fixed_at"],
-        "manifest_sha256": _sha256(made.directory / MANIFEST),
-        "identity": made.manifest["identity"],
-        "inputs": manifests,
-        "transfer": {
-            "holds": transfer_holds,
-            "overall": overall,
-            "tasks": transfer["tasks"],
-            "atoll_euler_decision": transfer["decision"],
-        },
-        "euler": {"holds": euler_holds, **euler},
-        "decided_at": _now(),
-    }
+    return _finite(
+        {
+            "kind": "atoll-pi-train-promotion-decision",
+            "decision": "promote" if promoted else "do not promote",
+            "directory": str(made.directory),
+            "promoted": promoted,
+            "checkpoint": made.manifest["identity"]["checkpoint"],
+            "baseline": made.manifest["identity"]["baseline"] or made.base_model,
+            "rule": made.rule.to_json(),
+            "rule_sha256": made.rule.sha256(),
+            "rule_fixed_at": made.manifest["rule_fixed_at"],
+            "manifest_sha256": _sha256(made.directory / MANIFEST),
+            "identity": made.manifest["identity"],
+            "inputs": manifests,
+            "transfer": {
+                "holds": transfer_holds,
+                "overall": overall,
+                "tasks": transfer["tasks"],
+                "atoll_euler_decision": transfer["decision"],
+            },
+            "euler": {"holds": euler_holds, **euler},
+            "decided_at": _now(),
+        }
+    )
 
 
 def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
