@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import time
@@ -194,21 +193,22 @@ def served(
         env=server_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdout is not None
-    exports: dict[str, str] = {}
-    deadline = time.monotonic() + 300
-    while len(exports) < 2 and time.monotonic() < deadline and process.poll() is None:
-        if select.select([process.stdout], [], [], 1.0)[0]:
-            name, _, value = (
-                process.stdout.readline().strip().removeprefix("export ").partition("=")
-            )
-            exports[name] = value
-    assert set(exports) == {"ATOLL_SERVE_BASE_URL", "ATOLL_SERVE_MODEL"}, process.stderr.read()
-    assert json.loads(ready.read_text())["base_url"] == exports["ATOLL_SERVE_BASE_URL"]
     try:
+        # The ready file is written before the lines are printed: a script may wait on either.
+        deadline = time.monotonic() + 300
+        while not ready.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+        assert ready.exists(), process.stderr.read() if process.stderr else ""
+        exports = dict(
+            process.stdout.readline().strip().removeprefix("export ").partition("=")[::2]
+            for _ in range(2)
+        )
+        assert set(exports) == {"ATOLL_SERVE_BASE_URL", "ATOLL_SERVE_MODEL"}
+        assert json.loads(ready.read_text())["base_url"] == exports["ATOLL_SERVE_BASE_URL"]
         yield exports
     finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else ""
         assert not ready.exists()
 
 

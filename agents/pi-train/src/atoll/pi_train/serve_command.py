@@ -76,14 +76,14 @@ def run(
             return
         try:
             serve.wait_ready(process, spec, log)
-            say(f"serving {spec.name} at {spec.base_url} (pid {process.pid}; log {log})")
-            print(spec.exports(), flush=True)
             if ready_file is not None:
                 atomic_write_json(
                     ready_file,
                     {"base_url": spec.base_url, "model": spec.name, "pid": os.getpid()},
                     make_parents=True,
                 )
+            say(f"serving {spec.name} at {spec.base_url} (pid {process.pid}; log {log})")
+            print(spec.exports(), flush=True)
             process.wait()
             fail(f"the server exited (status {process.returncode}); see {log}")
         except serve.ServeError as exc:
