@@ -262,7 +262,7 @@ def test_real_pi_runs_a_rollout_on_the_served_model(
     assert record["outcome"] in ("completed", "limit"), (record.get("error"), done.stderr[-2000:])
     assert record["scorable"] is True and record["error"] is None
     assert record["stop_reason"] in ("stop", "length", "toolUse", "aborted")
-    assert record["usage"]["output"] > 0 and record["usage"]["input"] > 0
+    assert record["usage"]["output_tokens"] > 0 and record["usage"]["input_tokens"] > 0
 
 
 RULE = {
