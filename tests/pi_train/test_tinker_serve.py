@@ -275,6 +275,7 @@ RULE = {
 def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
     server_env: dict[str, str],
     rollouts_ready: None,
+    system_prompt: Path,
     venv_bin: Path,
     tiny_model: Path,
     tmp_path: Path,
