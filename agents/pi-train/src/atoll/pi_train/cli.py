@@ -66,6 +66,11 @@ if importlib.util.find_spec("atoll.pi_train.shell_command") is not None:
 
     train_app.command("shell")(_shell)
 
+# --- `atoll pi train promote` lives in atoll.pi_train.promote_command.
+from atoll.pi_train.promote_command import promote as _promote  # noqa: E402
+
+train_app.command("promote")(_promote)
+
 
 def _say(line: str) -> None:
     _err.print(line)
@@ -145,6 +150,45 @@ def local_down() -> None:
     except local_server.ServerError as exc:
         _fail(str(exc), code=1)
     _out.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
+
+
+@tinker_app.command("serve")
+def serve_cmd(
+    base_model: str = typer.Option(
+        ..., "--base-model", help="Tinker base model name, or a model directory."
+    ),
+    model_path: str | None = typer.Option(
+        None, "--model-path", help="A tinker:// sampler checkpoint (an adapter) to serve."
+    ),
+    state_path: str | None = typer.Option(
+        None,
+        "--state-path",
+        help="The training state saved with --model-path, reloaded to serve it (SkyRL tx).",
+    ),
+    renderer: str = typer.Option(..., "--renderer", help="tinker-cookbook renderer name."),
+    port: int | None = typer.Option(
+        None, "--port", help="Port on 127.0.0.1 [default: a free one]."
+    ),
+    tinker_url: str | None = typer.Option(
+        None, "--tinker-url", help="Tinker API address [default: $TINKER_BASE_URL, else hosted]."
+    ),
+    served_model_name: str | None = typer.Option(
+        None, "--served-model-name", help="The model name callers send [default: the base model's]."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, help="Cap on the tokens one reply may sample."
+    ),
+    ready_file: Path | None = typer.Option(
+        None, "--ready-file", help="Written (JSON: base_url, model, pid) once the server answers."
+    ),
+) -> None:
+    """Serve OpenAI chat completions on 127.0.0.1 over a Tinker sampling client, until stopped."""
+    from atoll.pi_train import serve_command
+
+    serve_command.run(
+        base_model, model_path, state_path, renderer, port, tinker_url, served_model_name, max_tokens,
+        ready_file, _say, _fail,
+    )  # fmt: skip
 
 
 def _settings(

@@ -1,0 +1,504 @@
+"""`atoll pi train promote`: a checkpoint is promoted only when real Pi, in Docker, says so.
+
+For a training run's `tinker://` sampler checkpoint: the rule file is checked
+and fixed first (its hash in `promotions/<id>/manifest.json`, written before
+the first rollout); then the baseline (the base model, or
+`--baseline-checkpoint`) and the candidate are each served with `atoll
+tinker serve` and evaluated with real Pi by atoll-euler: the frozen transfer
+suite (`atoll euler transfer run`, the candidate's run carrying the rule's
+transfer threshold as its own acceptance rule) and the Euler problems
+(`atoll euler eval`). The comparison uses atoll-euler's exact Fisher tests;
+the checkpoint is promoted only if every threshold of the rule holds. The
+decision and all its inputs are one record, `promotion.json`, written
+atomically; a promoted checkpoint is also named in the run's
+`promoted.json`. A rerun resumes (each evaluation resumes by itself) and
+never re-decides a decided promotion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from atoll.core.durable import atomic_write_json, canonical_json
+from atoll.pi_train import promotion_rule, serve
+from atoll.pi_train.promotion_rule import Rule
+
+MANIFEST = "manifest.json"
+RECORD = "promotion.json"
+PROMOTED = "promoted.json"
+KEY_VARIABLE = "ATOLL_PROMOTE_KEY"  # the served endpoint's bearer token, in memory only
+SIDES = ("baseline", "candidate")
+
+
+class PromoteError(Exception):
+    """A promotion that cannot start (code 2) or could not finish (code 1)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How both sides are evaluated: the same for baseline and candidate, by construction."""
+
+    store: str
+    problems: str
+    languages: str
+    samples: int
+    transfer_samples: int
+    max_turns: int
+    timeout: float
+    max_tokens: int | None
+    system_prompt: str | None = None  # a file whose text replaces Pi's system prompt
+
+
+@dataclass(frozen=True)
+class Request:
+    run_dir: Path
+    checkpoint: str
+    rule_file: Path
+    evaluation: Evaluation
+    tinker_url: str
+    base_model: str | None = None
+    renderer: str | None = None
+    baseline_checkpoint: str | None = None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _training_config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        config = json.loads(path.read_text("utf-8")).get("config") or {}
+    except (OSError, ValueError, AttributeError) as exc:
+        raise PromoteError(f"{path} cannot be read: {exc}") from None
+    return dict(config) if isinstance(config, dict) else {}
+
+
+def _model(request: Request) -> tuple[str, str]:
+    """The base model and renderer: the training run's, unless it has none (then the flags')."""
+    config = _training_config(request.run_dir)
+    chosen = {}
+    for key, flag, given in (
+        ("base_model", "--base-model", request.base_model),
+        ("renderer", "--renderer", request.renderer),
+    ):
+        trained = config.get(key)
+        if given is not None and trained is not None and given != trained:
+            raise PromoteError(
+                f"{flag} {given} differs from the training run's {trained}; leave it out"
+            )
+        value = given if given is not None else trained
+        if value is None:
+            raise PromoteError(f"{flag} is needed: {request.run_dir} holds no training manifest")
+        chosen[key] = str(value)
+    return chosen["base_model"], chosen["renderer"]
+
+
+def _saved_states(run_dir: Path) -> dict[str, str | None]:
+    """The run's sampler checkpoints, each with the training state saved with it."""
+    saved = run_dir / "checkpoints.jsonl"
+    if not saved.is_file():
+        return {}
+    states: dict[str, str | None] = {}
+    for line in saved.read_text("utf-8").splitlines():
+        with contextlib.suppress(ValueError, AttributeError):
+            row = json.loads(line)
+            if isinstance(row.get("sampler_path"), str):
+                states[row["sampler_path"]] = row.get("state_path")
+    return states
+
+
+def _check_checkpoint(run_dir: Path, checkpoint: str, flag: str) -> None:
+    if not checkpoint.startswith("tinker://"):
+        raise PromoteError(f"{flag} must be a tinker:// sampler checkpoint (got {checkpoint!r})")
+    states = _saved_states(run_dir)
+    if flag == "--checkpoint" and states and checkpoint not in states:
+        raise PromoteError(
+            f"{checkpoint} is not a sampler checkpoint of {run_dir} (see its checkpoints.jsonl)"
+        )
+
+
+def _store_digest(path: str) -> str:
+    from atoll.euler import Store, StoreError
+
+    try:
+        return str(Store(Path(path)).digest)
+    except StoreError as exc:
+        raise PromoteError(str(exc)) from None
+
+
+def _system_prompt_sha256(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PromoteError(f"--system-prompt {path}: {exc.strerror}") from None
+
+
+def _expected_euler_rows(evaluation: Evaluation) -> int:
+    from atoll.euler.evaluate import parse_problems
+
+    try:
+        problems = parse_problems(evaluation.problems)
+    except ValueError as exc:
+        raise PromoteError(f"--problems: {exc}") from None
+    languages = [x for x in evaluation.languages.split(",") if x.strip()]
+    return len(problems) * len(languages) * evaluation.samples
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_dir: Path
+    directory: Path
+    manifest: dict[str, Any]
+    rule: Rule
+    base_model: str
+    renderer: str
+
+
+def plan(request: Request) -> Plan:
+    """Check every input and fix the rule: the promotion's manifest, before any rollout."""
+    rule = promotion_rule.load(request.rule_file)
+    base_model, renderer = _model(request)
+    _check_checkpoint(request.run_dir, request.checkpoint, "--checkpoint")
+    if request.baseline_checkpoint is not None:
+        _check_checkpoint(request.run_dir, request.baseline_checkpoint, "--baseline-checkpoint")
+    evaluation = request.evaluation
+    _expected_euler_rows(evaluation)
+    identity = {
+        "checkpoint": request.checkpoint,
+        "baseline": request.baseline_checkpoint,
+        "base_model": base_model,
+        "renderer": renderer,
+        "rule_sha256": rule.sha256(),
+        "evaluation": {
+            **asdict(evaluation),
+            "store_digest": _store_digest(evaluation.store),
+            "system_prompt_sha256": _system_prompt_sha256(evaluation.system_prompt),
+        },
+    }
+    directory = (
+        request.run_dir / "promotions" / hashlib.sha256(canonical_json(identity)).hexdigest()[:12]
+    )
+    manifest = {
+        "kind": "atoll-pi-train-promotion",
+        "identity": identity,
+        "rule": rule.to_json(),
+        "rule_sha256": rule.sha256(),
+        "rule_file": str(request.rule_file),
+        "rule_file_sha256": hashlib.sha256(request.rule_file.read_bytes()).hexdigest(),
+        "rule_fixed_at": _now(),
+    }
+    return Plan(request.run_dir, directory, manifest, rule, base_model, renderer)
+
+
+def fix_rule(made: Plan) -> Plan:
+    """Write the manifest (the rule and its hash) unless a run of this identity did already.
+
+    Called under the promotion's writer lock, before any server starts. A
+    resumed promotion keeps the manifest, and the time, it was first fixed at.
+    """
+    path = made.directory / MANIFEST
+    if path.is_file():
+        kept = json.loads(path.read_text("utf-8"))
+        if kept.get("rule_sha256") != made.rule.sha256():
+            raise PromoteError(f"{path} fixed another rule; this promotion cannot change it")
+        return Plan(made.run_dir, made.directory, kept, made.rule, made.base_model, made.renderer)
+    atomic_write_json(path, made.manifest, make_parents=True)
+    return made
+
+
+def _atoll() -> list[str]:
+    beside = Path(sys.executable).parent / "atoll"
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("atoll")
+    if found is None:
+        raise PromoteError("the `atoll` command is not on PATH", code=1)
+    return [found]
+
+
+def _step(argv: list[str], log: Path, key: str) -> None:
+    """One `atoll euler ...` command, its output in `log`; a failure is the promotion's error."""
+    env = {**os.environ, KEY_VARIABLE: key}
+    with log.open("ab") as sink:
+        done = subprocess.Popen(
+            [*_atoll(), *argv], env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink
+        )
+        try:
+            done.wait()
+        finally:
+            if done.poll() is None:  # interrupted: let it stop its rollouts and containers
+                done.terminate()
+                try:
+                    done.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    done.kill()
+                    done.wait()
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-8:])
+        raise PromoteError(
+            f"`atoll {' '.join(argv[:3])}` failed (exit {done.returncode}); see {log}:\n{tail}",
+            code=2 if done.returncode == 2 else 1,
+        )
+
+
+def _transfer_done(directory: Path) -> bool:
+    try:
+        return bool(json.loads((directory / MANIFEST).read_text())["status"] == "completed")
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def _euler_rows(directory: Path) -> list[dict[str, Any]]:
+    from atoll.euler import rows
+
+    try:
+        run_id = json.loads((directory / "eval.json").read_text("utf-8"))["run_id"]
+    except (OSError, ValueError, KeyError):
+        return []
+    try:
+        found = rows.read(directory / rows.ROWS_FILE)
+    except rows.RowsError:
+        return []
+    return [
+        r
+        for r in rows.latest_per_attempt(found)
+        if r.get("run_id") == run_id and r.get("status") == "scored"
+    ]
+
+
+def _evaluate_side(
+    made: Plan,
+    side: str,
+    checkpoint: str | None,
+    evaluation: Evaluation,
+    tinker_url: str,
+    say: Callable[[str], None],
+) -> None:
+    from atoll.pi_train.local_server import _free_port
+
+    side_dir = made.directory / side
+    transfer_dir, euler_dir = side_dir / "transfer", side_dir / "euler"
+    transfer_left = not _transfer_done(transfer_dir)
+    euler_left = len(_euler_rows(euler_dir)) < _expected_euler_rows(evaluation)
+    if not (transfer_left or euler_left):
+        say(f"{side}: evaluated already")
+        return
+    side_dir.mkdir(parents=True, exist_ok=True)
+    spec = serve.ServeSpec(
+        base_model=made.base_model,
+        renderer=made.renderer,
+        tinker_url=tinker_url,
+        port=_free_port(),
+        model_path=checkpoint,
+        max_tokens=evaluation.max_tokens,
+        state_path=None if checkpoint is None else _saved_states(made.run_dir).get(checkpoint),
+    )
+    key = secrets.token_hex(16)
+    common = [
+        "--base-url", spec.base_url, "--model", spec.name, "--api-key-env", KEY_VARIABLE,
+        "--languages", evaluation.languages, "--max-turns", str(evaluation.max_turns),
+        "--timeout", str(evaluation.timeout),
+    ]  # fmt: skip
+    if evaluation.system_prompt is not None:
+        common += ["--system-prompt", evaluation.system_prompt]
+    if checkpoint is not None:
+        common += ["--model-revision", checkpoint]
+    say(f"{side}: serving {checkpoint or made.base_model}")
+    try:
+        with serve.serving(spec, side_dir / "serve.log", say, caller_key=key):
+            if transfer_left:
+                accept = (
+                    ["--accept", made.rule.transfer.accept_flag()] if side == "candidate" else []
+                )
+                say(f"{side}: the frozen transfer evaluation")
+                _step(
+                    ["euler", "transfer", "run", "--out", str(transfer_dir), *common,
+                     "--samples", str(evaluation.transfer_samples), *accept],
+                    side_dir / "transfer.log",
+                    key,
+                )  # fmt: skip
+            if euler_left:
+                say(f"{side}: the Euler evaluation")
+                _step(
+                    ["euler", "eval", "--store", evaluation.store, "--problems",
+                     evaluation.problems, "--out", str(euler_dir), *common,
+                     "--samples", str(evaluation.samples)],
+                    side_dir / "euler.log",
+                    key,
+                )  # fmt: skip
+    except serve.ServeError as exc:
+        raise PromoteError(f"{side}: {exc}", code=1) from None
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
+    """Counts and the exact Fisher test of the two Euler evaluations, after checking they match."""
+    from atoll.euler import stats
+
+    identities = []
+    for directory in (baseline, candidate):
+        identity = dict(json.loads((directory / "eval.json").read_text("utf-8"))["identity"])
+        identity.pop("model_signature", None)
+        settings = dict(identity.pop("settings", {}))
+        settings.pop("base_url", None)  # the port each side was served on
+        identities.append({**identity, "settings": settings})
+    if identities[0] != identities[1]:
+        differ = sorted(k for k in identities[0] if identities[0][k] != identities[1].get(k))
+        raise PromoteError(
+            f"the Euler evaluations are not comparable ({', '.join(differ)})", code=1
+        )
+    sides = {}
+    for name, directory in (("baseline", baseline), ("candidate", candidate)):
+        data = _euler_rows(directory)
+        passes = sum(1 for r in data if r.get("passed"))
+        sides[name] = {
+            "attempts": len(data),
+            "passes": passes,
+            "pass_fraction": passes / len(data) if data else None,
+            "rows_sha256": _sha256(directory / "rows.jsonl"),
+            "eval_sha256": _sha256(directory / "eval.json"),
+        }
+    a, b = sides["baseline"], sides["candidate"]
+    result: dict[str, Any] = {**sides, "delta": None, "fisher": None}
+    if a["attempts"] and b["attempts"]:
+        fisher = stats.fisher(a["passes"], a["attempts"], b["passes"], b["attempts"])
+        result["delta"] = b["pass_fraction"] - a["pass_fraction"]
+        result["fisher"] = {
+            "odds_ratio": fisher.odds_ratio,
+            "p_two_sided": fisher.p_two_sided,
+            "p_b_greater": fisher.p_b_greater,
+        }
+    return result
+
+
+def _transfer_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
+    from atoll.euler.transfer import compare
+    from atoll.euler.transfer.manifest import ManifestError
+
+    try:
+        return compare.compare(baseline, candidate)
+    except ManifestError as exc:
+        raise PromoteError(f"the transfer runs are not comparable: {exc}", code=1) from None
+
+
+def _finite(value: Any) -> Any:
+    """The value with every NaN or infinity made null (an odds ratio of 0/0 is undefined)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def decide(made: Plan) -> dict[str, Any]:
+    """The decision from the two sides' completed evaluations, with every input it rests on."""
+    base, cand = made.directory / "baseline", made.directory / "candidate"
+    transfer = _transfer_comparison(base / "transfer", cand / "transfer")
+    euler = _euler_comparison(base / "euler", cand / "euler")
+    overall = transfer["overall"]
+    transfer_holds = made.rule.transfer.holds(
+        overall.get("delta"), (overall.get("fisher") or {}).get("p_b_greater")
+    )
+    # The candidate's transfer manifest fixed the same threshold before its sampling;
+    # atoll-euler's own verdict must agree, or the runs were not made under this rule.
+    if transfer["decision"]["verdict"] != ("promote" if transfer_holds else "do not promote"):
+        raise PromoteError(
+            "the candidate's transfer run was not sampled under this rule's transfer threshold "
+            f"({transfer['decision']['text']})",
+            code=1,
+        )
+    euler_holds = made.rule.euler.holds(euler["delta"], (euler["fisher"] or {}).get("p_b_greater"))
+    promoted = transfer_holds and euler_holds
+    manifests = {
+        f"{side}_transfer_manifest_sha256": _sha256(made.directory / side / "transfer" / MANIFEST)
+        for side in SIDES
+    }
+    return _finite(
+        {
+            "kind": "atoll-pi-train-promotion-decision",
+            "decision": "promote" if promoted else "do not promote",
+            "directory": str(made.directory),
+            "promoted": promoted,
+            "checkpoint": made.manifest["identity"]["checkpoint"],
+            "baseline": made.manifest["identity"]["baseline"] or made.base_model,
+            "rule": made.rule.to_json(),
+            "rule_sha256": made.rule.sha256(),
+            "rule_fixed_at": made.manifest["rule_fixed_at"],
+            "manifest_sha256": _sha256(made.directory / MANIFEST),
+            "identity": made.manifest["identity"],
+            "inputs": manifests,
+            "transfer": {
+                "holds": transfer_holds,
+                "overall": overall,
+                "tasks": transfer["tasks"],
+                "atoll_euler_decision": transfer["decision"],
+            },
+            "euler": {"holds": euler_holds, **euler},
+            "decided_at": _now(),
+        }
+    )
+
+
+def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
+    """Fix the rule, evaluate both sides with real Pi, decide, record; the record."""
+    from atoll.euler import writer
+
+    made = plan(request)
+    record_path = made.directory / RECORD
+    try:
+        with writer.hold(made.directory, "atoll pi train promote", flag="RUN"):
+            if record_path.is_file():
+                say(f"{made.directory}: decided already")
+                return dict(json.loads(record_path.read_text("utf-8")))
+            made = fix_rule(made)
+            say(f"rule {made.rule.sha256()[:16]} fixed in {made.directory / MANIFEST}")
+            for side, checkpoint in (
+                ("baseline", request.baseline_checkpoint),
+                ("candidate", request.checkpoint),
+            ):
+                _evaluate_side(made, side, checkpoint, request.evaluation, request.tinker_url, say)
+            record = decide(made)
+            atomic_write_json(record_path, record)
+            if record["promoted"]:
+                atomic_write_json(
+                    request.run_dir / PROMOTED,
+                    {
+                        "checkpoint": record["checkpoint"],
+                        "promotion": str(record_path),
+                        "record_sha256": _sha256(record_path),
+                        "decided_at": record["decided_at"],
+                    },
+                )
+            return record
+    except writer.RunDirInUse as exc:
+        raise PromoteError(str(exc)) from None
