@@ -1060,7 +1060,8 @@ class Sandbox:
             self.compile_seconds = result.wall_seconds
             built = workdir / "solution"
             if result.status != OK or not built.is_file() or built.is_symlink():
-                text = result.detail or "the compiler produced no program"
+                text = result.detail.replace(str(self.program), "solution.cpp")
+                text = text or "the compiler produced no program"
                 self.compile_error = f"compilation failed: {text}"
             else:
                 shutil.copyfile(built, binary)  # root's copy: the run uid cannot swap it
