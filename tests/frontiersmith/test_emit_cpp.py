@@ -109,3 +109,23 @@ def test_the_exported_cpp_task_passes_its_oracle_and_its_noop_scores_zero(
         **{(name, "nop"): 0.0 for name in recorded},
     }
     assert all(reward > 0 for reward in recorded.values())
+
+
+def test_a_search_of_the_cpp_task_starts_from_its_cpp_baseline_graded_by_the_checker(
+    campaign: Any,
+) -> None:
+    from atoll.core.scoring import ScorerSetup, ScoreStatus, open_scorer
+    from atoll.guidance_ttt.contract import load_task
+    from atoll.guidance_ttt.seed import seed_path
+
+    accepted = campaign["summary"]["accepted"][0]["task"]
+    task_dir = campaign["out"] / accepted["path"]
+    task = load_task(task_dir)
+    assert task.contract.solution_language == "cpp"
+    seed = seed_path(task_dir, task.contract)
+    assert seed == task_dir / "solution" / "baseline.cpp"
+    setup = ScorerSetup(language="cpp", task_dir=task_dir)
+    with open_scorer(task.contract.scorer, setup) as scorer:
+        score = scorer.score(seed.read_text())
+    assert score.status is ScoreStatus.VALID
+    assert score.reward == accepted["baseline_reward"]
