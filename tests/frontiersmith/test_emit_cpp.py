@@ -27,6 +27,7 @@ from support.frontiersmith_model import (
 )
 from support.openai_server import ScriptedOpenAIServer
 
+from atoll.core.ledger import Ledger
 from atoll.frontiersmith.bundle import read_bundle
 from atoll.judge.compiler import FLAGS
 
@@ -73,6 +74,13 @@ def test_a_cpp_campaign_emits_a_cpp_task(campaign: Any) -> None:
     assert (search["scorer"], search["solution_language"]) == ("checker", "cpp")
     assert "/workspace/solution.cpp" in (task / "tests" / "test.sh").read_text()
     assert "solution.cpp" in (task / "instruction.md").read_text()
+    # Every trial's worker receipt records that the host's g++ compiled the programs.
+    (ledger_path,) = campaign["out"].glob("runs/*/ledger.sqlite")
+    with Ledger.open(ledger_path) as ledger:
+        work = ledger.work()
+    assert work and all(
+        w.detail["environment_choice"]["compiler"] == shutil.which("g++") for w in work
+    )
     # The programs were asked for in C++.
     bodies = [json.dumps(r.body) for r in campaign["requests"]]
     solve = [b for b in bodies if "independent solution" in b]
