@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import files_of
+from support.processes import processes_of_uid
 
 from atoll.checker import CheckerError, Contract, GradeReport, grade_task
 from atoll.checker.grader import Compile, Limits
@@ -57,7 +59,10 @@ def graded_cpp(cpp_toy: Path, tmp_path: Path) -> Callable[[str], GradeReport]:
     def run(source: str) -> GradeReport:
         submission = tmp_path / "solution.cpp"
         submission.write_text(source)
-        return grade_task(cpp_toy, submission, out_dir=cpp_toy / "out")
+        report = grade_task(cpp_toy, submission, out_dir=cpp_toy / "out")
+        uid = report.isolation["uid"]  # neither the compiler nor the program left anything
+        assert processes_of_uid(uid) == [] and files_of(uid) == []
+        return report
 
     return run
 
