@@ -8,6 +8,7 @@ task or a cancelled grading as an infrastructure failure, never a score.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -19,6 +20,7 @@ import pytest
 from atoll.checker import grade_task, layout
 from atoll.checker.scorer import CheckerScorer, open_checker_scorer
 from atoll.core.scoring import ScorerSetup, ScorerUnavailable, ScoreStatus, open_scorer
+from atoll.judge.compiler import COMPILE_LIMITS, FLAGS
 
 pytestmark = pytest.mark.slow
 
@@ -87,9 +89,9 @@ def test_closing_the_scorer_stops_a_grading_in_flight(example):
         scorer.score(EMPTY_PLAN)
 
 
-def test_only_python_tasks_with_a_directory_are_accepted(example):
+def test_the_search_contract_must_name_the_language_the_grader_takes(example):
     with (
-        pytest.raises(ValueError, match="grades Python programs"),
+        pytest.raises(ValueError, match="takes python programs"),
         open_checker_scorer(ScorerSetup(language="cpp", task_dir=example)),
     ):
         pass
@@ -170,3 +172,32 @@ def test_gradings_wait_for_a_cpu_so_no_more_run_than_the_host_has(example, monke
     for thread in threads:
         thread.join()
     assert most == 1
+
+
+CPP_EMPTY_PLAN = '#include <cstdio>\nint main() { std::puts("{\\"beacons\\": []}"); }\n'
+
+
+@pytest.fixture
+def cpp_example(example: Path) -> Path:
+    """The example graded as a C++ task: its contract says cpp, its test.sh hands in solution.cpp."""
+    example = unsigned(example)  # its grader is edited below: no longer the signed bundle
+    contract_path = example / "tests" / "contract.json"
+    contract = json.loads(contract_path.read_text())
+    names = ("cpu_seconds", "wall_seconds", "memory_bytes", "processes", "open_files")
+    limits = {name: getattr(COMPILE_LIMITS, name) for name in names}
+    compile_ = {"flags": list(FLAGS), "limits": limits}
+    contract_path.write_text(json.dumps(contract | {"language": "cpp", "compile": compile_}))
+    script = example / "tests" / "test.sh"
+    script.write_text(script.read_text().replace("solution.py", "solution.cpp"))
+    return example
+
+
+def test_a_cpp_candidate_is_compiled_and_graded_by_the_tasks_grader(cpp_example):
+    with open_scorer("checker", ScorerSetup(language="cpp", task_dir=cpp_example)) as scorer:
+        valid = scorer.score(CPP_EMPTY_PLAN)
+        broken = scorer.score("int main() { return missing; }\n")
+    assert (valid.status, valid.raw_score) == (ScoreStatus.VALID, 0.0)
+    assert set(valid.receipt["statuses"]) == {"ok"}
+    assert (broken.status, broken.reward) == (ScoreStatus.INVALID, 0.0)
+    assert set(broken.receipt["statuses"]) == {"crash"}
+    assert "compilation failed" in broken.message and "missing" in broken.message

@@ -284,3 +284,41 @@ def test_the_search_files_leave_every_learner_visible_file_byte_identical(spec, 
     # what differs is only what the learner never sees: the search files (and the hash line)
     extra = set(searched) - set(plain)
     assert extra == set(layout.OPTIONAL) and not any(p.startswith("tests/") for p in extra)
+
+
+CPP_PROGRAM = '#include <cstdio>\nint main() { std::puts("{\\"x\\": 0.75}"); }\n'
+
+
+@pytest.fixture
+def cpp_spec(searchable):
+    from atoll.frontiersmith.taskcode import judge_compile
+
+    contract = dataclasses.replace(searchable.contract, language="cpp", compile=judge_compile())
+    return dataclasses.replace(
+        searchable, contract=contract, solution=CPP_PROGRAM, baseline=CPP_PROGRAM
+    )
+
+
+def test_a_cpp_bundle_has_its_programs_as_cpp_files_and_reads_back(tmp_path, cpp_spec):
+    write_bundle(tmp_path / "toy", cpp_spec)
+    root = tmp_path / "toy"
+    tree = _tree(root)
+    assert tree["solution/solution.cpp"] == tree["solution/baseline.cpp"] == 0o644
+    assert "solution/solution.py" not in tree and "solution/baseline.py" not in tree
+    assert "/workspace/solution.cpp" in (root / "solution" / "solve.sh").read_text()
+    assert "--submission /workspace/solution.cpp" in (root / "tests" / "test.sh").read_text()
+    assert "g++" in (root / "environment" / "Dockerfile").read_text()
+    assert "`/workspace/solution.cpp`" in (root / "instruction.md").read_text()
+    assert read_bundle(root).spec == cpp_spec
+
+
+def test_a_bundle_mixing_languages_is_refused(tmp_path, cpp_spec, spec):
+    write_bundle(tmp_path / "toy", cpp_spec)
+    (tmp_path / "toy" / "solution" / "solution.py").write_text(spec.solution)
+    with pytest.raises(BundleError, match="not part of a cpp bundle"):
+        read_bundle(tmp_path / "toy")
+
+
+def test_a_cpp_program_need_not_parse_as_python_but_must_not_be_empty(cpp_spec):
+    with pytest.raises(BundleError, match="solution/solution.cpp is empty"):
+        dataclasses.replace(cpp_spec, solution="  \n")

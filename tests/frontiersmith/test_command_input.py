@@ -51,6 +51,7 @@ def _nothing_paid_or_written(server: ScriptedOpenAIServer, out: Path) -> None:
         ({"--price-out": None}, ["--price-in and --price-out go together"]),
         ({"--min-divergence": "1.5"}, ["--min-divergence must be between 0 and 1"]),
         ({"--solutions": "1"}, ["--solutions must be at least 2"]),
+        ({"--language": "rust"}, ["--language must be one of python, cpp, not 'rust'"]),
         ({"--worker-price": "-1"}, ["--worker-price '-1' is not a price in USD per hour"]),
         ({"--worker-price": "cheap"}, ["--worker-price 'cheap' is not a price in USD per hour"]),
     ],

@@ -77,3 +77,32 @@ def test_an_image_that_fails_to_build_is_an_infrastructure_error(
     )
     assert summary["rejections"] == {} and summary["totals"]["accepted"] == 0
     assert not (out / "tasks").exists() or list((out / "tasks").iterdir()) == []
+
+
+def test_a_cpp_task_through_docker_trials(venv_bin: Path, tmp_path: Path, monkeypatch) -> None:
+    """`--language cpp` in the engine: the image's g++ compiles, the reference repeats."""
+    from support.frontiersmith_model import CPP_KNAPSACK
+
+    monkeypatch.setenv("DOCKER_HOST", docker_engine())
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text(seed_lines(["dc1"]))
+    out = tmp_path / "out"
+    with ScriptedOpenAIServer(KnapsackModel(kit=CPP_KNAPSACK).script) as server:
+        done = emit(
+            venv_bin, tmp_path,
+            "--seeds", str(seeds), "--target", "1", "--budget", "5", "--model", "scripted",
+            "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
+            "--environment", "docker", "--solutions", "2", "--base-image", OFFLINE_BASE_IMAGE,
+            "--language", "cpp", "--out", str(out),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    summary = json.loads((out / "run.json").read_text())
+    (task,) = summary["accepted"]
+    trials = task["evidence"]["execution"]["trials"]
+    assert trials["nop"]["reward"] == trials["empty-answer"]["reward"] == 0.0
+    best = task["evidence"]["execution"]["reference_sample"]
+    assert trials["reference"]["scores"] == trials[f"sample-{best}"]["scores"]
+    assert trials["reference"]["reward"] > trials["baseline"]["reward"] > 0
+    bundle = read_bundle(out / task["task"]["path"])
+    assert bundle.spec.language == "cpp"
+    assert "g++" in (bundle.path / "environment" / "Dockerfile").read_text()

@@ -97,3 +97,18 @@ def test_not_json_at_all() -> None:
 def test_distinct_fraction() -> None:
     assert distinct_fraction([[0, 1]], 3) == pytest.approx(1 / 3)
     assert distinct_fraction([[0, 1], [0, 2], [1, 2]], 3) == 1.0
+
+
+def test_cpp_programs_are_accepted_as_cpp_and_only_as_cpp():
+    from support.frontiersmith_model import CPP_EXACT
+
+    from atoll.frontiersmith.protocol import InvalidAnswer, parse_answer
+
+    answer = json.dumps({"strategy": "exhaustive", "code": CPP_EXACT})
+    for stage in ("baseline", "solve"):
+        assert parse_answer(stage, answer, language="cpp")["code"] == CPP_EXACT
+        with pytest.raises(InvalidAnswer, match="does not parse"):
+            parse_answer(stage, answer)  # a Python task's program must be Python
+    for code, why in (("   ", "empty"), ("print(1)\n", "no main function")):
+        with pytest.raises(InvalidAnswer, match=why):
+            parse_answer("solve", json.dumps({"strategy": "s", "code": code}), language="cpp")

@@ -7,6 +7,7 @@ still differ (greedy by value, greedy by ratio, exact search).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -160,6 +161,82 @@ KNAPSACK = TaskKit(
     strategies=("greedy by value", "greedy by ratio", "exhaustive"),
 )
 
+# --- the same knapsack with C++ programs (`--language cpp`): the task's own files stay Python ---
+
+# Reads the instance (canonical JSON: keys sorted, so each item is {"v":..,"w":..}) by key, packs
+# the items in ORDER while they fit (KEEP says which it may take), prints the taken indices.
+_CPP_KNAPSACK = r"""#include <algorithm>
+#include <iostream>
+#include <iterator>
+#include <numeric>
+#include <string>
+#include <vector>
+
+static std::vector<long long> after(const std::string& text, const std::string& key) {
+    std::vector<long long> found;
+    const std::string quoted = "\"" + key + "\"";
+    for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at)) {
+        at += quoted.size();
+        while (at < text.size() && (text[at] == ':' || text[at] == ' ')) ++at;
+        found.push_back(std::stoll(text.substr(at)));
+    }
+    return found;
+}
+
+int main() {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    const long long cap = after(text, "capacity").at(0);
+    const std::vector<long long> w = after(text, "w"), v = after(text, "v");
+    const int n = static_cast<int>(w.size());
+    std::vector<int> take;
+    BODY
+    std::sort(take.begin(), take.end());
+    std::cout << "{\"take\": [";
+    for (size_t i = 0; i < take.size(); ++i) std::cout << (i ? ", " : "") << take[i];
+    std::cout << "]}" << std::endl;
+    return 0;
+}
+"""
+_CPP_GREEDY = """std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return KEY; });
+    long long used = 0;
+    for (int k : order)
+        if (KEEP && used + w[k] <= cap) { take.push_back(k); used += w[k]; }"""
+CPP_BASELINE = _CPP_KNAPSACK.replace(
+    "BODY", _CPP_GREEDY.replace("KEY", "a < b").replace("KEEP", "k % 2 == 0")
+)
+CPP_GREEDY_VALUE = _CPP_KNAPSACK.replace(
+    "BODY", _CPP_GREEDY.replace("KEY", "v[a] > v[b]").replace("KEEP", "true")
+)
+CPP_GREEDY_RATIO = _CPP_KNAPSACK.replace(
+    "BODY", _CPP_GREEDY.replace("KEY", "v[a] * w[b] > v[b] * w[a]").replace("KEEP", "true")
+)
+CPP_EXACT = _CPP_KNAPSACK.replace(
+    "BODY",
+    """long long best = -1;
+    for (int mask = 0; mask < (1 << n); ++mask) {
+        long long weight = 0, value = 0;
+        for (int k = 0; k < n; ++k)
+            if (mask >> k & 1) { weight += w[k]; value += v[k]; }
+        if (weight <= cap && value > best) {
+            best = value;
+            take.clear();
+            for (int k = 0; k < n; ++k)
+                if (mask >> k & 1) take.push_back(k);
+        }
+    }""",
+)
+# A sample that does not compile: the grader's crash on every case, never an error.
+CPP_DOES_NOT_COMPILE = "int main() { return undeclared_total; }\n"
+
+CPP_KNAPSACK = dataclasses.replace(
+    KNAPSACK,
+    baseline=CPP_BASELINE,
+    samples=(CPP_GREEDY_VALUE, CPP_GREEDY_RATIO, CPP_EXACT),
+)
+
+
 # --- bin packing scored as a ratio to a lower bound: no feasible packing scores 0 -----------
 
 BIN_GENERATOR = """import random
@@ -309,6 +386,7 @@ INVALID_BASELINE_ONCE = "invalid_baseline_once"  # the first baseline answer is 
 REWARDS_EMPTY = "rewards_empty"  # bin packing whose scorer gives an empty answer 0.5
 PLAINLY_REWARDS_EMPTY = "plainly_rewards_empty"  # knapsack scorer giving `{}` 0.5 every time
 SCORER_OUT_OF_RANGE_ALWAYS = "scorer_out_of_range"  # a scorer above 1 every time, `{}` at 0
+CPP_BASELINE_DOES_NOT_COMPILE = "cpp_baseline_does_not_compile"  # a C++ baseline g++ refuses
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
@@ -412,6 +490,8 @@ class KnapsackModel:
     def baseline(self, request: dict[str, Any]) -> Any:
         if self._does(request, INVALID_BASELINE_ONCE) and not is_repair(request):
             return "here is my program: print(1)"
+        if self._does(request, CPP_BASELINE_DOES_NOT_COMPILE):
+            return {"strategy": self.kit.baseline_strategy, "code": CPP_DOES_NOT_COMPILE}
         return {"strategy": self.kit.baseline_strategy, "code": self.kit.baseline}
 
     def solve(self, request: dict[str, Any]) -> dict[str, str]:

@@ -10,8 +10,11 @@ The task's private files sit beside it: `generator.py` (`generate(seed) ->
 list[dict]`), `scorer.py` (`score(instance, output) -> float` in [0, 1]),
 `feasibility.py` (`is_feasible(instance, output) -> bool`) and
 `contract.json` (the grading seed, the runtime limits and the self-test
-examples). A submission is one Python program that reads one JSON instance on
-stdin and writes one JSON object on stdout.
+examples). A submission is one program that reads one JSON instance on stdin
+and writes one JSON object on stdout: Python by default, or C++ when the
+contract says `"language": "cpp"` (then the grader compiles it once per
+grading, as the run uid under the contract's compile limits, with the
+contract's compiler flags, and runs the binary per instance).
 
 What it guarantees:
 - the grader checks the task's own code first (see `self_check`); a failed
@@ -73,6 +76,13 @@ TIMEOUT = "timeout"
 MEMORY = "memory"
 OUTPUT_LIMIT = "output_limit"
 STATUSES = (OK, INFEASIBLE, MALFORMED, CRASH, TIMEOUT, MEMORY, OUTPUT_LIMIT)
+
+# The languages a submission may be written in: Python 3, or C++ compiled with g++.
+PYTHON = "python"
+CPP = "cpp"
+LANGUAGES = (PYTHON, CPP)
+COMPILER = "g++"
+COMPILE_MESSAGE = 2000  # characters of the compiler's diagnostics kept in a case's detail
 
 # The files of a task's tests/ directory the grader reads.
 GENERATOR = "generator.py"
@@ -178,6 +188,36 @@ class Example:
 
 
 @dataclasses.dataclass(frozen=True)
+class Compile:
+    """How a C++ submission is built: the compiler's flags and what the compiler may use.
+
+    Written into the contract by whoever emits the task (the judge's flags and
+    compile limits), so this file holds no second copy of them.
+    """
+
+    flags: tuple[str, ...]
+    limits: Limits
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flags": list(self.flags), "limits": self.limits.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Compile:
+        if not isinstance(data, dict) or set(data) != {"flags", "limits"}:
+            raise CheckerError("contract.json compile must be an object with flags and limits")
+        flags = data["flags"]
+        if (
+            not isinstance(flags, list)
+            or not flags
+            or not all(isinstance(f, str) and f.startswith("-") for f in flags)
+        ):
+            raise CheckerError("contract.json compile flags must be a non-empty list of options")
+        if any(f.startswith("-o") for f in flags):
+            raise CheckerError("contract.json compile flags may not name the output (-o)")
+        return cls(tuple(flags), _limits(data["limits"], "compile limits"))
+
+
+@dataclasses.dataclass(frozen=True)
 class Contract:
     """`tests/contract.json`: how the task is graded and how its checker is tested.
 
@@ -193,9 +233,27 @@ class Contract:
     max_instances: int = 16
     max_instance_bytes: int = 1 * MiB
     examples: tuple[Example, ...] = ()
+    language: str = PYTHON
+    compile: Compile | None = None  # required for CPP, absent for PYTHON
+
+    def __post_init__(self) -> None:
+        if self.language not in LANGUAGES:
+            raise CheckerError(
+                f"contract.json language is {self.language!r}; one of {', '.join(LANGUAGES)}"
+            )
+        if (self.language == CPP) != (self.compile is not None):
+            raise CheckerError("contract.json needs compile exactly when the language is cpp")
+
+    @property
+    def submission_name(self) -> str:
+        """The submission's file name: solution.py or solution.cpp."""
+        return "solution.cpp" if self.language == CPP else "solution.py"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        extra: dict[str, Any] = {}
+        if self.compile is not None:  # a Python contract reads exactly as before C++ existed
+            extra = {"language": self.language, "compile": self.compile.to_json()}
+        return extra | {
             "schema": CONTRACT_SCHEMA,
             "seed": self.seed,
             "check_seeds": list(self.check_seeds),
@@ -220,6 +278,8 @@ class Contract:
             "max_instances",
             "max_instance_bytes",
             "examples",
+            "language",
+            "compile",
         }
         extra = sorted(set(data) - known)
         if extra:
@@ -237,14 +297,9 @@ class Contract:
             or len(set(seeds)) != 3
         ):
             raise CheckerError("contract.json check_seeds must be three distinct integers")
-        limits_data = data.get("limits", {})
-        if not isinstance(limits_data, dict):
-            raise CheckerError("contract.json limits must be an object")
-        names = {f.name for f in dataclasses.fields(Limits)}
-        unknown = sorted(set(limits_data) - names)
-        if unknown:
-            raise CheckerError(f"contract.json limits has unknown field(s): {', '.join(unknown)}")
-        limits = Limits(**limits_data)
+        limits = _limits(data.get("limits", {}), "limits")
+        language = data.get("language", PYTHON)
+        compile_data = data.get("compile")
         low = _int_field(data, "min_instances", 8)
         high = _int_field(data, "max_instances", 16)
         if not 1 <= low <= high:
@@ -260,7 +315,19 @@ class Contract:
             max_instances=high,
             max_instance_bytes=_int_field(data, "max_instance_bytes", 1 * MiB),
             examples=tuple(_example(e, i) for i, e in enumerate(examples)),
+            language=language,
+            compile=None if compile_data is None else Compile.from_json(compile_data),
         )
+
+
+def _limits(data: Any, what: str) -> Limits:
+    if not isinstance(data, dict):
+        raise CheckerError(f"contract.json {what} must be an object")
+    names = {f.name for f in dataclasses.fields(Limits)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise CheckerError(f"contract.json {what} has unknown field(s): {', '.join(unknown)}")
+    return Limits(**data)
 
 
 def _is_int(value: Any) -> bool:
@@ -938,7 +1005,9 @@ class Sandbox:
     uid, lock directories and kill whatever the submission leaves behind.
     """
 
-    def __init__(self, submission: Submission, limits: Limits) -> None:
+    def __init__(
+        self, submission: Submission, limits: Limits, build: Compile | None = None
+    ) -> None:
         if os.geteuid() != 0:
             raise CheckerError(
                 "the grader runs submissions as another user and needs root: run it as root "
@@ -953,11 +1022,53 @@ class Sandbox:
             raise CheckerError(f"no python3 on {CHILD_PATH} to run the submission with")
         self.base = Path(tempfile.mkdtemp(prefix="atoll-grader-"))
         os.chmod(self.base, 0o711)
-        self.program = self.base / "solution.py"
+        self.compiler: str | None = None
+        self.compile_seconds = 0.0
+        self.compile_error = ""  # why a C++ submission did not build: every case's failure
+        self.program = self.base / ("solution.cpp" if build is not None else "solution.py")
         fd = os.open(self.program, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         with os.fdopen(fd, "wb") as handle:
             handle.write(submission.source)
         self._runs = 0
+        self.argv: list[str] = [self.python, "-I", str(self.program)]
+        if build is not None:
+            try:
+                self.argv = [self._compile(build)]
+            except BaseException:
+                self.close()
+                raise
+
+    def _compile(self, build: Compile) -> str:
+        """Build the C++ submission once, as the run uid under the compile limits; the binary.
+
+        The compiler reads untrusted source, so it runs exactly as the program
+        will (same uid, no network, rlimits, a wall clock). A source that does
+        not build sets `compile_error` (the candidate's failure, graded 0 on
+        every case); a missing compiler is the task's environment at fault.
+        """
+        compiler = shutil.which(COMPILER, path=CHILD_PATH)
+        if compiler is None:
+            raise CheckerError(f"no {COMPILER} on {CHILD_PATH} to compile the C++ submission with")
+        self.compiler = compiler
+        workdir = self.base / "build"
+        os.mkdir(workdir, 0o700)
+        os.chown(workdir, self.uid, self.gid)
+        binary = self.base / "solution"
+        try:
+            argv = [compiler, str(self.program), *build.flags, "-o", str(workdir / "solution")]
+            result = self._run(argv, b"", workdir, build.limits, keep_stderr_head=True)
+            self.compile_seconds = result.wall_seconds
+            built = workdir / "solution"
+            if result.status != OK or not built.is_file() or built.is_symlink():
+                text = result.detail.replace(str(self.program), "solution.cpp")
+                text = text or "the compiler produced no program"
+                self.compile_error = f"compilation failed: {text}"
+            else:
+                shutil.copyfile(built, binary)  # root's copy: the run uid cannot swap it
+                os.chmod(binary, 0o555)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return str(binary)
 
     def _probe_network_namespace(self) -> bool:
         """Whether a fresh network namespace per run is possible (root on a host: yes)."""
@@ -993,9 +1104,8 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _preexec(self) -> None:
+    def _preexec(self, limits: Limits) -> None:
         """In the child, between fork and exec: everything that makes it unprivileged and bounded."""
-        limits = self.limits
         if self.network_namespace:
             self._enter_network_namespace()
         cpu = max(1, math.ceil(limits.cpu_seconds))
@@ -1019,26 +1129,33 @@ class Sandbox:
         os.mkdir(workdir, 0o700)
         os.chown(workdir, self.uid, self.gid)
         try:
-            return self._run(stdin, workdir)
+            return self._run(self.argv, stdin, workdir, self.limits)
         finally:
             try:
                 os.rmdir(workdir)  # the usual case: the program wrote nothing there
             except OSError:
                 shutil.rmtree(workdir, ignore_errors=True)
 
-    def _run(self, stdin: bytes, workdir: Path) -> RunResult:
-        limits = self.limits
+    def _run(
+        self,
+        argv: list[str],
+        stdin: bytes,
+        workdir: Path,
+        limits: Limits,
+        *,
+        keep_stderr_head: bool = False,
+    ) -> RunResult:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [self.python, "-I", str(self.program)],  # type: ignore[list-item]
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=workdir,
                 env=CHILD_ENV,
                 start_new_session=True,
-                preexec_fn=self._preexec,
+                preexec_fn=lambda: self._preexec(limits),
                 close_fds=True,
             )
         except (OSError, subprocess.SubprocessError) as exc:
@@ -1046,7 +1163,9 @@ class Sandbox:
         killed_for = ""
         stdout, stderr = bytearray(), bytearray()
         try:
-            killed_for = self._pump(proc, stdin, stdout, stderr, started + limits.wall_seconds)
+            killed_for = self._pump(
+                proc, stdin, stdout, stderr, started + limits.wall_seconds, limits
+            )
         finally:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -1059,7 +1178,11 @@ class Sandbox:
                         stream.close()
         wall = time.monotonic() - started
         cpu = usage.ru_utime + usage.ru_stime
-        status, detail = self._classify(killed_for, wait_status, cpu, bytes(stderr))
+        status, detail = _classify(limits, killed_for, wait_status, cpu, bytes(stderr))
+        if keep_stderr_head:  # a compiler's first diagnostics say what is wrong
+            text = bytes(stderr).decode("utf-8", errors="replace").strip()
+            head = text[:COMPILE_MESSAGE] + (" [...]" if len(text) > COMPILE_MESSAGE else "")
+            detail = head if status == CRASH and head else detail
         return RunResult(status, wall, cpu, bytes(stdout), detail)
 
     def _pump(
@@ -1069,12 +1192,13 @@ class Sandbox:
         stdout: bytearray,
         stderr: bytearray,
         deadline: float,
+        limits: Limits,
     ) -> str:
         """Feed stdin and collect capped output until the program exits; why it was killed, if so."""
         assert proc.stdin and proc.stdout and proc.stderr
         out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
         buffers = {out_fd: stdout, err_fd: stderr}
-        caps = {out_fd: self.limits.stdout_bytes, err_fd: self.limits.stderr_bytes}
+        caps = {out_fd: limits.stdout_bytes, err_fd: limits.stderr_bytes}
         selector = selectors.DefaultSelector()
         pidfd = os.pidfd_open(proc.pid)
         try:
@@ -1116,40 +1240,6 @@ class Sandbox:
             selector.close()
             os.close(pidfd)
 
-    def _classify(
-        self, killed_for: str, wait_status: int, cpu: float, stderr: bytes
-    ) -> tuple[str, str]:
-        limits = self.limits
-        tail = stderr.decode("utf-8", errors="replace").strip()[-STDERR_TAIL:]
-        if killed_for == "wall":
-            return TIMEOUT, f"ran past the {limits.wall_seconds:g} s wall clock"
-        if killed_for == "output":
-            return OUTPUT_LIMIT, f"wrote more than {limits.stdout_bytes} bytes to stdout"
-        if os.WIFSIGNALED(wait_status):
-            sig = os.WTERMSIG(wait_status)
-            if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= limits.cpu_seconds):
-                return TIMEOUT, f"used more than {limits.cpu_seconds:g} s of CPU time"
-            if sig == signal.SIGXFSZ:
-                return OUTPUT_LIMIT, f"wrote a file larger than {limits.file_size_bytes} bytes"
-            try:
-                name = signal.Signals(sig).name
-            except ValueError:
-                name = f"signal {sig}"
-            if "MemoryError" in tail:
-                return MEMORY, f"ran out of its {limits.memory_bytes} bytes of memory"
-            detail = f"killed by {name} after {cpu:.2f} s of CPU"
-            return CRASH, f"{detail}: {tail}" if tail else detail
-        code = os.WEXITSTATUS(wait_status)
-        if code != 0:
-            if "MemoryError" in tail or "Cannot allocate memory" in tail:
-                return MEMORY, f"ran out of its {limits.memory_bytes} bytes of memory"
-            if "File too large" in tail:  # Python ignores SIGXFSZ: the write fails with EFBIG
-                return OUTPUT_LIMIT, f"wrote a file larger than {limits.file_size_bytes} bytes"
-            return CRASH, f"exit status {code}" + (f": {tail}" if tail else "")
-        if cpu >= limits.cpu_seconds:
-            return TIMEOUT, f"used more than {limits.cpu_seconds:g} s of CPU time"
-        return OK, ""
-
     def sweep(self) -> None:
         """Kill every process of the sandbox uid and remove its files from the shared temp dirs.
 
@@ -1175,6 +1265,41 @@ class Sandbox:
             raise CheckerError(f"cannot stop the processes the submission left as uid {self.uid}")
         for directory in SHARED_WRITABLE:
             _remove_owned_by(Path(directory), self.uid)
+
+
+def _classify(
+    limits: Limits, killed_for: str, wait_status: int, cpu: float, stderr: bytes
+) -> tuple[str, str]:
+    """A finished run's status and why: the limit it hit, its crash, or OK."""
+    tail = stderr.decode("utf-8", errors="replace").strip()[-STDERR_TAIL:]
+    if killed_for == "wall":
+        return TIMEOUT, f"ran past the {limits.wall_seconds:g} s wall clock"
+    if killed_for == "output":
+        return OUTPUT_LIMIT, f"wrote more than {limits.stdout_bytes} bytes to stdout"
+    if os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= limits.cpu_seconds):
+            return TIMEOUT, f"used more than {limits.cpu_seconds:g} s of CPU time"
+        if sig == signal.SIGXFSZ:
+            return OUTPUT_LIMIT, f"wrote a file larger than {limits.file_size_bytes} bytes"
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        if "MemoryError" in tail or "bad_alloc" in tail:
+            return MEMORY, f"ran out of its {limits.memory_bytes} bytes of memory"
+        detail = f"killed by {name} after {cpu:.2f} s of CPU"
+        return CRASH, f"{detail}: {tail}" if tail else detail
+    code = os.WEXITSTATUS(wait_status)
+    if code != 0:
+        if "MemoryError" in tail or "Cannot allocate memory" in tail:
+            return MEMORY, f"ran out of its {limits.memory_bytes} bytes of memory"
+        if "File too large" in tail:  # Python ignores SIGXFSZ: the write fails with EFBIG
+            return OUTPUT_LIMIT, f"wrote a file larger than {limits.file_size_bytes} bytes"
+        return CRASH, f"exit status {code}" + (f": {tail}" if tail else "")
+    if cpu >= limits.cpu_seconds:
+        return TIMEOUT, f"used more than {limits.cpu_seconds:g} s of CPU time"
+    return OK, ""
 
 
 def _drain(fd: int, buffer: bytearray, cap: int, *, once: bool) -> bool:
@@ -1395,15 +1520,23 @@ def _grade_instances(
             for i in range(len(instances))
         ]
     else:
-        with Sandbox(accepted, contract.limits) as sandbox:
+        with Sandbox(accepted, contract.limits, contract.compile) as sandbox:
             isolation = {
                 "uid": sandbox.uid,
                 "gid": sandbox.gid,
                 "network_namespace": sandbox.network_namespace,
                 "python": sandbox.python,
             }
+            if sandbox.compiler is not None:
+                isolation |= {
+                    "compiler": sandbox.compiler,
+                    "compile_seconds": round(sandbox.compile_seconds, 6),
+                }
             for index, instance in enumerate(instances):
-                cases.append(_grade_case(code, sandbox, index, instance))
+                if sandbox.compile_error:
+                    cases.append(CaseResult(index, CRASH, 0.0, False, 0.0, sandbox.compile_error))
+                else:
+                    cases.append(_grade_case(code, sandbox, index, instance))
     reward = math.fsum(c.score for c in cases) / len(cases) if cases else 0.0
     return GradeReport(
         reward=reward,

@@ -73,7 +73,7 @@ def task_name(seed: Seed) -> str:
 async def process(seed: Seed, ctx: Context) -> Outcome:
     """Run every stage for `seed`; the Outcome says how far it got and why it stopped."""
     tally = Tally()
-    model = StageModel(ctx.chat, seed.id, tally)
+    model = StageModel(ctx.chat, seed.id, tally, ctx.config.language)
     reached: list[str] = []
     evidence: dict[str, Any] = {}
     started = time.monotonic()
@@ -147,6 +147,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             seed.id,
             program_code,
             lambda what: ctx.progress(seed.id, what),
+            ctx.config.language,
         )
         evidence["execution"] = {"trials": {k: v.to_json() for k, v in outcomes.items()}}
         tally.trials += len(outcomes)
@@ -260,7 +261,7 @@ def _spec(
         baseline=programs.baseline["code"],
         baseline_summary=programs.baseline["strategy"],
         solution_summary=reference["strategy"],
-        search_contract=search_contract(formulation, contract.limits),
+        search_contract=search_contract(formulation, contract.limits, contract.language),
     )
 
 

@@ -73,6 +73,12 @@ def emit(
     solutions: int = typer.Option(
         None, "--solutions", help="Independent solution samples per candidate. [default: 3]"
     ),
+    language: str = typer.Option(
+        None,
+        "--language",
+        help="What the tasks' programs are written in: python, or cpp (C++17, compiled with "
+        "the FrontierCS judge's g++ flags). [default: python]",
+    ),
     max_repairs: int = typer.Option(
         None, "--max-repairs", help="Repairs per stage and candidate. [default: 2]"
     ),
@@ -164,6 +170,7 @@ def emit(
         environment=environment,
         max_candidates=max_candidates,
         solutions=solutions,
+        language=language,
         max_repairs=max_repairs,
         min_divergence=min_divergence,
         min_score_spread=min_score_spread,

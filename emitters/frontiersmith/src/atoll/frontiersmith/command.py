@@ -98,7 +98,9 @@ async def execute(prepared: Prepared, console: Console) -> int:
             environment,
             ledger,
             slots=max(2, os.cpu_count() or 2),
-            choice=environment_choice(environment, config.base_image, config.environment_choice),
+            choice=environment_choice(
+                environment, config.base_image, config.environment_choice, config.language
+            ),
             local_roots=run.work_dir / "local-roots",
         ),
         checks=SandboxedChecks(),

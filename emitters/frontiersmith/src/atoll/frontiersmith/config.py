@@ -39,6 +39,10 @@ NOT_FINGERPRINTED = frozenset(
 NAMESPACE = "atoll"
 
 
+# The languages the tasks' programs may be written in (the task's own files stay Python).
+LANGUAGES = ("python", "cpp")
+
+
 class ConfigError(ValueError):
     """Settings that cannot make a run; the message names the flag to fix."""
 
@@ -67,6 +71,7 @@ class RunConfig:
     base_image: str = ""  # "" until chosen: the bundle default, python:3.12-slim
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
     worker_price: str = "0"  # USD per hour of trial time, for the report's worker cost
+    language: str = "python"  # what the baseline, samples and references are written in
 
     def validate(self) -> None:
         checks = [
@@ -80,6 +85,10 @@ class RunConfig:
                 "--solutions must be at least 2 (two feasible samples are needed)",
             ),
             (self.max_repairs >= 0, "--max-repairs must not be negative"),
+            (
+                self.language in LANGUAGES,
+                f"--language must be one of {', '.join(LANGUAGES)}, not {self.language!r}",
+            ),
             (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
             (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),

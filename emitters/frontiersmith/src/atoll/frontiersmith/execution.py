@@ -50,6 +50,24 @@ EMPTY_ANSWER_PROGRAM = "import sys\n\nsys.stdin.read()\nprint('{}')\n"
 SILENT_ANSWER = "silent-answer"
 # A submission that reads the instance and prints nothing: it must score exactly 0 too.
 SILENT_ANSWER_PROGRAM = "import sys\n\nsys.stdin.read()\n"
+# The same two answers as C++ programs, for a C++ task (its grader takes only C++).
+CPP_EMPTY_ANSWER_PROGRAM = (
+    "#include <iostream>\n#include <iterator>\n#include <string>\n\nint main() {\n"
+    "    std::string instance((std::istreambuf_iterator<char>(std::cin)), "
+    "std::istreambuf_iterator<char>());\n"
+    '    std::cout << "{}" << std::endl;\n    return 0;\n}\n'
+)
+CPP_SILENT_ANSWER_PROGRAM = (
+    "#include <iostream>\n#include <iterator>\n#include <string>\n\nint main() {\n"
+    "    std::string instance((std::istreambuf_iterator<char>(std::cin)), "
+    "std::istreambuf_iterator<char>());\n"
+    "    return 0;\n}\n"
+)
+ZERO_ANSWERS = {
+    "python": {EMPTY_ANSWER: EMPTY_ANSWER_PROGRAM, SILENT_ANSWER: SILENT_ANSWER_PROGRAM},
+    "cpp": {EMPTY_ANSWER: CPP_EMPTY_ANSWER_PROGRAM, SILENT_ANSWER: CPP_SILENT_ANSWER_PROGRAM},
+}
+SOURCE_NAMES = {"python": "solution.py", "cpp": "solution.cpp"}
 
 
 @dataclass(frozen=True)
@@ -71,12 +89,16 @@ class Execution:
         }
 
 
-def solution_dir(root: Path, label: str, program: str, solve_sh: bytes) -> Path:
-    """A directory the program agent submits: solution.py and the bundle's own solve.sh."""
+def solution_dir(
+    root: Path, label: str, program: str, solve_sh: bytes, language: str = "python"
+) -> Path:
+    """A directory the program agent submits: solution.py (solution.cpp) and the bundle's
+    own solve.sh."""
     directory = root / label
     directory.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(directory / "solution.py", program)
-    (directory / "solution.py").chmod(0o644)
+    source = directory / SOURCE_NAMES[language]
+    atomic_write_text(source, program)
+    source.chmod(0o644)
     (directory / "solve.sh").write_bytes(solve_sh)
     (directory / "solve.sh").chmod(0o755)
     return directory
@@ -131,15 +153,12 @@ async def run_programs(
     owner: str,
     programs: dict[str, str],
     progress: Progress,
+    language: str = "python",
 ) -> dict[str, TrialOutcome]:
     """The no-op, the empty answer and every program, each a fresh trial of the staging bundle."""
     solve_sh = (staging / "solution" / "solve.sh").read_bytes()
     trials_dir = work / "trials"
-    programs = {
-        EMPTY_ANSWER: EMPTY_ANSWER_PROGRAM,
-        SILENT_ANSWER: SILENT_ANSWER_PROGRAM,
-        **programs,
-    }
+    programs = {**ZERO_ANSWERS[language], **programs}
     progress(f"execution: {len(programs) + 1} trials")
     labels = [NOOP, *programs]
     outcomes = await asyncio.gather(
@@ -151,7 +170,7 @@ async def run_programs(
                 trials_dir,
                 label,
                 owner,
-                solution=solution_dir(work / "programs", label, code, solve_sh),
+                solution=solution_dir(work / "programs", label, code, solve_sh, language),
             )
             for label, code in programs.items()
         ),

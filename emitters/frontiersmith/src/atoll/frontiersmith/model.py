@@ -22,10 +22,13 @@ from atoll.frontiersmith.protocol import InvalidAnswer, parse_answer, schema
 class StageModel:
     """Stage requests for one seed, through the run's paid chat client."""
 
-    def __init__(self, chat: PaidChat, seed_id: str, tally: Tally) -> None:
+    def __init__(
+        self, chat: PaidChat, seed_id: str, tally: Tally, language: str = "python"
+    ) -> None:
         self.chat = chat
         self.seed_id = seed_id
         self.tally = tally
+        self.language = language  # what baseline and solve answers are written in
 
     async def ask(
         self, stage: str, messages: list[dict[str, str]], *, samples: int | None = None
@@ -40,7 +43,7 @@ class StageModel:
         self.tally.completion_tokens += int(completion.usage.get("completion_tokens") or 0)
         self.tally.model_seconds += 0.0 if completion.replayed else completion.latency_s
         try:
-            value = parse_answer(stage, completion.content, samples=samples)
+            value = parse_answer(stage, completion.content, samples=samples, language=self.language)
         except InvalidAnswer as exc:
             self.tally.invalid_outputs += 1
             if not completion.replayed:

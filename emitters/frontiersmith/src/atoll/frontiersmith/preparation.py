@@ -59,6 +59,7 @@ IDENTITY_FLAGS = {
     "rollout_timeout": "--rollout-timeout",
     "max_completion_tokens": "--max-completion-tokens",
     "base_image": "--base-image",
+    "language": "--language",
 }
 
 
@@ -89,6 +90,7 @@ class Flags:
     max_completion_tokens: int | None = None
     base_image: str | None = None
     worker_price: str | None = None
+    language: str | None = None
     out: Path | None = None
     resume: str | None = None
     raise_budget: bool = False
@@ -130,13 +132,21 @@ def prepare(flags: Flags) -> Prepared:
     if not flags.resume and not config.base_image:
         config = replace(config, base_image=DEFAULT_BASE_IMAGE)
     if not flags.resume and flags.environment is None:
-        name, why = choose_trial_environment(config.base_image)
+        name, why = choose_trial_environment(config.base_image, config.language)
         config = replace(config, environment=name, environment_choice=why)
         notes.append(f"trials run on {name} ({why}); pass --environment to choose")
     try:
         resolve_environment(config.environment)
     except EnvironmentChoiceError as exc:
         raise Problem(str(exc)) from None
+    if config.language == "cpp" and config.environment == "atoll-local":
+        import shutil
+
+        if shutil.which("g++") is None:
+            raise Problem(
+                "--language cpp on atoll-local compiles the programs with this machine's g++, "
+                "which is not installed (apt-get install g++)"
+            )
     if config.rollout_tasks:
         try:
             rollout_agent(config)
@@ -257,6 +267,7 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "max_completion_tokens",
         "base_image",
         "worker_price",
+        "language",
     ):
         value = getattr(flags, name)
         if value is not None:
@@ -422,7 +433,7 @@ def rollout_agent(config: RunConfig) -> RolloutAgent:
     )
 
 
-def choose_trial_environment(base_image: str) -> tuple[str, str]:
+def choose_trial_environment(base_image: str, language: str = "python") -> tuple[str, str]:
     """Where the execution trials run by default: where `atoll run` would run the emitted task.
 
     The same choice, on a bundle-shaped probe (its Dockerfile's image, its
@@ -441,7 +452,8 @@ def choose_trial_environment(base_image: str) -> tuple[str, str]:
         (probe / "task.toml").write_text('[environment]\nnetwork_mode = "no-network"\n')
         choice = choose_environment(probe)
     if choice.name == "atoll-local":
-        return choice.name, f"{choice.reason}; the host's python3 runs the programs"
+        runs = "g++ and python3 run" if language == "cpp" else "python3 runs"
+        return choice.name, f"{choice.reason}; the host's {runs} the programs"
     return choice.name, f"{choice.reason}; trials build the bundle's own image"
 
 

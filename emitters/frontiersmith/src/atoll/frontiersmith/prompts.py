@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from atoll.frontiersmith.seeds import Seed
+from atoll.judge.compiler import FLAGS
 
 SYSTEM = (
     "You are one stage of FrontierSmith, which turns closed-ended programming problems into "
@@ -22,8 +23,8 @@ SYSTEM = (
     "JSON object that matches the response schema; put nothing outside it."
 )
 
-TASK_SHAPE = """The task shape every formulation must fit:
-- A submission is one Python 3 program that reads ONE JSON object (an instance) on stdin and
+_TASK_SHAPE = """The task shape every formulation must fit:
+- A submission is {program} that reads ONE JSON object (an instance) on stdin and
   writes ONE JSON object on stdout. It runs once per instance, under CPU, memory and wall-clock
   limits, with no network.
 - Instances come from generate(seed) -> list of 8 to 16 JSON objects.
@@ -33,6 +34,24 @@ TASK_SHAPE = """The task shape every formulation must fit:
 - is_feasible(instance, output) -> bool says whether the output satisfies the contract; a valid
   output that scores 0 is still feasible.
 - The task's reward is the mean of the per-instance scores."""
+
+# How each language's programs are asked for: the submission in the task shape, the programs'
+# rules, and the fence the review prompts show them in. The task's own files stay Python.
+PROGRAM = {"python": "one Python 3 program", "cpp": "one C++17 program (compiled with g++)"}
+PROGRAM_RULES = {
+    "python": "Python 3 standard library only",
+    "cpp": "one complete C++17 program with a main function, standard library only (it is "
+    f"compiled with `g++ {' '.join(FLAGS)}`; parse the JSON input yourself)",
+}
+FENCE = {"python": "python", "cpp": "cpp"}
+
+
+def task_shape(language: str = "python") -> str:
+    """The task shape, naming the submission's language."""
+    return _TASK_SHAPE.format(program=PROGRAM[language])
+
+
+TASK_SHAPE = task_shape("python")
 
 MUTATION_AXES = {
     "objective": "change what is optimized, so that no known exact algorithm reaches the best "
@@ -63,12 +82,14 @@ def public_formulation(formulation: Mapping[str, Any]) -> str:
     return "\n\n".join(f"## {field}\n{formulation[field]}" for field in PUBLIC_FIELDS)
 
 
-def mutate(seed: Seed, axis: str, findings: Sequence[str], attempt: int) -> list[dict[str, str]]:
+def mutate(
+    seed: Seed, axis: str, findings: Sequence[str], attempt: int, language: str = "python"
+) -> list[dict[str, str]]:
     text = [
         f"Seed problem {seed.id} (family {seed.family}): {seed.title}\n\n{seed.problem}",
         f"Mutate it on exactly one axis, preferably {axis}: {MUTATION_AXES[axis]}. "
         "Keep the story; make it an optimization problem with a graded score.",
-        TASK_SHAPE,
+        task_shape(language),
         "Fields: title; mutation (the axis you changed); instruction (the complete public task "
         "statement: the input JSON object's fields and bounds, the output JSON object's fields, "
         "what makes an output feasible, the score formula, and one small worked example with an "
@@ -85,12 +106,12 @@ def mutate(seed: Seed, axis: str, findings: Sequence[str], attempt: int) -> list
     return _messages("\n\n".join(text))
 
 
-def filter_review(formulation: Mapping[str, Any]) -> list[dict[str, str]]:
+def filter_review(formulation: Mapping[str, Any], language: str = "python") -> list[dict[str, str]]:
     return _messages(
         "Review this optimization task independently. You see only its public formulation.\n\n"
         + public_formulation(formulation)
         + "\n\n"
-        + TASK_SHAPE
+        + task_shape(language)
         + "\n\nList as issues every way it is ambiguous (two careful readers could score the "
         "same output differently), infeasible (no feasible output exists for some instance), "
         "trivially solved (a known exact algorithm reaches the best score on every instance "
@@ -99,30 +120,34 @@ def filter_review(formulation: Mapping[str, Any]) -> list[dict[str, str]]:
     )
 
 
-def baseline(formulation: Mapping[str, Any]) -> list[dict[str, str]]:
+def baseline(formulation: Mapping[str, Any], language: str = "python") -> list[dict[str, str]]:
     return _messages(
         public_formulation(formulation)
         + f"\n\n## baseline strategy\n{formulation['baseline_strategy']}\n\n"
-        "Write the simple baseline program this strategy describes: Python 3 standard library "
-        "only, reading one JSON instance on stdin and writing one JSON output on stdout, always "
+        f"Write the simple baseline program this strategy describes: {PROGRAM_RULES[language]}"
+        ", reading one JSON instance on stdin and writing one JSON output on stdout, always "
         "feasible, fast. Fields: strategy (one line), code."
     )
 
 
-def solve(formulation: Mapping[str, Any], index: int, count: int) -> list[dict[str, str]]:
+def solve(
+    formulation: Mapping[str, Any], index: int, count: int, language: str = "python"
+) -> list[dict[str, str]]:
     hint = STRATEGY_HINTS[index % len(STRATEGY_HINTS)]
     return _messages(
         public_formulation(formulation)
         + f"\n\nThis is independent solution {index + 1} of {count}; use {hint}.\n\n"
-        "Write a strong solution program: Python 3 standard library only, reading one JSON "
+        f"Write a strong solution program: {PROGRAM_RULES[language]}, reading one JSON "
         "instance on stdin and writing one JSON output on stdout, always feasible, finishing well "
         "inside the limits. Fields: strategy (the core algorithm, one or two sentences), code."
     )
 
 
-def divergence(programs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+def divergence(
+    programs: Sequence[Mapping[str, Any]], language: str = "python"
+) -> list[dict[str, str]]:
     listed = "\n\n".join(
-        f"### program {i}\nstrategy: {p['strategy']}\n```python\n{p['code']}\n```"
+        f"### program {i}\nstrategy: {p['strategy']}\n```{FENCE[language]}\n{p['code']}\n```"
         for i, p in enumerate(programs)
     )
     return _messages(
@@ -162,24 +187,28 @@ FEASIBILITY_RULES = (
 )
 
 
-def construction(stage: str, formulation: Mapping[str, Any]) -> list[dict[str, str]]:
+def construction(
+    stage: str, formulation: Mapping[str, Any], language: str = "python"
+) -> list[dict[str, str]]:
     rules = {"generator": GENERATOR_RULES, "scorer": SCORER_RULES, "feasibility": FEASIBILITY_RULES}
     return _messages(
         public_formulation(formulation)
         + "\n\n"
-        + TASK_SHAPE
+        + task_shape(language)
         + "\n\n"
         + rules[stage]
         + " Field: code."
     )
 
 
-def cross_review(formulation: Mapping[str, Any], files: Mapping[str, str]) -> list[dict[str, str]]:
+def cross_review(
+    formulation: Mapping[str, Any], files: Mapping[str, str], language: str = "python"
+) -> list[dict[str, str]]:
     listed = "\n\n".join(f"### {name}.py\n```python\n{code}\n```" for name, code in files.items())
     return _messages(
         public_formulation(formulation)
         + "\n\n"
-        + TASK_SHAPE
+        + task_shape(language)
         + "\n\nCheck that these three files agree with the formulation and with each other: the "
         "generator produces instances of exactly the described shape and bounds; the scorer "
         "implements the score formula, stays in [0, 1] and gives 0 to malformed or infeasible "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,10 +92,13 @@ def schema(stage: str) -> dict[str, Any]:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}") from None
 
 
-def parse_answer(stage: str, content: str, *, samples: int | None = None) -> dict[str, Any]:
+def parse_answer(
+    stage: str, content: str, *, samples: int | None = None, language: str = "python"
+) -> dict[str, Any]:
     """The answer's object if it is valid for `stage`; InvalidAnswer saying why otherwise.
 
-    `samples` is the number of programs a `divergence` answer speaks about.
+    `samples` is the number of programs a `divergence` answer speaks about;
+    `language` is the one `baseline` and `solve` programs are written in.
     """
     try:
         value = json.loads(content)
@@ -106,11 +110,11 @@ def parse_answer(stage: str, content: str, *, samples: int | None = None) -> dic
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "the answer"
         raise InvalidAnswer(f"{at}: {error.message}")
-    _check(stage, value, samples)
+    _check(stage, value, samples, language)
     return value
 
 
-def _check(stage: str, value: Mapping[str, Any], samples: int | None) -> None:
+def _check(stage: str, value: Mapping[str, Any], samples: int | None, language: str) -> None:
     if stage == "mutate":
         empty = [k for k, v in value.items() if isinstance(v, str) and not v.strip()]
         if empty:
@@ -122,7 +126,10 @@ def _check(stage: str, value: Mapping[str, Any], samples: int | None) -> None:
         if value["approved"] != (not issues):
             raise InvalidAnswer("approved must be true exactly when issues is empty")
     elif stage in ("baseline", "solve"):
-        _parses(value["code"])
+        if language == "cpp":
+            _looks_like_cpp(value["code"])
+        else:
+            _parses(value["code"])
     elif stage in REQUIRED_FUNCTION:
         tree = _parses(value["code"])
         wanted = REQUIRED_FUNCTION[stage]
@@ -131,6 +138,15 @@ def _check(stage: str, value: Mapping[str, Any], samples: int | None) -> None:
             raise InvalidAnswer(f"the code defines no top-level function {wanted}()")
     elif stage == "divergence":
         _pairs(value["distinct_pairs"], samples)
+
+
+def _looks_like_cpp(code: str) -> None:
+    """A C++ program's shape: not empty and with a main function. Whether it compiles is the
+    grading's to find (a program that does not is the candidate's failure, scored 0)."""
+    if not code.strip():
+        raise InvalidAnswer("the code is empty")
+    if not re.search(r"\bmain\s*\(", code):
+        raise InvalidAnswer("the code has no main function: a complete C++ program is needed")
 
 
 def _parses(code: str) -> ast.Module:

@@ -63,13 +63,15 @@ async def formulate(model: StageModel, seed: Seed, config: RunConfig) -> Formula
         if attempt:
             model.tally.repairs += 1
         axis = MUTATIONS[(start + attempt) % len(MUTATIONS)]
-        value, _, why = await model.ask("mutate", prompts.mutate(seed, axis, findings, attempt + 1))
+        value, _, why = await model.ask(
+            "mutate", prompts.mutate(seed, axis, findings, attempt + 1, config.language)
+        )
         if value is None:
             findings = [f"the previous answer was not a valid mutate object: {why}"]
             history.append(findings)
             continue
         verdict = await model.ask_valid(
-            "filter", prompts.filter_review(value), repairs=config.max_repairs
+            "filter", prompts.filter_review(value, config.language), repairs=config.max_repairs
         )
         if verdict["approved"]:
             return Formulation(value, attempt + 1, history)
@@ -98,10 +100,16 @@ async def write_programs(
     """The baseline and `--solutions` samples, requested together; hints rotate over samples."""
     f = formulation.value
     asks: list[Awaitable[dict[str, Any]]] = [
-        model.ask_valid("baseline", prompts.baseline(f), repairs=config.max_repairs)
+        model.ask_valid(
+            "baseline", prompts.baseline(f, config.language), repairs=config.max_repairs
+        )
     ]
     asks += [
-        model.ask_valid("solve", prompts.solve(f, i, config.solutions), repairs=config.max_repairs)
+        model.ask_valid(
+            "solve",
+            prompts.solve(f, i, config.solutions, config.language),
+            repairs=config.max_repairs,
+        )
         for i in range(config.solutions)
     ]
     answers = await _all(asks)
@@ -115,7 +123,7 @@ async def judge_divergence(
     count = len(programs.samples)
     verdict = await model.ask_valid(
         "divergence",
-        prompts.divergence(programs.samples),
+        prompts.divergence(programs.samples, config.language),
         repairs=config.max_repairs,
         samples=count,
     )
@@ -142,7 +150,7 @@ async def construct(
 ) -> Construction:
     """Generator, scorer, validator; cross-file review and the grader's self-check; repairs."""
     f = formulation.value
-    first_requests = {stage: prompts.construction(stage, f) for stage in FILES}
+    first_requests = {stage: prompts.construction(stage, f, config.language) for stage in FILES}
     answers = await _all(
         [
             model.ask_valid(stage, first_requests[stage], repairs=config.max_repairs)
@@ -154,11 +162,13 @@ async def construct(
     for round_ in range(config.max_repairs + 1):
         progress("review" if round_ == 0 else f"review (repair {round_})")
         review = await model.ask_valid(
-            "review", prompts.cross_review(f, code.files()), repairs=config.max_repairs
+            "review",
+            prompts.cross_review(f, code.files(), config.language),
+            repairs=config.max_repairs,
         )
         found = [_review_finding(issue) for issue in review["issues"]]
         examples, problem = await checks.examples(code)
-        contract = contract_json(task_name, examples)
+        contract = contract_json(task_name, examples, config.language)
         if problem is not None:
             found.append(problem)
         else:

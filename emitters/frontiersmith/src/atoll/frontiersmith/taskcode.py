@@ -17,6 +17,7 @@ to) come from the generator's author: generator.py also defines `examples()`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import tempfile
@@ -26,6 +27,7 @@ from typing import Any
 
 from atoll.checker import Contract, grader_source
 from atoll.checker import Limits as GradingLimits
+from atoll.checker.grader import Compile
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atoll.core.sandbox import Limits, Mount, Network, SandboxError, SandboxSpec, get_backend
 from atoll.core.sizes import KiB, MiB
@@ -111,10 +113,25 @@ def grading_seed(task_name: str) -> int:
     return int.from_bytes(hashlib.sha256(task_name.encode()).digest()[:4], "big") >> 1
 
 
-def contract_json(task_name: str, examples: list[Any]) -> dict[str, Any]:
+def judge_compile() -> Compile:
+    """How a C++ task's grader builds a submission: the FrontierCS judge's own flags and
+    compile limits (`atoll.judge.compiler`), so an emitted task compiles as the judge does."""
+    from atoll.judge.compiler import COMPILE_LIMITS, FLAGS
+
+    names = [f.name for f in dataclasses.fields(GradingLimits) if f.name != "source_bytes"]
+    return Compile(FLAGS, GradingLimits(**{name: getattr(COMPILE_LIMITS, name) for name in names}))
+
+
+def contract_json(task_name: str, examples: list[Any], language: str = "python") -> dict[str, Any]:
+    """tests/contract.json: the grading seed from the task's name, the default limits, the
+    examples, and for a C++ task the judge's compile settings."""
     seed = grading_seed(task_name)
     contract = Contract(
-        seed=seed, check_seeds=(seed + 1, seed + 2, seed + 3), limits=GradingLimits()
+        seed=seed,
+        check_seeds=(seed + 1, seed + 2, seed + 3),
+        limits=GradingLimits(),
+        language=language,
+        compile=judge_compile() if language == "cpp" else None,
     )
     return contract.to_json() | {"examples": examples}
 

@@ -72,17 +72,23 @@ def resolve_environment(name: str) -> EnvironmentRef:
     )
 
 
-def environment_choice(environment: EnvironmentRef, base_image: str, reason: str) -> dict[str, str]:
+def environment_choice(
+    environment: EnvironmentRef, base_image: str, reason: str, language: str = "python"
+) -> dict[str, str]:
     """What a worker receipt records of the environment: its name, what runs the programs, why.
 
-    On atoll-local the host's python3 runs them (the interpreter's path);
-    on any other environment the bundle's own image does.
+    On atoll-local the host's python3 runs them (the interpreter's path), and
+    for a C++ run the host's g++ compiles them (the compiler's path); on any
+    other environment the bundle's own image does both.
     """
     import shutil
 
     choice = {"environment": environment.name, "reason": reason or "chosen with --environment"}
     if environment.name == "atoll-local":
-        return choice | {"interpreter": shutil.which("python3") or "python3"}
+        choice |= {"interpreter": shutil.which("python3") or "python3"}
+        if language == "cpp":
+            choice |= {"compiler": shutil.which("g++") or "g++"}
+        return choice
     return choice | {"image": base_image}
 
 

@@ -28,7 +28,7 @@ import json
 import os
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,13 +61,51 @@ OPTIONAL: dict[str, int] = {
     "solution/baseline-summary.txt": 0o644,
     "solution/summary.txt": 0o644,
 }
+# A C++ task (its tests/contract.json says "cpp") carries its programs under these names
+# instead; everything else is the same. A bundle is one language or the other, never both.
+CPP_NAMES = {
+    "solution/solution.py": "solution/solution.cpp",
+    "solution/baseline.py": "solution/baseline.cpp",
+}
+LANGUAGES = ("python", "cpp")
 DIRS = ("environment", "solution", "tests")
 DIR_MODE = 0o755
 MAX_FILE_BYTES = 16 * MiB
+# Every file a bundle of any language may hold, with its mode.
+_ANY_MODE: dict[str, int] = {
+    path: mode
+    for language in LANGUAGES
+    for files in (FILES, OPTIONAL)
+    for path, mode in {
+        (CPP_NAMES.get(p, p) if language == "cpp" else p): m for p, m in files.items()
+    }.items()
+}
 
 
 class LayoutError(Exception):
     """The directory is not a well-formed bundle, or its content does not match its hash."""
+
+
+def _renamed(files: dict[str, int], language: str) -> dict[str, int]:
+    if language not in LANGUAGES:
+        raise ValueError(f"no bundle layout for the language {language!r}")
+    names = CPP_NAMES if language == "cpp" else {}
+    return {names.get(path, path): mode for path, mode in files.items()}
+
+
+def files_for(language: str) -> dict[str, int]:
+    """The required files of a bundle whose programs are in `language`."""
+    return _renamed(FILES, language)
+
+
+def optional_for(language: str) -> dict[str, int]:
+    """The optional files of a bundle whose programs are in `language`."""
+    return _renamed(OPTIONAL, language)
+
+
+def language_of(paths: Collection[str]) -> str:
+    """The language of a bundle's programs, from the reference solution's file name."""
+    return "cpp" if CPP_NAMES["solution/solution.py"] in paths else "python"
 
 
 @dataclass(frozen=True)
@@ -101,7 +139,12 @@ def scan(task_dir: Path) -> dict[str, BundleFile]:
     found: dict[str, BundleFile] = {}
     for top in sorted(os.listdir(root)):
         _entry(root, top, found)
-    missing = sorted(set(FILES) - set(found))
+    language = language_of(found)
+    required, optional = files_for(language), optional_for(language)
+    stray = sorted(set(found) - set(required) - set(optional))
+    if stray:
+        raise LayoutError(f"{root}: {stray[0]} is not part of a {language} bundle")
+    missing = sorted(set(required) - set(found))
     if missing:
         raise LayoutError(f"{root}: missing {', '.join(missing)}")
     return found
@@ -123,7 +166,7 @@ def _entry(root: Path, relative: str, found: dict[str, BundleFile]) -> None:
         return
     if not stat.S_ISREG(info.st_mode):
         raise LayoutError(f"{relative} is a special file; bundles hold regular files only")
-    expected = FILES.get(relative, OPTIONAL.get(relative))
+    expected = _ANY_MODE.get(relative)
     if expected is None:
         raise LayoutError(f"{relative} is not part of a bundle")
     if mode != expected:
@@ -178,7 +221,7 @@ def digest(task_toml: Mapping[str, Any], files: Mapping[str, BundleFile]) -> str
 
 
 def _hashed(path: str) -> bool:
-    return path != TASK_TOML and (path in FILES or path in OPTIONAL)
+    return path != TASK_TOML and path in _ANY_MODE
 
 
 def declared_hash(task_toml: Mapping[str, Any]) -> str | None:

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from atoll.checker import layout
-from atoll.checker.grader import CheckerError, GradeReport, read_scores
+from atoll.checker.grader import CheckerError, GradeReport, load_contract, read_scores
 from atoll.core.digests import tree_sha256
 from atoll.core.environments import dockerfile
 from atoll.core.environments.box import box_limits, box_spec
@@ -52,7 +52,7 @@ from atoll.core.scoring import CandidateScore, ScorerSetup, ScorerUnavailable, S
 SCORER_NAME = "checker"
 TESTS = "tests"
 TEST_SCRIPT = "/tests/test.sh"
-SUBMISSION = "/workspace/solution.py"
+WORKSPACE = "/workspace"
 VERIFIER_LOGS = "/logs/verifier"
 SCORES_FILE = "scores.json"
 # What a verifier phase gets when task.toml says nothing (Harbor's defaults).
@@ -107,8 +107,11 @@ class VerifierPhase:
 
 
 class CheckerScorer:
-    """Grades Python programs with one task's bundled grader, one fresh box per program.
+    """Grades programs with one task's bundled grader, one fresh box per program.
 
+    The program is handed in under the name the task's contract gives it
+    (`solution.py`, or `solution.cpp` for a C++ task, which the grader then
+    compiles once per grading with the contract's flags), as a trial's would be.
     At most `VerifierPhase.concurrency` gradings run at once (callers such as
     Guidance-TTT's judge threads wait their turn), so a candidate's score does
     not depend on how many others are graded beside it. A task whose task.toml
@@ -127,6 +130,12 @@ class CheckerScorer:
         self.phase = VerifierPhase.of(self.task_dir)
         self.bundle_hash = _verified_hash(self.task_dir)
         self.tests_sha256 = tree_sha256(self.tests_dir)
+        try:
+            contract = load_contract(self.tests_dir)
+        except CheckerError as exc:
+            raise ValueError(f"{self.tests_dir}: {exc}") from None
+        self.language = contract.language
+        self.submission_name = contract.submission_name
         self.work_dir = work_dir
         self._backend = get_backend("bwrap")
         self._slots = threading.BoundedSemaphore(self.phase.concurrency)
@@ -180,13 +189,13 @@ class CheckerScorer:
                 root.remove()
 
     def _prepare(self, root: TrialRoot, program: str) -> Path:
-        """/tests (a copy of the task's), /workspace/solution.py and /logs/verifier, as in a trial."""
+        """/tests (a copy of the task's), /workspace/solution.* and /logs/verifier, as in a trial."""
         owner = root.root_user.host_uid
         tests = root.ensure_top(TESTS)
         shutil.copytree(self.tests_dir, tests, dirs_exist_ok=True, symlinks=True)
         root.chown_tree(tests, owner)
         workspace = root.ensure_top("workspace")
-        submission = workspace / Path(SUBMISSION).name
+        submission = workspace / self.submission_name
         submission.write_text(program, encoding="utf-8")
         os.chown(submission, owner, owner)
         submission.chmod(0o644)
@@ -259,9 +268,13 @@ def score_of(report: GradeReport, receipt: dict[str, Any]) -> CandidateScore:
 
 
 def _gist(detail: str, limit: int = 300) -> str:
-    """A case's failure in one line: its first line and, for a traceback, the error at its end."""
+    """A case's failure in one line: its first line and the error (a traceback's last line,
+    a compiler's first `error:` line)."""
     lines = [line.strip() for line in detail.strip().splitlines() if line.strip()]
-    gist = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    # A compiler names the first error on a line of its own; a traceback ends with its error.
+    errors = [line for line in lines[1:] if "error:" in line]
+    last = errors[0] if errors else lines[-1]
+    gist = lines[0] if len(lines) == 1 else f"{lines[0]} ... {last}"
     return gist if len(gist) <= limit else gist[: limit - 3] + "..."
 
 
@@ -288,16 +301,16 @@ def _verified_hash(task_dir: Path) -> str | None:
 
 @contextmanager
 def open_checker_scorer(setup: ScorerSetup) -> Iterator[CheckerScorer]:
-    """The checker scorer of the task in `setup.task_dir`; candidates must be Python."""
-    if setup.language != "python":
-        raise ValueError(
-            f"the checker scorer grades Python programs; the task's contract says "
-            f"solution_language {setup.language!r}"
-        )
+    """The checker scorer of the task in `setup.task_dir`, in the language its grader takes."""
     if setup.task_dir is None:
         raise ValueError("the checker scorer needs the task's directory (its tests/ grade)")
     work_dir = None if setup.state_dir is None else setup.state_dir / "checker"
     scorer = CheckerScorer(setup.task_dir, work_dir=work_dir)
+    if setup.language != scorer.language:
+        raise ValueError(
+            f"the task's grader takes {scorer.language} programs (tests/contract.json); "
+            f"its search contract says solution_language {setup.language!r}"
+        )
     with _owned(work_dir):
         try:
             scorer.check()

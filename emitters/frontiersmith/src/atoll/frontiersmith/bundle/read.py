@@ -20,6 +20,7 @@ from atoll.frontiersmith.bundle.spec import (
     BASELINE_FILE,
     BASELINE_SUMMARY_FILE,
     RECIPE,
+    SOLUTION_FILE,
     SOLUTION_SUMMARY_FILE,
     BundleError,
     BundleSpec,
@@ -81,19 +82,26 @@ def _spec(toml: dict[str, Any], files: dict[str, str]) -> BundleSpec:
         raise ValueError(f"task name {task['name']!r} does not start with {prefix!r}")
     mutation = meta["mutation"]
     auto = {RECIPE, "optimization", mutation}
+    language = layout.language_of(files)
+    names = layout.CPP_NAMES if language == "cpp" else {}
     found = _FROM.search(files["environment/Dockerfile"])
     if found is None:
         raise ValueError("the Dockerfile has no FROM line")
+    contract = Contract.from_json(json.loads(files["tests/contract.json"]))
+    if contract.language != language:
+        raise ValueError(
+            f"tests/contract.json says {contract.language}, the solution is {language}"
+        )
     return BundleSpec(
         name=task["name"][len(prefix) :],
         title=meta["title"],
         summary=task["description"],
         statement=split_instruction(files["instruction.md"], meta["title"]),
-        solution=files["solution/solution.py"],
+        solution=files[names.get(SOLUTION_FILE, SOLUTION_FILE)],
         generator=files["tests/generator.py"],
         scorer=files["tests/scorer.py"],
         feasibility=files["tests/feasibility.py"],
-        contract=Contract.from_json(json.loads(files["tests/contract.json"])),
+        contract=contract,
         mutation=mutation,
         seed_lineage=dict(meta.get("seed_lineage", {})),
         recipe_version=meta["recipe_version"],
@@ -101,7 +109,7 @@ def _spec(toml: dict[str, Any], files: dict[str, str]) -> BundleSpec:
         keywords=tuple(k for k in task.get("keywords", []) if k not in auto),
         base_image=found.group(1),
         agent_timeout_sec=float(toml["agent"]["timeout_sec"]),
-        baseline=files.get(BASELINE_FILE),
+        baseline=files.get(names.get(BASELINE_FILE, BASELINE_FILE)),
         baseline_summary=files.get(BASELINE_SUMMARY_FILE, ""),
         solution_summary=files.get(SOLUTION_SUMMARY_FILE, ""),
         search_contract=_search_contract(files.get(layout.SEARCH_CONTRACT)),

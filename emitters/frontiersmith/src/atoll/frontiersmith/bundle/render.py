@@ -59,21 +59,43 @@ exec python3 -I /tests/grader.py grade --tests /tests --submission /workspace/so
     --out /logs/verifier --lock /solution --lock /logs/verifier
 """
 
+# A C++ task's scripts: the same steps, with the grader compiling the program once (with the
+# flags in tests/contract.json) before it runs the binary per instance.
+CPP_SOLVE_SH = """#!/bin/sh
+# Install the reference program: the best sampled feasible solution, not a proven optimum.
+# The grader compiles it (g++, the flags in tests/contract.json) before running it.
+set -eu
+install -m 0644 "$(dirname "$0")/solution.cpp" /workspace/solution.cpp
+"""
+
+CPP_TEST_SH = """#!/bin/sh
+# Grade /workspace/solution.cpp with the task's isolated grader (tests/grader.py, standard
+# library only). It checks the task's own generator, scorer and validator first, locks
+# /tests, /solution and /logs/verifier, compiles the program once with g++ and the flags in
+# tests/contract.json as an unused unprivileged uid under compile limits (a source that does
+# not build scores 0 on every instance), runs the binary once per instance as that uid, and
+# writes reward.txt, reward.json and scores.json to /logs/verifier.
+# A failed self-check writes no reward and exits non-zero: an error, never a score.
+set -eu
+exec python3 -I /tests/grader.py grade --tests /tests --submission /workspace/solution.cpp \\
+    --out /logs/verifier --lock /solution --lock /logs/verifier
+"""
+
 
 def render_files(spec: BundleSpec) -> dict[str, BundleFile]:
     """Every file but task.toml (which carries the hash of these)."""
     texts = {
         "instruction.md": render_instruction(spec),
-        "environment/Dockerfile": render_dockerfile(spec.base_image),
-        "solution/solve.sh": SOLVE_SH,
-        "tests/test.sh": TEST_SH,
+        "environment/Dockerfile": render_dockerfile(spec.base_image, spec.language),
+        "solution/solve.sh": CPP_SOLVE_SH if spec.language == "cpp" else SOLVE_SH,
+        "tests/test.sh": CPP_TEST_SH if spec.language == "cpp" else TEST_SH,
         "tests/contract.json": render_contract(spec),
         **spec.sources(),
     }
     texts |= {path: text + "\n" for path, text in _summaries(spec).items() if text}
     if spec.search_contract is not None:
         texts[bundle_layout.SEARCH_CONTRACT] = render_search_contract(spec.search_contract)
-    modes = bundle_layout.FILES | bundle_layout.OPTIONAL
+    modes = bundle_layout.files_for(spec.language) | bundle_layout.optional_for(spec.language)
     files = {
         path: BundleFile(path, modes[path], text.encode("utf-8")) for path, text in texts.items()
     }
@@ -102,12 +124,32 @@ def render_contract(spec: BundleSpec) -> str:
     )
 
 
-def render_dockerfile(base_image: str) -> str:
+def render_dockerfile(base_image: str, language: str = "python") -> str:
+    if language == "cpp":
+        return render_cpp_dockerfile(base_image)
     return f"""# The task's image: python3 (>= 3.11) for the submission and the grader, and the agent's
 # unprivileged account. The agent runs as `{AGENT_USER}` with no network; the verifier runs as
 # root. tests/ and solution/ are never part of the image.
 FROM {base_image}
 RUN python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' \\
+    && useradd --create-home --shell /bin/bash {AGENT_USER} \\
+    && install -d -o {AGENT_USER} -g {AGENT_USER} -m 0755 /workspace
+USER {AGENT_USER}
+WORKDIR /workspace
+"""
+
+
+def render_cpp_dockerfile(base_image: str) -> str:
+    """A C++ task's image: the Python one plus g++ (installed when the base image lacks it)."""
+    return f"""# The task's image: g++ for the submission (C++17), python3 (>= 3.11) for the grader, and
+# the agent's unprivileged account. The agent runs as `{AGENT_USER}` with no network; the
+# verifier runs as root. tests/ and solution/ are never part of the image.
+FROM {base_image}
+RUN python3 -c 'import sys; assert sys.version_info >= (3, 11), sys.version' \\
+    && (command -v g++ >/dev/null || (apt-get update \\
+        && apt-get install -y --no-install-recommends g++ libc6-dev \\
+        && rm -rf /var/lib/apt/lists/*)) \\
+    && g++ --version >/dev/null \\
     && useradd --create-home --shell /bin/bash {AGENT_USER} \\
     && install -d -o {AGENT_USER} -g {AGENT_USER} -m 0755 /workspace
 USER {AGENT_USER}
@@ -140,11 +182,7 @@ def render_instruction(spec: BundleSpec) -> str:
 
 ## Submission
 
-Write one Python 3 program, standard library only, to `/workspace/solution.py`. For each test
-instance the grader starts it afresh as `python3 -I solution.py` in an empty working directory,
-as an unprivileged user with no network and an environment of `PATH` and `LANG` only, and
-writes the instance to its standard input as one JSON object. The program must write one JSON
-object to its standard output and exit with status 0.
+{render_submission_rules(spec)}
 
 The grader generates {contract.min_instances} to {contract.max_instances} instances of the kind
 described above; they are not available in advance. The reward is the mean of the per-instance
@@ -160,6 +198,27 @@ of memory and no network access.
 """
 
 
+def render_submission_rules(spec: BundleSpec) -> str:
+    """How the program is handed in and run, in the task's language."""
+    if spec.language == "cpp":
+        build = spec.contract.compile
+        assert build is not None  # a cpp contract always has one
+        flags = " ".join(build.flags)
+        return f"""Write one C++17 program, standard library only, to `/workspace/solution.cpp`. The grader
+compiles it once with `g++ solution.cpp {flags} -o solution` (within
+{build.limits.cpu_seconds:g} s of CPU time and {sizes.exact(build.limits.memory_bytes)} of memory; a
+program that does not compile scores 0 on every instance). For each test instance it starts the
+binary afresh in an empty working directory, as an unprivileged user with no network and an
+environment of `PATH` and `LANG` only, and writes the instance to its standard input as one
+JSON object. The program must write one JSON object to its standard output and exit with
+status 0."""
+    return """Write one Python 3 program, standard library only, to `/workspace/solution.py`. For each test
+instance the grader starts it afresh as `python3 -I solution.py` in an empty working directory,
+as an unprivileged user with no network and an environment of `PATH` and `LANG` only, and
+writes the instance to its standard input as one JSON object. The program must write one JSON
+object to its standard output and exit with status 0."""
+
+
 def split_instruction(text: str, title: str) -> str:
     """The statement back out of a rendered instruction.md."""
     head = f"# {title}\n\n"
@@ -171,7 +230,9 @@ def split_instruction(text: str, title: str) -> str:
 def verifier_timeout(spec: BundleSpec) -> float:
     """Every instance at its wall clock, plus the self-checks and start-up."""
     limits = spec.contract.limits
-    return float(spec.contract.max_instances * (limits.wall_seconds + 1.0) + 180.0)
+    build = spec.contract.compile
+    compiling = 0.0 if build is None else build.limits.wall_seconds
+    return float(spec.contract.max_instances * (limits.wall_seconds + 1.0) + 180.0 + compiling)
 
 
 def task_toml_data(spec: BundleSpec, bundle_hash: str | None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from atoll.checker import Contract
+from atoll.checker import layout as bundle_layout
 
 RECIPE = "frontiersmith"
 RECIPE_VERSION = "1"
@@ -28,7 +29,8 @@ VERIFICATION_STAGE = "construction"
 DEFAULT_BASE_IMAGE = "python:3.12-slim"
 OFFLINE_BASE_IMAGE = "atoll/base:bookworm"
 
-BASELINE_FILE = "solution/baseline.py"
+BASELINE_FILE = "solution/baseline.py"  # solution/baseline.cpp in a C++ bundle
+SOLUTION_FILE = "solution/solution.py"  # solution/solution.cpp in a C++ bundle
 BASELINE_SUMMARY_FILE = "solution/baseline-summary.txt"
 SOLUTION_SUMMARY_FILE = "solution/summary.txt"
 
@@ -117,6 +119,10 @@ class BundleSpec:
         if self.mutation not in MUTATIONS:
             raise BundleError(f"mutation {self.mutation!r} is not one of {', '.join(MUTATIONS)}")
         for label, source in self.sources().items():
+            if not label.endswith(".py"):  # a C++ program: its grading compiles it
+                if not source.strip():
+                    raise BundleError(f"{label} is empty")
+                continue
             try:
                 compile(source, label, "exec", dont_inherit=True)
             except SyntaxError as exc:
@@ -137,16 +143,29 @@ class BundleSpec:
         if any(not _KEY.match(k) for k in self.keywords):
             raise BundleError("keywords must be letters, digits, '-' or '_'")
 
+    @property
+    def language(self) -> str:
+        """The language of the solution programs (`python` or `cpp`), as the contract says."""
+        return self.contract.language
+
+    def program_path(self, python_path: str) -> str:
+        """Where a program the Python layout keeps at `python_path` is in this bundle."""
+        return (
+            bundle_layout.CPP_NAMES.get(python_path, python_path)
+            if self.language == "cpp"
+            else python_path
+        )
+
     def sources(self) -> dict[str, str]:
         """The programs (four, five with a baseline) by their file path in the bundle."""
         programs = {
-            "solution/solution.py": self.solution,
+            self.program_path(SOLUTION_FILE): self.solution,
             "tests/generator.py": self.generator,
             "tests/scorer.py": self.scorer,
             "tests/feasibility.py": self.feasibility,
         }
         if self.baseline is not None:
-            programs[BASELINE_FILE] = self.baseline
+            programs[self.program_path(BASELINE_FILE)] = self.baseline
         return programs
 
     @property
