@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support.processes import processes_of_uid
+from support.processes import files_of_uid, processes_of_uid
 
 from atoll.checker import GradeReport, grade_task
 from atoll.checker.grader import SHARED_WRITABLE
@@ -56,18 +55,9 @@ def graded(toy: Path, program: Callable[[str], Path]) -> Callable[[str], GradeRe
         uid = report.isolation.get("uid")
         if uid is not None:
             assert processes_of_uid(uid) == [], "the submission left processes running"
-            assert files_of(uid) == [], "the submission left files in the shared temp dirs"
+            assert files_of_uid(uid, SHARED_WRITABLE) == [], (
+                "the submission left files in the shared temp dirs"
+            )
         return report
 
     return run
-
-
-def files_of(uid: int) -> list[str]:
-    found = []
-    for directory in SHARED_WRITABLE:
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        found += [e.path for e in entries if e.stat(follow_symlinks=False).st_uid == uid]
-    return found

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import files_of
-from support.processes import processes_of_uid
+from support.processes import files_of_uid, processes_of_uid
 
 from atoll.checker import CheckerError, Contract, GradeReport, grade_task
-from atoll.checker.grader import Compile, Limits
+from atoll.checker.grader import SHARED_WRITABLE, Compile, Limits
 from atoll.judge.compiler import COMPILE_LIMITS, FLAGS
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -61,7 +60,7 @@ def graded_cpp(cpp_toy: Path, tmp_path: Path) -> Callable[[str], GradeReport]:
         submission.write_text(source)
         report = grade_task(cpp_toy, submission, out_dir=cpp_toy / "out")
         uid = report.isolation["uid"]  # neither the compiler nor the program left anything
-        assert processes_of_uid(uid) == [] and files_of(uid) == []
+        assert processes_of_uid(uid) == [] and files_of_uid(uid, SHARED_WRITABLE) == []
         return report
 
     return run

@@ -8,7 +8,7 @@ parent, a uid) and all of them skip vanished processes and this one alike.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from atoll.core.sandbox.cgroupfs import PARENT, ROOT, unified
@@ -108,3 +108,15 @@ def sandbox_cgroups_of(pid: int) -> list[Path]:
         for group in ROOT.glob(f"*/{PARENT}/{pid}[.-]*")
         if group.is_dir() and not group.parent.parent.is_symlink()
     )
+
+
+def files_of_uid(uid: int, directories: Iterable[str | Path]) -> list[str]:
+    """The entries directly in `directories` that `uid` owns: what a run left behind."""
+    found = []
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        found += [e.path for e in entries if e.stat(follow_symlinks=False).st_uid == uid]
+    return found
