@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import ci
-
-ATOLL = str(Path(sys.executable).parent / "atoll")
-KEY_ENV = "ATOLL_EULER_TEST_KEY"
+from support.euler_cli import ATOLL, KEY_ENV
 
 
 def need(ok: bool, why: str) -> None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ATOLL, KEY_ENV
 from scripted_solver import Steps, bash, call, read, solver, write
+from support.euler_cli import ATOLL, KEY_ENV
 from support.openai_server import ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

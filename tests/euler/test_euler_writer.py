@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ATOLL, KEY_ENV
 from scripted_solver import bash, solver, write
+from support.euler_cli import ATOLL, KEY_ENV
 from support.openai_server import ScriptedOpenAIServer
 
 from atoll.euler import writer

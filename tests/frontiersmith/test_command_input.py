@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import emit
+from support.frontiersmith_cli import emit
 from support.openai_server import ScriptedOpenAIServer
 from support.ports import free_port
 

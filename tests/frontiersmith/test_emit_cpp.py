@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import emit, oracle_and_nop
+from support.frontiersmith_cli import emit, oracle_and_nop
 from support.frontiersmith_model import (
     CPP_BASELINE_DOES_NOT_COMPILE,
     CPP_KNAPSACK,

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import emit
 from support.engine import docker_engine
+from support.frontiersmith_cli import emit
 from support.frontiersmith_model import KnapsackModel, seed_lines
 from support.openai_server import ScriptedOpenAIServer
 

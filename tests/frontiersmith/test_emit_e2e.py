@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import emit, oracle_and_nop
+from support.frontiersmith_cli import emit, oracle_and_nop
 from support.frontiersmith_model import (
     BAD_SCORER_ONCE,
     FILTER_REJECTS,

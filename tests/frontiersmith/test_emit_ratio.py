@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import emit, oracle_and_nop
+from support.frontiersmith_cli import emit, oracle_and_nop
 from support.frontiersmith_model import BIN_PACKING, REWARDS_EMPTY, KnapsackModel, seed_lines
 from support.openai_server import ScriptedOpenAIServer
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import emit_env
+from support.frontiersmith_cli import emit_env
 from support.frontiersmith_model import EXACT, KNAPSACK, KnapsackModel, seed_lines
 from support.guidance_run import GuidanceScript
 from support.openai_server import Reply, ScriptedOpenAIServer

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import emit, emit_env
+from support.frontiersmith_cli import emit, emit_env
 from support.frontiersmith_model import KnapsackModel, seed_lines
 from support.openai_server import ScriptedOpenAIServer
 

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import emit
+from support.frontiersmith_cli import emit
 from support.frontiersmith_model import EXACT, KnapsackModel, seed_lines, seed_of
 from support.openai_server import Reply, ScriptedOpenAIServer, ToolCall
 
