@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.tinker_local import run_atoll
+from support.tinker_local import RUN_FLAGS, run_atoll
 
 from atoll.euler.curriculum import Config, State, save
 from atoll.pi_train.euler_source import Store
@@ -34,8 +34,7 @@ def test_answer_training_on_a_curriculum_replays_and_never_trains_its_regression
     out = tmp_path / "run"
     done = run_atoll(
         venv_bin, server_env, "pi", "train", "answer", "--base-model", str(tiny_model),
-        "--groups-per-batch", "2", "--group-size", "2", "--max-tokens", "16",
-        "--languages", "python", "--iterations", "2", "--store", str(store),
+        *RUN_FLAGS, "--languages", "python", "--iterations", "2", "--store", str(store),
         "--curriculum", str(tmp_path / "curriculum"), "--recent", "2",
         "--regression-window", "1", "--regression-every", "2", "--out", str(out),
     )  # fmt: skip

@@ -12,13 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
-from support.tinker_local import run_atoll
+from support.tinker_local import RUN_FLAGS, run_atoll
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-RUN_FLAGS = [
-    "--groups-per-batch", "2", "--group-size", "2", "--max-tokens", "16",
-    "--max-steps", "2", "--max-tool-calls", "3", "--eval-instances", "1", "--eval-every", "2",
+SHELL_FLAGS = [
+    *RUN_FLAGS, "--max-steps", "2", "--max-tool-calls", "3", "--eval-instances", "1", "--eval-every", "2",
 ]  # fmt: skip
 PARTS = ("mutation", "execution", "exact_output", "answer", "conjunction")
 
@@ -31,7 +30,7 @@ def test_shell_training_runs_two_iterations_logs_each_trajectory_and_resumes(
     server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "shell"
-    base = ["pi", "train", "shell", "--base-model", str(tiny_model), *RUN_FLAGS]
+    base = ["pi", "train", "shell", "--base-model", str(tiny_model), *SHELL_FLAGS]
     first = run_atoll(venv_bin, server_env, *base, "--iterations", "1", "--out", str(out))
     assert first.returncode == 0, first.stderr
     # Julia is asked for by default; the sandbox here lacks it, and the run says so.

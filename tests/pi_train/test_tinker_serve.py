@@ -22,17 +22,16 @@ from typing import Any
 import httpx
 import pytest
 from support import ci
-from support.tinker_local import run_atoll
+from support.tinker_local import GROUP_SIZE, MAX_TOKENS, run_atoll
 
 from atoll.pi_train import env as managed_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # Small shapes, always the same: SkyRL tx compiles its sampler once per prompt-length bucket
-# and per `max_tokens`, so every request here samples exactly MAX_TOKENS (the server's cap),
-# and Pi gets a one-line system prompt (its own is ~2k tokens of the tiny model's vocabulary,
-# which puts every prompt in a bucket that samples several times slower).
-MAX_TOKENS = "16"
+# and per `max_tokens`, so every request here samples exactly MAX_TOKENS (the server's cap, the
+# training tests' too), and Pi gets a one-line system prompt (its own is ~2k tokens of the tiny
+# model's vocabulary, which puts every prompt in a bucket that samples several times slower).
 SYSTEM_PROMPT = "You are a coding agent. Use the tools to write, run and fix programs.\n"
 
 
@@ -280,16 +279,6 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
     tiny_model: Path,
     tmp_path: Path,
 ) -> None:
-    run = tmp_path / "run"
-    trained = run_atoll(
-        venv_bin, server_env, "pi", "train", "hidden", "--base-model", str(tiny_model),
-        "--iterations", "1", "--groups-per-batch", "1", "--group-size", "2", "--max-tokens", MAX_TOKENS,
-        "--languages", "python", "--out", str(run),
-    )  # fmt: skip
-    assert trained.returncode == 0, trained.stderr
-    checkpoint = json.loads((run / "checkpoints.jsonl").read_text().splitlines()[-1])[
-        "sampler_path"
-    ]
     store = tmp_path / "store"
     assert (
         run_atoll(
@@ -297,6 +286,19 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
         ).returncode
         == 0
     )
+    # The candidate is one iteration of answer training on the same store: its short prompts
+    # sample in the buckets the training tests compiled already (hidden training's are longer).
+    run = tmp_path / "run"
+    trained = run_atoll(
+        venv_bin, server_env, "pi", "train", "answer", "--base-model", str(tiny_model),
+        "--iterations", "1", "--groups-per-batch", "1", "--group-size", GROUP_SIZE,
+        "--max-tokens", MAX_TOKENS, "--languages", "python", "--store", str(store),
+        "--out", str(run),
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    checkpoint = json.loads((run / "checkpoints.jsonl").read_text().splitlines()[-1])[
+        "sampler_path"
+    ]
     rule = tmp_path / "rule.json"
     rule.write_text(json.dumps(RULE))
     argv = [

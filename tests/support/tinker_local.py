@@ -16,6 +16,16 @@ from pathlib import Path
 
 from support.processes import processes_with_environment
 
+# One set of run shapes for every test that trains or samples on the session's server.
+# SkyRL tx compiles its sampler per prompt-length bucket and per `max_tokens`, its trainer per
+# sequence-length bucket; tests that ask for the same shapes reuse what the first one compiled,
+# and a test with other shapes pays compiles of its own. The number of groups per batch
+# compiles nothing new (the server pads batches to fixed slots: BACKEND_CONFIG in
+# atoll.pi_train.local_server), so a test may use fewer groups to roll out less.
+MAX_TOKENS = "16"
+GROUP_SIZE = "2"
+RUN_FLAGS = ("--groups-per-batch", "2", "--group-size", GROUP_SIZE, "--max-tokens", MAX_TOKENS)
+
 
 def run_atoll(
     venv_bin: Path, env: dict[str, str], *args: str, timeout: float = 1200
