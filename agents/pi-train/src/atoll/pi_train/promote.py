@@ -35,6 +35,7 @@ from typing import Any
 from atoll.core.durable import atomic_write_json, canonical_json
 from atoll.pi_train import promotion_rule, serve
 from atoll.pi_train.promotion_rule import Rule
+from atoll.pi_train.run import RunInputError, api_key
 
 MANIFEST = "manifest.json"
 RECORD = "promotion.json"
@@ -162,8 +163,37 @@ def _expected_euler_rows(evaluation: Evaluation) -> int:
         problems = parse_problems(evaluation.problems)
     except ValueError as exc:
         raise PromoteError(f"--problems: {exc}") from None
-    languages = [x for x in evaluation.languages.split(",") if x.strip()]
-    return len(problems) * len(languages) * evaluation.samples
+    return len(problems) * len(_languages(evaluation)) * evaluation.samples
+
+
+def _languages(evaluation: Evaluation) -> tuple[str, ...]:
+    """--languages as atoll-euler reads them: known names only (the image is checked later)."""
+    from atoll.euler.runtimes import LanguageError, parse_languages
+
+    try:
+        return parse_languages(evaluation.languages)
+    except LanguageError as exc:
+        raise PromoteError(f"--languages: {exc}") from None
+
+
+def preflight(say: Callable[[str], None]) -> None:
+    """What every evaluation needs, checked before the rule is fixed (nothing written yet).
+
+    The Tinker key (the server the checkpoint is served from), a Docker engine that
+    answers and Pi's pinned install: without them a promotion could only fail later,
+    after writing its manifest.
+    """
+    from atoll.pi.rollout import ContainerError, PiUnavailable, connect, ensure_pi
+
+    try:
+        api_key()
+    except RunInputError as exc:
+        raise PromoteError(str(exc)) from None
+    try:
+        connect().close()
+        ensure_pi(say)
+    except (ContainerError, PiUnavailable) as exc:
+        raise PromoteError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -475,6 +505,8 @@ def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
 
     made = plan(request)
     record_path = made.directory / RECORD
+    if not record_path.is_file():
+        preflight(say)
     try:
         with writer.hold(made.directory, "atoll pi train promote", flag="RUN"):
             if record_path.is_file():
