@@ -215,3 +215,20 @@ def test_a_promotion_without_a_key_or_an_engine_stops_before_the_rule_is_fixed(
         promote.promote(_request(run, rule, store), lambda _line: None)
     assert caught.value.code == 2 and "\n" not in str(caught.value)
     assert not (run / "promotions").exists()
+
+
+@pytest.mark.parametrize(
+    ("tinker_url", "served_from"),
+    [
+        ("http://127.0.0.1:8000", STATE),  # SkyRL tx on this machine: the saved state
+        ("http://localhost:8000", STATE),
+        ("http://[::1]:8000", STATE),
+        ("https://tinker.example", None),  # hosted Tinker samples the checkpoint itself
+        ("http://10.0.0.5:8000", None),
+    ],
+)
+def test_the_saved_state_is_served_only_from_skyrl_tx_on_loopback(
+    run: Path, tinker_url: str, served_from: str | None
+) -> None:
+    assert promote.serving_state(run, SAMPLER, tinker_url) == served_from
+    assert promote.serving_state(run, None, tinker_url) is None  # the base model

@@ -128,6 +128,23 @@ def _saved_states(run_dir: Path) -> dict[str, str | None]:
     return states
 
 
+def serving_state(run_dir: Path, checkpoint: str | None, tinker_url: str) -> str | None:
+    """The training state to serve `checkpoint` from, on SkyRL tx only; None elsewhere.
+
+    SkyRL tx (a Tinker server on loopback: this machine's or one's own GPUs) unloads a
+    finished run's model, so its sampler checkpoint is served by reloading the state saved
+    beside it. Hosted Tinker samples a sampler checkpoint directly: reloading the state
+    there would open a training client and save the weights again for nothing.
+    """
+    from urllib.parse import urlsplit
+
+    from atoll.core.sandbox.fusion.loopback import is_loopback_host
+
+    if checkpoint is None or not is_loopback_host(urlsplit(tinker_url).hostname or ""):
+        return None
+    return _saved_states(run_dir).get(checkpoint)
+
+
 def _check_checkpoint(run_dir: Path, checkpoint: str, flag: str) -> None:
     if not checkpoint.startswith("tinker://"):
         raise PromoteError(f"{flag} must be a tinker:// sampler checkpoint (got {checkpoint!r})")
@@ -343,7 +360,7 @@ def _evaluate_side(
         port=_free_port(),
         model_path=checkpoint,
         max_tokens=evaluation.max_tokens,
-        state_path=None if checkpoint is None else _saved_states(made.run_dir).get(checkpoint),
+        state_path=serving_state(made.run_dir, checkpoint, tinker_url),
     )
     key = secrets.token_hex(16)
     common = [
