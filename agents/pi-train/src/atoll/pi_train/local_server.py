@@ -138,7 +138,7 @@ def answers(base_url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -176,7 +176,7 @@ def up(
         if not (Path(model) / "config.json").is_file():
             raise ServerError(f"{model} is not a model directory (no config.json)")
         env = managed_env.ensure(say)
-        chosen = port or _free_port()
+        chosen = port or free_port()
         state = _start(env, model, chosen)
         atomic_write_json(_state_file(), asdict(state))
     return _wait_ready(state)

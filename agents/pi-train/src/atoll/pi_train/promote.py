@@ -343,7 +343,7 @@ def _evaluate_side(
     tinker_url: str,
     say: Callable[[str], None],
 ) -> None:
-    from atoll.pi_train.local_server import _free_port
+    from atoll.pi_train.local_server import free_port
 
     side_dir = made.directory / side
     transfer_dir, euler_dir = side_dir / "transfer", side_dir / "euler"
@@ -357,7 +357,7 @@ def _evaluate_side(
         base_model=made.base_model,
         renderer=made.renderer,
         tinker_url=tinker_url,
-        port=_free_port(),
+        port=free_port(),
         model_path=checkpoint,
         max_tokens=evaluation.max_tokens,
         state_path=serving_state(made.run_dir, checkpoint, tinker_url),
