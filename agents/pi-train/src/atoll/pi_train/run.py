@@ -122,9 +122,9 @@ def prepare_manifest(
         theirs = {k: v for k, v in old.items() if k not in ("packages", "task_set")}
         mine["config"] = {k: v for k, v in mine["config"].items() if k not in free}
         theirs["config"] = {k: v for k, v in theirs.get("config", {}).items() if k not in free}
-        # A directory with no saved iteration holds nothing trained: new settings replace
+        # A directory with no saved checkpoint holds nothing trained: new settings replace
         # the old (so a run its trainer refused, e.g. a token bound too small, is rerun).
-        if mine != theirs and completed_iterations(run_dir) > 0:
+        if mine != theirs and (run_dir / "checkpoints.jsonl").is_file():
             changed = sorted(
                 k
                 for k in set(mine["config"]) | set(theirs["config"])
