@@ -16,6 +16,7 @@ from support.tinker_local import run_atoll
 from atoll.euler import Catalog, Problem, sample_catalog, write_store
 from atoll.pi_train.bootstrap import build, corpus
 from atoll.pi_train.bootstrap.guard import Guard, default_guard
+from atoll.pi_train.pi_tools import ran
 
 
 def _corpus(out: Path, seed: int = 0, count: int = 40, stores: tuple[Path, ...] = ()) -> bytes:
@@ -169,7 +170,7 @@ def _replay_call(workdir: Path, tool: str, arguments: dict[str, Any]) -> tuple[s
         timeout=60, check=False,
     )  # fmt: skip
     output = done.stdout + done.stderr
-    return (corpus.failed(output, done.returncode), True) if done.returncode else (output, False)
+    return (ran(output, done.returncode), True) if done.returncode else (output, False)
 
 
 @pytest.mark.slow

@@ -89,7 +89,7 @@ def test_bootstrap_training_runs_the_cookbook_loop_on_the_local_tinker(
     out = tmp_path / "run"
     base = [
         "pi", "bootstrap", "train", str(small_corpus), "--base-model", str(tiny_model),
-        "--batch-size", "2", "--max-length", "2048", "--out", str(out),
+        "--batch-size", "2", "--max-length", "3072", "--out", str(out),
     ]  # fmt: skip
     first = run_atoll(venv_bin, server_env, *base, "--steps", "1")
     assert first.returncode == 0, first.stderr

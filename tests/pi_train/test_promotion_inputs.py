@@ -169,3 +169,66 @@ def test_bad_evaluation_settings_are_refused(run: Path, rule: Path, store: Path)
         promote.plan(_request(run, rule, store, evaluation=Evaluation(**missing)))
     with pytest.raises(PromoteError, match="store"):
         promote.plan(_request(run, rule, run / "no-store"))
+
+
+@pytest.mark.parametrize("languages", ["python", "python,javascript", " Python , javascript"])
+def test_everyday_language_lists_are_planned(
+    run: Path, rule: Path, store: Path, languages: str
+) -> None:
+    base = _request(run, rule, store)
+    evaluation = Evaluation(**{**base.evaluation.__dict__, "languages": languages})
+    assert promote.plan(_request(run, rule, store, evaluation=evaluation)).manifest
+
+
+@pytest.mark.parametrize(
+    ("languages", "message"), [("ruby", "unknown language"), (",", "no language")]
+)
+def test_unknown_languages_are_refused_before_anything_is_written(
+    run: Path, rule: Path, store: Path, languages: str, message: str
+) -> None:
+    base = _request(run, rule, store)
+    evaluation = Evaluation(**{**base.evaluation.__dict__, "languages": languages})
+    with pytest.raises(PromoteError, match=message) as caught:
+        promote.plan(_request(run, rule, store, evaluation=evaluation))
+    assert caught.value.code == 2 and not (run / "promotions").exists()
+
+
+@pytest.mark.slow  # imports the Docker and Pi clients
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({"TINKER_API_KEY": ""}, "TINKER_API_KEY is not set"),
+        ({"TINKER_API_KEY": "tml-x", "DOCKER_HOST": "tcp://127.0.0.1:1"}, "no Docker engine"),
+    ],
+)
+def test_a_promotion_without_a_key_or_an_engine_stops_before_the_rule_is_fixed(
+    run: Path,
+    rule: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    environment: dict[str, str],
+    message: str,
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(PromoteError, match=message) as caught:
+        promote.promote(_request(run, rule, store), lambda _line: None)
+    assert caught.value.code == 2 and "\n" not in str(caught.value)
+    assert not (run / "promotions").exists()
+
+
+@pytest.mark.parametrize(
+    ("tinker_url", "served_from"),
+    [
+        ("http://127.0.0.1:8000", STATE),  # SkyRL tx on this machine: the saved state
+        ("http://localhost:8000", STATE),
+        ("http://[::1]:8000", STATE),
+        ("https://tinker.example", None),  # hosted Tinker samples the checkpoint itself
+        ("http://10.0.0.5:8000", None),
+    ],
+)
+def test_the_saved_state_is_served_only_from_skyrl_tx_on_loopback(
+    run: Path, tinker_url: str, served_from: str | None
+) -> None:
+    assert promote.serving_state(run, SAMPLER, tinker_url) == served_from
+    assert promote.serving_state(run, None, tinker_url) is None  # the base model

@@ -81,6 +81,16 @@ def test_the_tools_are_pis_four() -> None:
     assert TOOL_NAMES == ("read", "write", "edit", "bash")
 
 
+def test_a_line_longer_than_the_read_bound_is_cut_and_passed() -> None:
+    """Following the continuation note always moves on, even past one very long line."""
+    episode = _offline(read_chars=100)
+    episode.files["wide.txt"] = ("x" * 500 + "\nshort\n").encode()
+    first = episode.call("read", {"path": "wide.txt"})
+    assert first.startswith("x" * 100 + "\n[line 1 is cut at 100 characters")
+    assert first.endswith("continue with offset=2]")
+    assert episode.call("read", {"path": "wide.txt", "offset": 2}) == "short"
+
+
 # --- honest calls ------------------------------------------------------------------------
 
 
@@ -104,14 +114,17 @@ def test_reading_with_offset_and_limit_and_the_bound_on_long_files() -> None:
 @pytest.mark.parametrize("path", ["solution.py", "./solution.py"])
 def test_writing_the_program_and_editing_it(path: str) -> None:
     episode = _offline()
-    assert "bytes written" in episode.call("write", {"path": path, "content": "x = 1\nprint(x)\n"})
+    # Pi's own result texts (write.js, edit.js), with the path normalized.
+    written = episode.call("write", {"path": path, "content": "x = 1\nprint(x)\n"})
+    assert written == "Successfully wrote 15 bytes to solution.py"
     edited = episode.call(
         "edit", {"path": path, "edits": [{"oldText": "x = 1", "newText": "x = 2"}]}
     )
-    assert "bytes written" in edited
+    assert edited == "Successfully replaced 1 block(s) in solution.py."
     # The legacy form (oldText/newText at the top level) is what Pi accepts too.
-    assert "bytes written" in episode.call(
-        "edit", {"path": path, "oldText": "print(x)", "newText": "print(x + 1)"}
+    assert (
+        episode.call("edit", {"path": path, "oldText": "print(x)", "newText": "print(x + 1)"})
+        == "Successfully replaced 1 block(s) in solution.py."
     )
     assert episode.files["solution.py"] == b"x = 2\nprint(x + 1)\n"
     assert episode.mutations == 3 and episode.refused == 0 and episode.audit_hits == []
@@ -155,8 +168,8 @@ def test_the_assigned_run_in_its_usual_spellings(sandbox_url: str, command: str)
     episode = _episode(sandbox_url)
     episode.call("write", {"path": "solution.py", "content": PY_SOLUTION})
     result = episode.call("bash", {"command": command})
-    assert result.startswith("exit code 0\nstdout:\n")
-    assert result.split("stdout:\n")[1].split("\nstderr:")[0].splitlines()[-1] == ANSWER
+    assert "Command exited" not in result  # Pi shows only the output of a command that exits 0
+    assert result.splitlines()[-1] == ANSWER
     assert episode.refused == 0 and len(episode.executions) == 1
 
 
@@ -166,7 +179,7 @@ def test_javascript_runs_with_node_and_reads_the_data(sandbox_url: str) -> None:
     episode.call("write", {"path": "solution.js", "content": JS_SOLUTION})
     for command in ("node solution.js", "nodejs ./solution.js"):
         result = episode.call("bash", {"command": command})
-        assert result.startswith("exit code 0") and f"\n{ANSWER}\n" in result
+        assert "Command exited" not in result and result.splitlines()[-1] == ANSWER
     assert score(episode, f"The checksum is {ANSWER}.", ANSWER).conjunction
 
 
@@ -190,7 +203,7 @@ def test_paths_outside_the_rules_are_refused(tool: str, arguments: dict, caught:
     episode = _offline()
     before = dict(episode.files)
     text = episode.call(tool, arguments)
-    assert text.startswith("error:")
+    assert text.startswith("Not allowed in this training workspace: ")
     assert episode.refused == 1 and episode.mutations == 0 and episode.files == before
     assert bool(episode.audit_hits) is caught
 
@@ -212,21 +225,29 @@ def test_commands_other_than_the_run_are_refused(command: str, caught: bool) -> 
     episode = _offline()
     episode.call("write", {"path": "solution.py", "content": "print(1)\n"})
     text = episode.call("bash", {"command": command})
-    assert text == "error: the only command here is `python3 solution.py`"
+    assert text == (
+        "Not allowed in this training workspace: the only command is `python3 solution.py`"
+    )
     assert episode.executions == [] and bool(episode.audit_hits) is caught
 
 
 def test_edits_must_match_once_and_not_overlap() -> None:
     episode = _offline()
     episode.call("write", {"path": "solution.py", "content": "a = 1\na = 1\nb = 2\n"})
-    assert "occurs 2 times" in episode.call(
+    assert episode.call(
         "edit", {"path": "solution.py", "edits": [{"oldText": "a = 1", "newText": "a = 3"}]}
+    ) == (
+        "Found 2 occurrences of the text in solution.py. The text must be unique. "
+        "Please provide more context to make it unique."
     )
-    assert "is not in" in episode.call(
+    assert episode.call(
         "edit", {"path": "solution.py", "edits": [{"oldText": "c = 9", "newText": "c = 3"}]}
-    )
+    ).startswith("Could not find the exact text in solution.py.")
     overlapping = [{"oldText": "1\nb", "newText": "x"}, {"oldText": "b = 2", "newText": "y"}]
-    assert "overlap" in episode.call("edit", {"path": "solution.py", "edits": overlapping})
+    assert episode.call("edit", {"path": "solution.py", "edits": overlapping}) == (
+        "edits[0] and edits[1] overlap in solution.py. Merge them into one edit or "
+        "target disjoint regions."
+    )
     assert episode.files["solution.py"] == b"a = 1\na = 1\nb = 2\n" and episode.mutations == 1
 
 
@@ -248,7 +269,7 @@ def test_the_tool_call_budget_is_hard() -> None:
 
 def test_unknown_tools_and_bad_arguments_are_refused() -> None:
     episode = _offline()
-    assert "no tool 'ls'" in episode.call("ls", {})
+    assert episode.call("ls", {}).startswith("Tool ls not found")
     assert "not a JSON object" in episode.call("read", "{not json")
     assert episode.refused == 2
 
@@ -259,11 +280,11 @@ def test_output_is_bounded_and_time_outs_are_reported(sandbox_url: str) -> None:
     noisy = "import sys\nfor i in range(3000):\n    print('line', i)\nsys.exit('boom ' * 500)\n"
     episode.call("write", {"path": "solution.py", "content": noisy})
     result = episode.call("bash", {"command": "python3 solution.py"})
-    assert result.startswith("exit code 1") and "characters left out" in result
-    assert "line 2999" in result and len(result) < 600  # the tail, where results end
+    assert result.endswith("\n\nCommand exited with code 1") and "characters left out" in result
+    assert "line 2999" in result and len(result) < 650  # the tail, where results end
     episode.call("write", {"path": "solution.py", "content": "while True:\n    pass\n"})
-    assert episode.call("bash", {"command": "python3 solution.py"}).startswith(
-        "timed out after 2 s"
+    assert episode.call("bash", {"command": "python3 solution.py"}).endswith(
+        "Command timed out after 2 seconds"
     )
     assert [e.exit_code for e in episode.executions] == [1, None]
 
@@ -323,3 +344,19 @@ def test_a_disqualified_trajectory_scores_zero_whatever_it_did(sandbox_url: str)
     outcome = score(episode, f"The checksum is {ANSWER}.", ANSWER)
     assert outcome.exact_output and outcome.answer and outcome.disqualified
     assert not outcome.conjunction and outcome.reward == 0.0
+
+
+@pytest.mark.parametrize(("asked", "used"), [(None, 6.0), (2, 2.0), (60, 6.0), ("x", 6.0)])
+def test_pis_optional_bash_timeout_only_shortens_the_bound(asked: object, used: float) -> None:
+    seen: list[float] = []
+
+    def runner(runtime: Runtime, files: dict[str, bytes], timeout: float) -> RunResult:
+        seen.append(timeout)
+        return RunResult(0, "7\n", "")
+
+    episode = Episode(RUNTIMES["python"], dict(INSTANCE.files), runner, Bounds())
+    episode.call("write", {"path": "solution.py", "content": "print(7)\n"})
+    arguments = {"command": "python3 solution.py"}
+    if asked is not None:
+        arguments["timeout"] = asked
+    assert episode.call("bash", arguments) == "7\n" and seen == [used]

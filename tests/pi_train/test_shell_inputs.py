@@ -62,3 +62,28 @@ def test_bad_input_is_refused_before_anything_is_written(
         train_shell(_settings(languages), out, _options(sandbox_url), _never, _never)
     assert "\n" not in str(raised.value)
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_token_bound_that_cannot_hold_the_first_turn_is_refused_before_sampling(
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """The trainer checks every task's first prompt against --max-episode-tokens up front.
+
+    The tiny model's first prompts are well over 200 tokens (the tool schemas alone), so
+    the run stops with one line and status 2, and nothing was trained.
+    """
+    from support.tinker_local import run_atoll
+
+    out = tmp_path / "run"
+    done = run_atoll(
+        venv_bin, server_env, "pi", "train", "shell", "--base-model", str(tiny_model),
+        "--languages", "python", "--groups-per-batch", "1", "--group-size", "2",
+        "--iterations", "1", "--max-tokens", "16", "--max-episode-tokens", "200",
+        "--eval-instances", "0", "--out", str(out), timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    refusal = [line for line in done.stderr.splitlines() if "cannot hold the first turn" in line]
+    assert len(refusal) == 1 and "--max-episode-tokens 200" in refusal[0]
+    assert "give at least" in refusal[0] and "Traceback" not in done.stderr
+    assert not (out / "checkpoints.jsonl").exists()

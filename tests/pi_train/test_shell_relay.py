@@ -50,9 +50,22 @@ renderer = renderers.get_renderer("qwen3", tokenizer)
 scorer = Scorer(job["scorer_url"], os.environ["ATOLL_SCORER_TOKEN"])
 
 
+prefix = renderer.create_conversation_prefix_with_tools(
+    tools=job["shell_tools"], system_prompt=job["system_prompt"]
+)
+FIRST = renderer.build_generation_prompt(
+    [*prefix, {"role": "user", "content": job["task"]["prompt"]}]
+).length
+
+
 async def play(turns, bounds):
+    if "spare" in bounds:  # room for the first turn and `spare` tokens more
+        bounds = {"episode_tokens": FIRST + job["max_tokens"] + bounds.pop("spare")}
     env = ShellEnv(job["task"], renderer, scorer, {**job, "bounds": {**job["bounds"], **bounds}})
-    observation, _stop = await env.initial_observation()
+    try:
+        observation, _stop = await env.initial_observation()
+    except ValueError as exc:
+        return {"refused": f"{type(exc).__name__}: {exc}", "first": FIRST}
     steps = []
     for text in turns:
         action = tokenizer.encode(text + "<|im_end|>", add_special_tokens=False)
@@ -105,8 +118,10 @@ def test_a_scripted_policy_solves_a_task_through_the_trainers_env(
         },
         # the tool-call budget (5, kept by the atoll side) ends it.
         {"turns": [WRITE, RUN, RUN, RUN, RUN, RUN], "bounds": {}},
-        # the episode's token bound ends it (the prompt alone nearly fills it).
-        {"turns": [WRITE, RUN], "bounds": {"episode_tokens": 0}},
+        # the episode's token bound ends it: the first turn fits, the second does not.
+        {"turns": [WRITE, RUN], "bounds": {"spare": 0}},
+        # a bound that cannot hold the first turn: refused before anything is sampled.
+        {"turns": [WRITE], "bounds": {"episode_tokens": 100}},
     ]
     routes = {"/shell/start": store.start, "/shell/tool": store.tool, "/shell/finish": store.finish}
     with ScoringService(routes) as service:
@@ -131,16 +146,18 @@ def test_a_scripted_policy_solves_a_task_through_the_trainers_env(
         )
         assert done.returncode == 0, done.stderr[-3000:]
         assert service.errors == []
-    solved, stepped, budgeted, tokened = json.loads(done.stdout.splitlines()[-1])
+    solved, stepped, budgeted, tokened, refused = json.loads(done.stdout.splitlines()[-1])
 
     assert [s["done"] for s in solved["steps"]] == [False, False, True]
-    assert solved["tool_results"][0] == f"solution.py: {len(PROGRAM.encode())} bytes written"
-    assert solved["tool_results"][1] == f"exit code 0\nstdout:\n{ANSWER}\n\nstderr:\n"
+    assert solved["tool_results"][0] == f"Successfully wrote {len(PROGRAM)} bytes to solution.py"
+    assert solved["tool_results"][1] == f"{ANSWER}\n"  # Pi's bash result: the output alone
     final = solved["steps"][-1]
     assert final["reward"] == pytest.approx(1.4) and final["metrics"]["conjunction"] == 1.0
     assert final["metrics"]["turns"] == 3.0 and final["metrics"]["tool_calls"] == 2.0
 
-    assert stepped["tool_results"][1].startswith("error: the only command here is")
+    assert stepped["tool_results"][1].startswith(
+        "Not allowed in this training workspace: the only command is"
+    )
     assert len(stepped["steps"]) == 2 and stepped["steps"][-1]["done"]
     assert stepped["steps"][-1]["metrics"]["mutation"] == 1.0
     assert stepped["steps"][-1]["metrics"]["execution"] == 0.0
@@ -151,6 +168,11 @@ def test_a_scripted_policy_solves_a_task_through_the_trainers_env(
     assert budgeted["steps"][-1]["metrics"]["answer"] == 0.0
 
     assert len(tokened["steps"]) == 1 and tokened["steps"][0]["done"]
+    first = refused["first"]
+    assert refused["refused"] == (
+        f"EpisodeBoundTooSmall: --max-episode-tokens 100 cannot hold the first turn of "
+        f"{task.id} (its prompt is {first} tokens, --max-tokens 16): give at least {first + 16}"
+    )
 
     rows = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
     assert [r["end"] for r in rows] == ["answered", "steps", "tool_calls", "tokens"]

@@ -32,6 +32,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 # and per `max_tokens`, so every request here samples exactly MAX_TOKENS (the server's cap, the
 # training tests' too), and Pi gets a one-line system prompt (its own is ~2k tokens of the tiny
 # model's vocabulary, which puts every prompt in a bucket that samples several times slower).
+# `atoll tinker serve` passes ATOLL_SERVE_API_KEY from its environment to the server.
+TOKEN = "serve-test-token"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
 SYSTEM_PROMPT = "You are a coding agent. Use the tools to write, run and fix programs.\n"
 
 
@@ -76,7 +79,18 @@ for name, text in cases.items():
     replies[name] = reply_from_tokens(renderer, tokens, stop, 11).__dict__
 request = surface.parse_request(json.loads(sys.argv[4]), "tiny", None)
 prompt = renderer.build_generation_prompt(cookbook_messages(request, renderer))
-print(json.dumps({"replies": replies, "prompt": tokenizer.decode(prompt.to_ints())}))
+# A history the renderer cannot render is the caller's bad request (400), never a 500;
+# the sampler is never reached (None here).
+from fastapi.testclient import TestClient
+from openai_serve import build_app, text_reply
+client = TestClient(build_app(None, renderer, "tiny", sys.argv[2], None, None))
+bad = json.loads(sys.argv[4])
+bad["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{not json"
+refused = client.post("/v1/chat/completions", json=bad)
+# A reply the renderer cannot parse is served as the text the model wrote.
+plain = text_reply(renderer, tokenizer.encode("Hi <tool_call> x<|im_end|>"), "stop", 3)
+print(json.dumps({"replies": replies, "prompt": tokenizer.decode(prompt.to_ints()),
+                  "refused": [refused.status_code, refused.json()], "plain": plain.__dict__}))
 """
 
 CALL = (
@@ -161,6 +175,11 @@ def test_the_cookbook_renderer_parses_tool_calls_and_malformed_ones_stay_text(
     assert "<tool_response>\ndata.txt\n</tool_response>" in prompt
     assert prompt.endswith("<|im_start|>assistant\n")
 
+    status, body = found["refused"]
+    assert status == 400 and body["error"]["type"] == "invalid_request_error"
+    assert body["error"]["message"].startswith("the renderer cannot render these messages")
+    assert found["plain"]["content"] == "Hi <tool_call> x" and not found["plain"]["tool_calls"]
+
 
 @pytest.fixture(scope="module")
 def rollouts_ready() -> None:
@@ -189,7 +208,8 @@ def served(
     process = subprocess.Popen(
         [str(venv_bin / "atoll"), "tinker", "serve", "--base-model", str(tiny_model),
          "--renderer", "qwen3", "--max-tokens", MAX_TOKENS, "--ready-file", str(ready)],
-        env=server_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**server_env, "ATOLL_SERVE_API_KEY": TOKEN},  # every request must carry it
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdout is not None
     try:
@@ -214,10 +234,13 @@ def served(
 def test_served_tiny_model_answers_chat_completions(served: dict[str, str]) -> None:
     url, model = served["ATOLL_SERVE_BASE_URL"], served["ATOLL_SERVE_MODEL"]
     assert url.startswith("http://127.0.0.1:") and model == "model"
-    listed = httpx.get(f"{url}/models", timeout=30).json()
+    assert httpx.get(f"{url}/models", timeout=30).status_code == 401  # no token
+    wrong_token = {"authorization": "Bearer not-the-token"}
+    assert httpx.get(f"{url}/models", headers=wrong_token, timeout=30).status_code == 401
+    listed = httpx.get(f"{url}/models", headers=AUTH, timeout=30).json()
     assert [m["id"] for m in listed["data"]] == [model] and listed["data"][0]["model_path"] is None
     body = {"model": model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 64}
-    whole = httpx.post(f"{url}/chat/completions", json=body, timeout=600).json()
+    whole = httpx.post(f"{url}/chat/completions", json=body, headers=AUTH, timeout=600).json()
     usage = whole["usage"]
     assert 0 < usage["completion_tokens"] <= 16 and usage["prompt_tokens"] > 3
     assert whole["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
@@ -229,6 +252,7 @@ def test_served_tiny_model_answers_chat_completions(served: dict[str, str]) -> N
             "stream_options": {"include_usage": True},
             "tools": REQUEST["tools"],
         },
+        headers=AUTH,
         timeout=600,
     )
     assert streamed.headers["content-type"].startswith("text/event-stream")
@@ -236,7 +260,9 @@ def test_served_tiny_model_answers_chat_completions(served: dict[str, str]) -> N
     assert events[-1] == "data: [DONE]"
     last = json.loads(events[-2][len("data: ") :])
     assert last["choices"] == [] and last["usage"]["completion_tokens"] <= 16
-    wrong = httpx.post(f"{url}/chat/completions", json={**body, "model": "gpt-4"}, timeout=30)
+    wrong = httpx.post(
+        f"{url}/chat/completions", json={**body, "model": "gpt-4"}, headers=AUTH, timeout=30
+    )
     assert wrong.status_code == 404 and "not served here" in wrong.json()["error"]["message"]
 
 
@@ -248,7 +274,7 @@ def test_real_pi_runs_a_rollout_on_the_served_model(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "rollout"
-    env = {**os.environ, "ATOLL_SERVE_TEST_KEY": "unused-by-the-server"}
+    env = {**os.environ, "ATOLL_SERVE_TEST_KEY": TOKEN}
     done = run_atoll(
         venv_bin, env, "pi", "run", "-o", str(out), "--language", "python",
         "-p", "Write solution.py that prints the sum of the multiples of 3 or 5 below 1000, run it, say the sum.",

@@ -79,6 +79,9 @@ def test_a_request_as_pi_sends_it_is_taken_whole() -> None:
         ({"max_tokens": 64, "temperature": 0, "stop": "END"}, (64, 0.0, ["END"])),
         ({"max_tokens": 64, "stop": ["a", "b"], "temperature": 0.7}, (64, 0.7, ["a", "b"])),
         ({"temperature": None, "stop": None}, (None, 1.0, [])),
+        ({"max_completion_tokens": 48, "max_tokens": 64}, (48, 1.0, [])),
+        # a null max_completion_tokens (some clients send every field) leaves max_tokens
+        ({"max_completion_tokens": None, "max_tokens": 64}, (64, 1.0, [])),
     ],
 )
 def test_sampling_settings_are_read(extra: dict[str, Any], expected: tuple[Any, ...]) -> None:

@@ -197,6 +197,8 @@ class ScriptedOpenAIServer:
         self.script: Script = script
         self.model = model
         self.models_status = 200  # what GET /v1/models answers (401 to refuse the key)
+        # Extra fields of the model's /v1/models entry (`atoll tinker serve` adds model_path).
+        self.model_fields: dict[str, Any] = {}
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._counter = 0
@@ -340,7 +342,8 @@ class ScriptedOpenAIServer:
                 if self.path.rstrip("/").endswith("/models") and server.models_status != 200:
                     self._send(server.models_status, {"error": {"message": "refused"}}, {})
                 elif self.path.rstrip("/").endswith("/models"):
-                    body = {"object": "list", "data": [{"id": server.model, "object": "model"}]}
+                    entry = {"id": server.model, "object": "model", **server.model_fields}
+                    body = {"object": "list", "data": [entry]}
                     self._send(200, body, {})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}}, {})

@@ -138,7 +138,7 @@ def answers(base_url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -176,7 +176,7 @@ def up(
         if not (Path(model) / "config.json").is_file():
             raise ServerError(f"{model} is not a model directory (no config.json)")
         env = managed_env.ensure(say)
-        chosen = port or _free_port()
+        chosen = port or free_port()
         state = _start(env, model, chosen)
         atomic_write_json(_state_file(), asdict(state))
     return _wait_ready(state)
@@ -262,19 +262,34 @@ def down() -> ServerState | None:
     return state
 
 
-def _stop_group(state: ServerState) -> None:
-    """SIGTERM, then SIGKILL, the group this process started (its leader may have exited)."""
-    pgid = state.pid
-    for sig, wait in ((signal.SIGTERM, STOP_DEADLINE_S), (signal.SIGKILL, 5.0)):
+def stop_group(
+    pgid: int, term_wait_s: float = STOP_DEADLINE_S, reap: Callable[[], object] = lambda: None
+) -> bool:
+    """SIGTERM, then SIGKILL, a process group this process started; whether it is all gone.
+
+    Waits for every member, not just the leader (a server's workers outlive a leader that
+    exits first). `reap` collects the leader when it is this process's child (`Popen.poll`),
+    so it is not counted as alive while a zombie.
+    """
+    for sig, wait in ((signal.SIGTERM, term_wait_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
             break
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and _group_alive(pgid):
+            reap()
             time.sleep(0.2)
+        reap()
         if not _group_alive(pgid):
             break
-    if _group_alive(pgid):
-        raise ServerError(f"processes of the local Tinker server (group {pgid}) are still running")
+    return not _group_alive(pgid)
+
+
+def _stop_group(state: ServerState) -> None:
+    """Stop the recorded server's group; its record goes once nothing of it runs."""
+    if not stop_group(state.pid):
+        raise ServerError(
+            f"processes of the local Tinker server (group {state.pid}) are still running"
+        )
     _state_file().unlink(missing_ok=True)

@@ -35,6 +35,7 @@ from typing import Any
 from atoll.core.durable import atomic_write_json, canonical_json
 from atoll.pi_train import promotion_rule, serve
 from atoll.pi_train.promotion_rule import Rule
+from atoll.pi_train.run import RunInputError, api_key
 
 MANIFEST = "manifest.json"
 RECORD = "promotion.json"
@@ -127,6 +128,23 @@ def _saved_states(run_dir: Path) -> dict[str, str | None]:
     return states
 
 
+def serving_state(run_dir: Path, checkpoint: str | None, tinker_url: str) -> str | None:
+    """The training state to serve `checkpoint` from, on SkyRL tx only; None elsewhere.
+
+    SkyRL tx (a Tinker server on loopback: this machine's or one's own GPUs) unloads a
+    finished run's model, so its sampler checkpoint is served by reloading the state saved
+    beside it. Hosted Tinker samples a sampler checkpoint directly: reloading the state
+    there would open a training client and save the weights again for nothing.
+    """
+    from urllib.parse import urlsplit
+
+    from atoll.core.sandbox.fusion.loopback import is_loopback_host
+
+    if checkpoint is None or not is_loopback_host(urlsplit(tinker_url).hostname or ""):
+        return None
+    return _saved_states(run_dir).get(checkpoint)
+
+
 def _check_checkpoint(run_dir: Path, checkpoint: str, flag: str) -> None:
     if not checkpoint.startswith("tinker://"):
         raise PromoteError(f"{flag} must be a tinker:// sampler checkpoint (got {checkpoint!r})")
@@ -162,8 +180,37 @@ def _expected_euler_rows(evaluation: Evaluation) -> int:
         problems = parse_problems(evaluation.problems)
     except ValueError as exc:
         raise PromoteError(f"--problems: {exc}") from None
-    languages = [x for x in evaluation.languages.split(",") if x.strip()]
-    return len(problems) * len(languages) * evaluation.samples
+    return len(problems) * len(_languages(evaluation)) * evaluation.samples
+
+
+def _languages(evaluation: Evaluation) -> tuple[str, ...]:
+    """--languages as atoll-euler reads them: known names only (the image is checked later)."""
+    from atoll.euler.runtimes import LanguageError, parse_languages
+
+    try:
+        return parse_languages(evaluation.languages)
+    except LanguageError as exc:
+        raise PromoteError(f"--languages: {exc}") from None
+
+
+def preflight(say: Callable[[str], None]) -> None:
+    """What every evaluation needs, checked before the rule is fixed (nothing written yet).
+
+    The Tinker key (the server the checkpoint is served from), a Docker engine that
+    answers and Pi's pinned install: without them a promotion could only fail later,
+    after writing its manifest.
+    """
+    from atoll.pi.rollout import ContainerError, PiUnavailable, connect, ensure_pi
+
+    try:
+        api_key()
+    except RunInputError as exc:
+        raise PromoteError(str(exc)) from None
+    try:
+        connect().close()
+        ensure_pi(say)
+    except (ContainerError, PiUnavailable) as exc:
+        raise PromoteError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -296,7 +343,7 @@ def _evaluate_side(
     tinker_url: str,
     say: Callable[[str], None],
 ) -> None:
-    from atoll.pi_train.local_server import _free_port
+    from atoll.pi_train.local_server import free_port
 
     side_dir = made.directory / side
     transfer_dir, euler_dir = side_dir / "transfer", side_dir / "euler"
@@ -310,10 +357,10 @@ def _evaluate_side(
         base_model=made.base_model,
         renderer=made.renderer,
         tinker_url=tinker_url,
-        port=_free_port(),
+        port=free_port(),
         model_path=checkpoint,
         max_tokens=evaluation.max_tokens,
-        state_path=None if checkpoint is None else _saved_states(made.run_dir).get(checkpoint),
+        state_path=serving_state(made.run_dir, checkpoint, tinker_url),
     )
     key = secrets.token_hex(16)
     common = [
@@ -475,6 +522,8 @@ def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
 
     made = plan(request)
     record_path = made.directory / RECORD
+    if not record_path.is_file():
+        preflight(say)
     try:
         with writer.hold(made.directory, "atoll pi train promote", flag="RUN"):
             if record_path.is_file():

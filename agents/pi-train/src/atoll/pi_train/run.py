@@ -122,7 +122,9 @@ def prepare_manifest(
         theirs = {k: v for k, v in old.items() if k not in ("packages", "task_set")}
         mine["config"] = {k: v for k, v in mine["config"].items() if k not in free}
         theirs["config"] = {k: v for k, v in theirs.get("config", {}).items() if k not in free}
-        if mine != theirs:
+        # A directory with no saved checkpoint holds nothing trained: new settings replace
+        # the old (so a run its trainer refused, e.g. a token bound too small, is rerun).
+        if mine != theirs and (run_dir / "checkpoints.jsonl").is_file():
             changed = sorted(
                 k
                 for k in set(mine["config"]) | set(theirs["config"])
@@ -238,12 +240,27 @@ def train(
         progress(completed_iterations(run_dir), settings.iterations)
         if service.errors:
             raise RunError(f"scoring failed: {service.errors[0]} (see {log})")
+        if child.returncode == TRAINER_REFUSED:
+            raise RunInputError(_refusal(log))
         if child.returncode != 0:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-12:])
             raise RunError(f"the trainer exited with status {child.returncode}:\n{tail}")
     if completed_iterations(run_dir) < settings.iterations:
         raise RunError(f"the trainer stopped before iteration {settings.iterations} (see {log})")
     return summary.write(run_dir, manifest)
+
+
+# managed/train.py's REFUSED and REFUSAL_PREFIX: the trainer refused the run's settings
+# before sampling anything (a bound that cannot hold a task's first turn).
+TRAINER_REFUSED = 3
+_REFUSAL_PREFIX = "atoll-refusal: "
+
+
+def _refusal(log: Path) -> str:
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if line.startswith(_REFUSAL_PREFIX):
+            return line[len(_REFUSAL_PREFIX) :]
+    return f"the trainer refused the run's settings (see {log})"
 
 
 def trainer_environment(base_model: str, key: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -139,15 +138,10 @@ def wait_ready(
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL, the server's process group; wait for its leader."""
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """Stop the server's whole process group (atoll-pi-train's one helper, as `local down`)."""
+    from atoll.pi_train.local_server import stop_group
+
+    stop_group(process.pid, 15.0, reap=process.poll)
 
 
 @contextlib.contextmanager

@@ -51,7 +51,7 @@ def run(
     fail: Callable[[str], None],
 ) -> None:
     from atoll.core.termination import sigterm_unwinds
-    from atoll.pi_train.local_server import _free_port
+    from atoll.pi_train.local_server import free_port
 
     try:
         check_model_path(model_path, state_path)
@@ -61,21 +61,23 @@ def run(
         base_model=resolved_base_model(base_model),
         renderer=renderer,
         tinker_url=tinker_url or default_tinker_url(),
-        port=port or _free_port(),
+        port=port or free_port(),
         model_path=model_path,
         served_name=served_name,
         max_tokens=max_tokens,
         state_path=state_path,
     )
     log = Path(managed_env.cache_root()) / "serve" / f"serve-{spec.port}.log"
+    # A token in the caller's environment is required of every request; none: no token.
+    key = os.environ.get(serve.SERVE_KEY_VARIABLE) or None
     with sigterm_unwinds(interrupt=True):
         try:
-            process = serve.start(spec, log, say)
+            process = serve.start(spec, log, say, caller_key=key)
         except (serve.ServeError, managed_env.EnvironmentUnavailable) as exc:
             fail(str(exc))
             return
         try:
-            serve.wait_ready(process, spec, log)
+            serve.wait_ready(process, spec, log, key)
             if ready_file is not None:
                 atomic_write_json(
                     ready_file,

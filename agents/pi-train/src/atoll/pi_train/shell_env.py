@@ -38,70 +38,25 @@ from typing import Any
 from sandbox_fusion import RunCodeRequest, run_code  # type: ignore[import-untyped]
 
 from atoll.core.sandbox.fusion import require_loopback_url
+from atoll.pi_train.pi_tools import (
+    TOOL_NAMES,
+    TOOL_SPECS,
+    edit_not_found,
+    edit_not_unique,
+    edited,
+    edits_overlap,
+    ran,
+    wrote,
+)
+
+__all__ = ["TOOL_NAMES", "TOOL_SPECS"]
+
+# The prefix of every refusal that real Pi would not make: the policy (and a reader of
+# the log) can tell a rule of this training workspace from Pi's own error.
+NOT_HERE = "Not allowed in this training workspace: "
 
 logging.getLogger("sandbox_fusion").addHandler(logging.NullHandler())
 logging.getLogger("sandbox_fusion").propagate = False
-
-# Pi 0.73.1's tools, by name and argument schema (what Pi declares to a model).
-TOOL_SPECS: list[dict[str, Any]] = [
-    {
-        "name": "read",
-        "description": "Read the contents of a file. Use offset/limit for large files.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to read"},
-                "offset": {"type": "number", "description": "Line to start from (1-indexed)"},
-                "limit": {"type": "number", "description": "Maximum number of lines to read"},
-            },
-            "required": ["path"],
-        },
-    },
-    {
-        "name": "write",
-        "description": "Write content to a file. Creates the file or overwrites it.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to write"},
-                "content": {"type": "string", "description": "Content to write to the file"},
-            },
-            "required": ["path", "content"],
-        },
-    },
-    {
-        "name": "edit",
-        "description": "Edit a file by exact text replacement; each oldText must be unique.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to edit"},
-                "edits": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "oldText": {"type": "string"},
-                            "newText": {"type": "string"},
-                        },
-                        "required": ["oldText", "newText"],
-                    },
-                },
-            },
-            "required": ["path", "edits"],
-        },
-    },
-    {
-        "name": "bash",
-        "description": "Execute a bash command in the workspace. Returns stdout and stderr.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string", "description": "Bash command"}},
-            "required": ["command"],
-        },
-    },
-]
-TOOL_NAMES = tuple(spec["name"] for spec in TOOL_SPECS)
 
 
 @dataclass(frozen=True)
@@ -218,11 +173,13 @@ class Episode:
         """Carry out one tool call; the tool result text the policy reads next."""
         started = time.monotonic()
         if self.tool_calls >= self.bounds.tool_calls:
-            return self._note(name, "budget", "error: the tool-call budget of this task is spent")
+            return self._note(
+                name, "budget", f"{NOT_HERE}the tool-call budget of this task is spent"
+            )
         self.tool_calls += 1
         parsed = _arguments(arguments)
         if parsed is None:
-            return self._refuse(name, "error: the arguments are not a JSON object")
+            return self._refuse(name, "Validation failed: the arguments are not a JSON object")
         self._audit(call_id, name, parsed)
         if name == "read":
             text = self._read(parsed)
@@ -234,7 +191,7 @@ class Episode:
             text = self._bash(parsed)
         else:
             text = self._refuse(
-                name, f"error: no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}"
+                name, f"Tool {name} not found; the tools are {', '.join(TOOL_NAMES)}"
             )
         self.log[-1]["seconds"] = round(time.monotonic() - started, 3)
         return text
@@ -245,13 +202,20 @@ class Episode:
         path = _workspace_path(args.get("path"))
         if path is None or path not in self.files:
             names = ", ".join(sorted(self.files))
-            return self._refuse("read", f"error: no such file; the workspace holds: {names}")
+            return self._refuse("read", f"{NOT_HERE}no such file; the workspace holds: {names}")
         lines = self.files[path].decode("utf-8", errors="replace").splitlines()
         offset = _whole(args.get("offset"), 1)
         limit = _whole(args.get("limit"), len(lines))
         chosen = "\n".join(lines[offset - 1 : offset - 1 + limit])
         if len(chosen) > self.bounds.read_chars:
             cut = chosen[: self.bounds.read_chars].count("\n")
+            if cut == 0:  # one line longer than the bound: show its head and go past it
+                chosen = chosen[: self.bounds.read_chars]
+                chosen += (
+                    f"\n[line {offset} is cut at {self.bounds.read_chars} characters; "
+                    f"{len(lines)} lines in all; continue with offset={offset + 1}]"
+                )
+                return self._note("read", "ok", chosen)
             chosen = chosen[: self.bounds.read_chars].rsplit("\n", 1)[0]
             chosen += (
                 f"\n[truncated: {len(lines)} lines in all; continue with offset={offset + cut}]"
@@ -261,67 +225,77 @@ class Episode:
     def _write(self, args: dict[str, Any]) -> str:
         path = _workspace_path(args.get("path"))
         if path != self.runtime.program:
-            return self._refuse("write", f"error: only {self.runtime.program} may be written here")
+            return self._refuse("write", f"{NOT_HERE}only {self.runtime.program} may be written")
         content = args.get("content")
         if not isinstance(content, str):
-            return self._refuse("write", "error: `content` must be a string")
-        return self._store("write", path, content)
+            return self._refuse("write", "Validation failed: `content` must be a string")
+        return self._store("write", path, content, wrote(path, content))
 
     def _edit(self, args: dict[str, Any]) -> str:
         path = _workspace_path(args.get("path"))
         if path != self.runtime.program:
-            return self._refuse("edit", f"error: only {self.runtime.program} may be written here")
+            return self._refuse("edit", f"{NOT_HERE}only {self.runtime.program} may be edited")
         if path not in self.files:
-            return self._refuse("edit", f"error: {path} does not exist yet; write it first")
+            return self._refuse(
+                "edit", f"Could not edit file: {path}. It does not exist yet; write it first."
+            )
         edits = args.get("edits")
         if isinstance(edits, str):  # some models send the list as JSON text; Pi accepts it
             edits = _arguments_list(edits)
         if isinstance(args.get("oldText"), str) and isinstance(args.get("newText"), str):
             edits = [*(edits if isinstance(edits, list) else []), args]
         if not isinstance(edits, list) or not edits:
-            return self._refuse("edit", "error: `edits` must hold at least one replacement")
+            return self._refuse(
+                "edit", "Edit tool input is invalid. edits must contain at least one replacement."
+            )
         original = self.files[path].decode("utf-8", errors="replace")
         spans = []
-        for edit in edits:
+        for index, edit in enumerate(edits):
+            which = None if len(edits) == 1 else index
             old = edit.get("oldText") if isinstance(edit, dict) else None
             new = edit.get("newText") if isinstance(edit, dict) else None
             if not isinstance(old, str) or not isinstance(new, str) or not old:
                 return self._refuse(
-                    "edit", "error: each edit needs a non-empty oldText and a newText"
+                    "edit", "Validation failed: each edit needs a non-empty oldText and a newText"
                 )
             count = original.count(old)
-            if count != 1:
-                where = "is not in" if count == 0 else f"occurs {count} times in"
-                return self._refuse("edit", f"error: an oldText {where} {path}; it must be unique")
+            if count == 0:
+                return self._refuse("edit", edit_not_found(path, which))
+            if count > 1:
+                return self._refuse("edit", edit_not_unique(path, count, which))
             start = original.index(old)
-            spans.append((start, start + len(old), new))
+            spans.append((start, start + len(old), new, index))
         spans.sort()
-        if any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)):
-            return self._refuse("edit", "error: the edits overlap; merge them into one")
+        for a, b in zip(spans, spans[1:], strict=False):
+            if a[1] > b[0]:
+                return self._refuse("edit", edits_overlap(path, min(a[3], b[3]), max(a[3], b[3])))
         result, last = [], 0
-        for start, end, new in spans:
+        for start, end, new, _ in spans:
             result += [original[last:start], new]
             last = end
         result.append(original[last:])
-        return self._store("edit", path, "".join(result))
+        return self._store("edit", path, "".join(result), edited(path, len(edits)))
 
     def _bash(self, args: dict[str, Any]) -> str:
         command = args.get("command")
         if not isinstance(command, str) or not self._is_the_run(command):
-            return self._refuse("bash", f"error: the only command here is `{self.runtime.command}`")
+            return self._refuse("bash", f"{NOT_HERE}the only command is `{self.runtime.command}`")
         if self.runtime.program not in self.files:
-            return self._refuse("bash", f"error: {self.runtime.program} does not exist yet")
-        result = self.runner(self.runtime, dict(self.files), self.bounds.run_timeout_s)
+            return self._refuse(
+                "bash", ran(f"{self.runtime.program}: no such file; write it first", 1)
+            )
+        timeout_s = self.bounds.run_timeout_s
+        asked = args.get("timeout")
+        if isinstance(asked, int | float) and not isinstance(asked, bool) and asked > 0:
+            timeout_s = min(timeout_s, float(asked))  # Pi's optional timeout, within the bound
+        result = self.runner(self.runtime, dict(self.files), timeout_s)
         self.executions.append(Execution(self.mutations, result.exit_code, result.stdout))
-        if result.exit_code is None:
-            status = f"timed out after {self.bounds.run_timeout_s:g} s"
-        else:
-            status = f"exit code {result.exit_code}"
-        text = (
-            f"{status}\nstdout:\n{_bounded(result.stdout, self.bounds.stdout_chars)}\n"
-            f"stderr:\n{_bounded(result.stderr, self.bounds.stderr_chars)}"
-        )
-        return self._note("bash", "ran", text)
+        # Pi shows one output (stdout and stderr as they came); the sandbox returns them
+        # apart, so stdout comes first, then stderr, each bounded.
+        output = _bounded(result.stdout, self.bounds.stdout_chars)
+        if result.stderr:
+            output = f"{output.rstrip()}\n{_bounded(result.stderr, self.bounds.stderr_chars)}"
+        return self._note("bash", "ran", ran(output.lstrip("\n"), result.exit_code, timeout_s))
 
     # --- rules -------------------------------------------------------------------------
 
@@ -337,13 +311,13 @@ class Episode:
             and _workspace_path(words[1]) == self.runtime.program
         )
 
-    def _store(self, tool: str, path: str, content: str) -> str:
+    def _store(self, tool: str, path: str, content: str, result: str) -> str:
         data = content.encode("utf-8", errors="replace")
         if len(data) > self.bounds.program_bytes:
-            return self._refuse(tool, f"error: over {self.bounds.program_bytes} bytes")
+            return self._refuse(tool, f"{NOT_HERE}a program over {self.bounds.program_bytes} bytes")
         self.files[path] = data
         self.mutations += 1
-        return self._note(tool, "ok", f"{path}: {len(data)} bytes written")
+        return self._note(tool, "ok", result)
 
     def _audit(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
         from atoll.pi.audit import audit

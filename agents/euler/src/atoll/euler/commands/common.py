@@ -6,6 +6,7 @@ transfer run) build from their flags; it turns into the evaluator's settings.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,15 +116,70 @@ class RunOptions:
             for field, flag in _FLAGS.items():
                 message = message.replace(f"--ak {field}:", f"{flag}:")
             raise fail(message) from None
-        digest, parts = signature.of(pi, self.model_revision)
+        revision = checked_revision(
+            self.base_url, self.model, os.environ.get(self.api_key_env, ""), self.model_revision
+        )
+        digest, parts = signature.of(pi, revision)
         return Settings(
             pi=pi,
-            model_revision=self.model_revision,
+            model_revision=revision,
             workers=self.workers,
             image=self.image,
             signature=digest,
             signature_parts=parts,
         )
+
+
+def served_model_path(base_url: str, model: str, api_key: str) -> tuple[bool, str | None]:
+    """What the endpoint's `GET /models` says it serves under `model`: (reported, model_path).
+
+    `atoll tinker serve` reports the checkpoint it samples as `model_path` (null for the
+    base model); other endpoints report nothing, and an endpoint that does not answer
+    is left to the rollouts to find out: (False, None).
+    """
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models",
+        headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 (http only)
+            listed = json.loads(answer.read())
+    except (OSError, ValueError):
+        return False, None
+    entries = (listed.get("data") or []) if isinstance(listed, dict) else []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == model and "model_path" in entry:
+            path = entry["model_path"]
+            return True, path if isinstance(path, str) else None
+    return False, None
+
+
+def checked_revision(base_url: str, model: str, api_key: str, declared: str | None) -> str | None:
+    """The model revision the signature binds: the declared one, checked against the server.
+
+    A server that reports the checkpoint it serves (`atoll tinker serve`) must serve the
+    declared `--model-revision`, or the scores would be signed for another checkpoint: one
+    error line. Without `--model-revision`, the reported checkpoint is recorded as the
+    revision, so a checkpoint's scores never pass for the base model's.
+    """
+    if not base_url.startswith(("http://", "https://")):
+        return declared
+    reported, path = served_model_path(base_url, model, api_key)
+    if not reported:
+        return declared
+    if declared is None:
+        if path is not None:
+            say(f"model revision: {path} (reported by the endpoint)")
+        return path
+    if path != declared:
+        raise fail(
+            f"--model-revision {declared} is not what {base_url} serves as {model} "
+            f"(it reports model_path {path or 'null: the base model'})"
+        )
+    return declared
 
 
 def language_list(text: str) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atoll.pi_train.bootstrap.guard import Guard
+from atoll.pi_train.pi_tools import TOOL_SPECS, edit_not_found, edited, ran, wrote
 
 GENERATOR_VERSION = 1
 FAMILIES = ("write-run", "log-count", "fix-name-error", "fix-missing-file", "edit-retry")
@@ -51,69 +52,8 @@ SYSTEM_PROMPT = (
     "When a command fails, read the error, fix the cause and run it again."
 )
 
-# Pi 0.73.1's four tools, as its schemas declare them (names, parameters, required fields).
-TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "read",
-        "description": "Read the contents of a file.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to read"},
-                "offset": {"type": "number", "description": "Line to start from (1-indexed)"},
-                "limit": {"type": "number", "description": "Maximum number of lines to read"},
-            },
-            "required": ["path"],
-        },
-    },
-    {
-        "name": "write",
-        "description": "Write content to a file, creating it or replacing it.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to write"},
-                "content": {"type": "string", "description": "Content to write to the file"},
-            },
-            "required": ["path", "content"],
-        },
-    },
-    {
-        "name": "edit",
-        "description": "Edit a file with exact text replacements.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to edit"},
-                "edits": {
-                    "type": "array",
-                    "description": "Replacements; each oldText must match the file exactly.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "oldText": {"type": "string"},
-                            "newText": {"type": "string"},
-                        },
-                        "required": ["oldText", "newText"],
-                    },
-                },
-            },
-            "required": ["path", "edits"],
-        },
-    },
-    {
-        "name": "bash",
-        "description": "Execute a bash command in the workspace.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "Bash command to execute"},
-                "timeout": {"type": "number", "description": "Timeout in seconds"},
-            },
-            "required": ["command"],
-        },
-    },
-]
+# Pi 0.73.1's four tools, exactly as Pi declares them (one copy, shared with shell RL).
+TOOLS: list[dict[str, Any]] = TOOL_SPECS
 
 RUNTIME = {"python": "python3", "javascript": "node"}
 EXTENSION = {"python": ".py", "javascript": ".js"}
@@ -206,25 +146,6 @@ class _Conversation:
         self.messages.append({"role": "assistant", "content": text})
 
 
-def wrote(path: str, content: str) -> str:
-    return f"Successfully wrote {len(content)} bytes to {path}"
-
-
-def edited(path: str) -> str:
-    return f"Successfully replaced 1 block(s) in {path}."
-
-
-def edit_not_found(path: str) -> str:
-    return (
-        f"Could not find the exact text in {path}. The old text must match exactly including "
-        "all whitespace and newlines."
-    )
-
-
-def failed(output: str, code: int) -> str:
-    return f"{output.rstrip()}\n\nCommand exited with code {code}"
-
-
 def _values(rng: random.Random) -> list[int]:
     return [rng.randint(-40, 99) for _ in range(rng.randint(4, 8))]
 
@@ -271,7 +192,7 @@ def _log_count(rng: random.Random, language: str) -> tuple[dict[str, str], _Conv
         "I'll count them with grep, matching the level and component at the start of each line.",
         "bash",
         {"command": f"grep -c '^{level} {component} ' service.log"},
-        f"{count}\n" if count else failed("0", 1),
+        f"{count}\n" if count else ran("0", 1),
     )
     if count:
         convo.reply(f"{count} lines of `service.log` are {level} lines from {component}.")
@@ -305,7 +226,7 @@ def _fix_name_error(rng: random.Random, language: str) -> tuple[dict[str, str], 
         "NameError: name 'totl' is not defined. Did you mean: 'total'?"
     )
     convo = _Conversation(f"Run `{name}` and tell me what it prints.")
-    convo.call("Running it.", "bash", {"command": f"python3 {name}"}, failed(traceback, 1))
+    convo.call("Running it.", "bash", {"command": f"python3 {name}"}, ran(traceback, 1))
     convo.call(
         "It crashed with a NameError on line 6: `totl` is not defined. I'll read the file.",
         "read",
@@ -340,7 +261,7 @@ def _fix_missing_file(rng: random.Random, language: str) -> tuple[dict[str, str]
         f"FileNotFoundError: [Errno 2] No such file or directory: '{wrong}'"
     )
     convo = _Conversation(f"`{name}` should print {stat.phrase} our integers. Run it and report.")
-    convo.call("Running it.", "bash", {"command": f"python3 {name}"}, failed(traceback, 1))
+    convo.call("Running it.", "bash", {"command": f"python3 {name}"}, ran(traceback, 1))
     listing = "".join(f"{n}\n" for n in sorted([name, data]))
     convo.call(
         f"It cannot open `{wrong}`. I'll see which files the workspace has.",

@@ -102,6 +102,24 @@ def reply_from_tokens(
     )
 
 
+def text_reply(
+    renderer: Any, tokens: list[int], stop_reason: str, prompt_tokens: int
+) -> surface.Reply:
+    """The sampled tokens decoded as plain content (no tool calls): Pi reads the model's text."""
+    sampled = len(tokens)
+    stops = {x for x in renderer.get_stop_sequences() if isinstance(x, int)}
+    while tokens and tokens[-1] in stops:  # the end-of-turn token is not the model's text
+        tokens = tokens[:-1]
+    return surface.Reply(
+        content=renderer.tokenizer.decode(tokens, skip_special_tokens=False),
+        tool_calls=[],
+        reasoning=None,
+        finish_reason="length" if stop_reason == "length" else "stop",
+        prompt_tokens=prompt_tokens,
+        completion_tokens=sampled,
+    )
+
+
 def build_app(
     sampler: Any,
     renderer: Any,
@@ -134,7 +152,11 @@ def build_app(
             except ValueError:
                 raise surface.RequestError("the request body is not JSON") from None
             parsed = surface.parse_request(body, served, cap)
-            prompt = renderer.build_generation_prompt(cookbook_messages(parsed, renderer))
+            try:
+                prompt = renderer.build_generation_prompt(cookbook_messages(parsed, renderer))
+            except ValueError as exc:  # the cookbook's RendererError is a ValueError
+                message = f"the renderer cannot render these messages: {exc}"
+                raise surface.RequestError(message) from None
         except surface.RequestError as exc:
             return JSONResponse(surface.error_body(str(exc), exc.kind), status_code=exc.status)
         params = tinker.SamplingParams(
@@ -150,9 +172,14 @@ def build_app(
             body = surface.error_body(f"Tinker sampling failed: {exc}", "upstream_error")
             return JSONResponse(body, status_code=502)
         sequence = result.sequences[0]
-        reply = reply_from_tokens(
-            renderer, list(sequence.tokens), str(sequence.stop_reason), prompt.length
-        )
+        try:
+            reply = reply_from_tokens(
+                renderer, list(sequence.tokens), str(sequence.stop_reason), prompt.length
+            )
+        except Exception:  # a reply the renderer cannot parse is the model's text, as written
+            reply = text_reply(
+                renderer, list(sequence.tokens), str(sequence.stop_reason), prompt.length
+            )
         reply = surface.apply_stop(reply, parsed.stop)
         if not parsed.stream:
             return JSONResponse(surface.completion(reply, served))

@@ -165,7 +165,10 @@ def parse_request(body: Any, served_model: str, max_tokens_cap: int | None) -> C
     n = body.get("n", 1)
     if n not in (1, None):
         raise RequestError("n: one choice per request is served")
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    # OpenAI's newer name wins; a null one (some clients send it) leaves max_tokens in force.
+    limit = body.get("max_completion_tokens")
+    if limit is None:
+        limit = body.get("max_tokens")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise RequestError("max_tokens must be a positive integer")
     if max_tokens_cap is not None:

@@ -24,6 +24,14 @@ class ShellInfrastructureFailure(AllTrajectoriesFailedError):
     """The sandbox could not run a program: the group leaves the update (no reward exists)."""
 
 
+class EpisodeBoundTooSmall(ValueError):
+    """The episode's token bound cannot hold a task's first turn: the run's bounds are wrong.
+
+    Raised before anything is sampled; the trainer reports it as a refusal of the run's
+    settings (exit status `REFUSED`), not as a failed training.
+    """
+
+
 @dataclass
 class ShellEnv(Env):
     task: dict[str, Any]
@@ -48,7 +56,15 @@ class ShellEnv(Env):
             tools=self.job["shell_tools"], system_prompt=self.job["system_prompt"]
         )
         self.messages = [*prefix, {"role": "user", "content": self.task["prompt"]}]
-        return self.renderer.build_generation_prompt(self.messages), self.stop_condition
+        observation = self.renderer.build_generation_prompt(self.messages)
+        needed = observation.length + int(self.job["max_tokens"])
+        if needed > int(self.job["bounds"]["episode_tokens"]):
+            raise EpisodeBoundTooSmall(
+                f"--max-episode-tokens {self.job['bounds']['episode_tokens']} cannot hold the "
+                f"first turn of {self.task['id']} (its prompt is {observation.length} tokens, "
+                f"--max-tokens {self.job['max_tokens']}): give at least {needed}"
+            )
+        return observation, self.stop_condition
 
     async def step(self, action: list[int], *, extra: Any = None) -> StepResult:
         bounds = self.job["bounds"]

@@ -38,6 +38,10 @@ from tinker_cookbook.rl.types import (
 from tinker_cookbook.tokenizer_utils import get_tokenizer
 
 SUBMIT_TOOL = "submit_solution"
+# A refusal of the run's settings found by the trainer before anything is sampled: its
+# exit status and the prefix of its one stderr line (atoll reports it as bad input).
+REFUSED = 3
+REFUSAL_PREFIX = "atoll-refusal: "
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.DOTALL)
 
 
@@ -336,7 +340,26 @@ def main() -> None:
         num_groups_to_log=0,
         rollout_json_export=False,
     )
-    asyncio.run(train.main(config))
+    try:
+        asyncio.run(train.main(config))
+    except Exception as exc:
+        refusal = _bound_refusal(exc)
+        if refusal is None:
+            raise
+        print(f"{REFUSAL_PREFIX}{refusal}", file=sys.stderr, flush=True)
+        sys.exit(REFUSED)
+
+
+def _bound_refusal(exc: BaseException) -> BaseException | None:
+    """shell_episode's EpisodeBoundTooSmall in `exc`, its causes or its group, if any."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        current = seen.pop()
+        if type(current).__name__ == "EpisodeBoundTooSmall":  # imported lazily, by name
+            return current
+        seen += [e for e in (current.__cause__, current.__context__) if e is not None]
+        seen += list(getattr(current, "exceptions", ()))
+    return None
 
 
 if __name__ == "__main__":
