@@ -1,0 +1,65 @@
+"""Training runs chain: answer RL starts from the bootstrap's saved training state.
+
+One bootstrap step on the session's tiny model and local server
+(tests/pi_train/conftest.py), then one answer iteration with
+`--load-checkpoint` naming that run's final state; the shapes are the ones
+every pi-train module shares, so nothing new is compiled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.tinker_local import RUN_FLAGS, run_atoll
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_answer_training_starts_from_the_bootstrap_state_and_keeps_it_as_a_setting(
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    corpus, boot = tmp_path / "corpus", tmp_path / "bootstrap"
+    built = run_atoll(venv_bin, {}, "pi", "bootstrap", "build", str(corpus), "--conversations", "5")
+    assert built.returncode == 0, built.stderr
+    trained = run_atoll(
+        venv_bin, server_env, "pi", "bootstrap", "train", str(corpus),
+        "--base-model", str(tiny_model), "--batch-size", "2", "--max-length", "3072",
+        "--steps", "1", "--out", str(boot),
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    final = _rows(boot / "checkpoints.jsonl")[-1]
+    assert final["name"] == "final"
+    state = final["state_path"]
+
+    store = tmp_path / "store"
+    made = run_atoll(venv_bin, server_env, "euler", "import", "--sample", "--store", str(store))
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "answer"
+    base = [
+        "pi", "train", "answer", "--base-model", str(tiny_model), *RUN_FLAGS,
+        "--languages", "python", "--iterations", "1", "--store", str(store), "--out", str(out),
+    ]  # fmt: skip
+    done = run_atoll(venv_bin, server_env, *base, "--load-checkpoint", state)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["load_checkpoint"] == state
+    log = (out / "logs.log").read_text()
+    assert f"Loaded weights from {state}" in log and "Resumed training" not in log
+    assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0]
+    assert f"Started from the training state `{state}`" in (out / "summary.md").read_text()
+
+    # The bootstrap's run directory names the same state; another state is another run.
+    same = run_atoll(venv_bin, server_env, *base, "--load-checkpoint", str(boot), timeout=300)
+    assert same.returncode == 0 and "done already" in same.stderr, same.stderr
+    other_state = state.rsplit("/", 1)[0] + "/another"
+    other = run_atoll(venv_bin, server_env, *base, "--load-checkpoint", other_state, timeout=300)
+    assert other.returncode == 2
+    lines = other.stderr.strip().splitlines()
+    assert len(lines) == 1 and "load_checkpoint" in lines[0], other.stderr
+    assert json.loads((out / "manifest.json").read_text())["config"]["load_checkpoint"] == state
