@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from atoll.pi_train.bootstrap.cli import bootstrap_app
 from atoll.pi_train.cli import train_app
 from atoll.pi_train.load_checkpoint import LoadCheckpointError, resolve
 from atoll.pi_train.run import RunInputError, TrainSettings, prepare_manifest
@@ -85,16 +86,23 @@ def test_a_directory_without_a_saved_state_is_refused(tmp_path: Path) -> None:
         resolve(str(tmp_path))
 
 
-def test_the_command_refuses_in_one_line_before_writing_anything(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["answer", "hidden", "shell", "bootstrap"])
+def test_every_training_command_refuses_in_one_line_before_writing_anything(
+    command: str, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
-    done = CliRunner().invoke(
-        train_app,
-        ["answer", "--base-model", "tiny", "--store", str(tmp_path / "store"), "--out", str(out),
-         "--load-checkpoint", "tinker://run-1/sampler_weights/final"],
-    )  # fmt: skip
+    flags = ["--base-model", "tiny", "--out", str(out),
+             "--load-checkpoint", "tinker://run-1/sampler_weights/final"]  # fmt: skip
+    if command == "bootstrap":
+        app, args = bootstrap_app, ["train", str(tmp_path / "corpus"), "--steps", "1", *flags]
+    else:
+        app, args = train_app, [command, *flags]
+        if command == "answer":
+            args += ["--store", str(tmp_path / "store")]
+    done = CliRunner().invoke(app, args)
     assert done.exit_code == 2
     lines = done.output.strip().splitlines()
-    assert len(lines) == 1 and "sampler checkpoint" in lines[0]
+    assert len(lines) == 1 and "sampler checkpoint" in lines[0], done.output
     assert not out.exists()
 
 
