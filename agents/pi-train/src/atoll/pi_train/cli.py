@@ -14,6 +14,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from atoll.pi_train.load_checkpoint import load_checkpoint_option
+
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)
 
@@ -202,7 +204,9 @@ def _settings(
     iterations: int,
     max_tokens: int,
     languages: str,
+    load_checkpoint: str | None = None,
 ) -> Any:
+    from atoll.pi_train.load_checkpoint import LoadCheckpointError, resolve
     from atoll.pi_train.run import TrainSettings, default_base_url
 
     chosen = tuple(dict.fromkeys(x.strip() for x in languages.split(",") if x.strip()))
@@ -217,6 +221,12 @@ def _settings(
     ):
         if value < 1:
             _fail(f"{name} must be at least 1 (got {value})")
+    state = None
+    if load_checkpoint is not None:
+        try:
+            state = resolve(load_checkpoint)
+        except LoadCheckpointError as exc:
+            _fail(str(exc))
     model = str(Path(base_model).resolve()) if Path(base_model).is_dir() else base_model
     return TrainSettings(
         base_model=model,
@@ -229,6 +239,7 @@ def _settings(
         iterations=iterations,
         max_tokens=max_tokens,
         languages=chosen,
+        load_checkpoint=state,
     )
 
 
@@ -295,6 +306,7 @@ def hidden_cmd(
     max_tokens: int = _MAX_TOKENS,
     languages: str = typer.Option("python,javascript", "--languages", help="Comma-separated."),
     out: Path = _OUT,
+    load_checkpoint: str | None = load_checkpoint_option(),
     sandbox_url: str | None = typer.Option(
         None,
         "--sandbox-url",
@@ -315,6 +327,7 @@ def hidden_cmd(
         iterations,
         max_tokens,
         languages,
+        load_checkpoint,
     )
     _run_with_progress(
         lambda progress, say: train_hidden(settings, out, sandbox_url, progress, say)
@@ -336,6 +349,7 @@ def answer_cmd(
         "python,javascript,julia", "--languages", help="Comma-separated."
     ),
     out: Path = _OUT,
+    load_checkpoint: str | None = load_checkpoint_option(),
     store: Path = typer.Option(..., "--store", help="The store made by `atoll euler import`."),
     curriculum: Path | None = typer.Option(
         None,
@@ -381,6 +395,7 @@ def answer_cmd(
         iterations,
         max_tokens,
         languages,
+        load_checkpoint,
     )
     _run_with_progress(
         lambda progress, say: train_answer(settings, out, store, progress, say, curriculum, mix)

@@ -50,6 +50,8 @@ class TrainSettings:
     iterations: int
     max_tokens: int
     languages: tuple[str, ...]
+    # The training state the run starts from (`--load-checkpoint`); None: the base model.
+    load_checkpoint: str | None = None
 
 
 def default_base_url() -> str:
@@ -120,8 +122,13 @@ def prepare_manifest(
         old = json.loads(path.read_text())
         mine = {k: v for k, v in manifest.items() if k not in ("packages", "task_set")}
         theirs = {k: v for k, v in old.items() if k not in ("packages", "task_set")}
-        mine["config"] = {k: v for k, v in mine["config"].items() if k not in free}
-        theirs["config"] = {k: v for k, v in theirs.get("config", {}).items() if k not in free}
+        # A setting left at None equals one a manifest written before it existed lacks.
+        mine["config"] = {
+            k: v for k, v in mine["config"].items() if k not in free and v is not None
+        }
+        theirs["config"] = {
+            k: v for k, v in theirs.get("config", {}).items() if k not in free and v is not None
+        }
         # A directory with no saved checkpoint holds nothing trained: new settings replace
         # the old (so a run its trainer refused, e.g. a token bound too small, is rerun).
         if mine != theirs and (run_dir / "checkpoints.jsonl").is_file():
@@ -210,6 +217,7 @@ def train(
         "group_size": settings.group_size,
         "iterations": settings.iterations,
         "max_tokens": settings.max_tokens,
+        "load_checkpoint_path": settings.load_checkpoint,
         "max_submissions": MAX_SUBMISSIONS,
         "all_cases_bonus": ALL_CASES_BONUS,
         "system_prompt": system_prompt,

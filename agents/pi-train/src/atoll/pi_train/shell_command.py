@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from atoll.pi_train.load_checkpoint import load_checkpoint_option
 from atoll.pi_train.shell_env import Bounds
 
 _DEFAULTS = Bounds()
@@ -39,6 +40,7 @@ def shell(
         help="Comma-separated; Julia is weighted 3x, and left out where the sandbox lacks it.",
     ),
     out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume)."),
+    load_checkpoint: str | None = load_checkpoint_option(),
     sandbox_url: str | None = typer.Option(
         None,
         "--sandbox-url",
@@ -91,6 +93,7 @@ def shell(
         iterations,
         max_tokens,
         languages,
+        load_checkpoint,
     )
     options = ShellOptions(
         sandbox_url=sandbox_url,

@@ -70,6 +70,8 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
         f"`{manifest['task_set']['digest'][:16]}`.",
         "",
     ]
+    if manifest["config"].get("load_checkpoint"):
+        lines += [f"Started from the training state `{manifest['config']['load_checkpoint']}`.", ""]
     if plot is not None:
         lines += [f"![mean reward per iteration]({plot.name})", ""]
     lines += replay.report_lines(manifest, rows)

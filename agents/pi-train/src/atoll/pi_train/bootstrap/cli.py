@@ -12,6 +12,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from atoll.pi_train.load_checkpoint import load_checkpoint_option
+
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)
 
@@ -105,12 +107,14 @@ def train_cmd(
     max_length: int = typer.Option(
         4096, "--max-length", help="Tokens per example; longer ones are cut from the right."
     ),
+    load_checkpoint: str | None = load_checkpoint_option(),
 ) -> None:
     """Supervised training on the corpus with tinker-cookbook's loop (LAST_ASSISTANT_MESSAGE)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from atoll.pi_train import env
     from atoll.pi_train.bootstrap.trainer import BootstrapSettings, train
+    from atoll.pi_train.load_checkpoint import LoadCheckpointError, resolve
     from atoll.pi_train.run import RunError, RunInputError, default_base_url
 
     for name, value in (
@@ -121,6 +125,10 @@ def train_cmd(
     ):
         if value < 1:
             _fail(f"{name} must be at least 1 (got {value})")
+    try:
+        state = None if load_checkpoint is None else resolve(load_checkpoint)
+    except LoadCheckpointError as exc:
+        _fail(str(exc))
     settings = BootstrapSettings(
         base_model=_model(base_model),
         renderer=renderer,
@@ -130,6 +138,7 @@ def train_cmd(
         batch_size=batch_size,
         steps=steps,
         max_length=max_length,
+        load_checkpoint=state,
     )
     with Progress(
         "[progress.description]{task.description}",

@@ -47,6 +47,8 @@ class BootstrapSettings:
     batch_size: int
     steps: int
     max_length: int
+    # The training state the run starts from (`--load-checkpoint`); None: the base model.
+    load_checkpoint: str | None = None
 
 
 def _job(manifest: dict[str, Any], conversations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -202,6 +204,11 @@ def write_summary(run_dir: Path, manifest: dict[str, Any]) -> Path:
         f"{corpus['examples']} examples: one conversation prefix per assistant target, "
         f"`{manifest['train_on_what']}`), {config['batch_size']} examples per step.",
         "",
+        *(
+            [f"Started from the training state `{config['load_checkpoint']}`.", ""]
+            if config.get("load_checkpoint")
+            else []
+        ),
         *_example_lines(run_dir),
         "| step | " + " | ".join(h for h, _ in SUMMARY_COLUMNS) + " |",
         "|---" * (len(SUMMARY_COLUMNS) + 1) + "|",

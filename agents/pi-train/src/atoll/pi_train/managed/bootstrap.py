@@ -173,6 +173,8 @@ def main() -> None:
         num_epochs=int(job["steps"]),
         lora_rank=int(job["lora_rank"]),
         base_url=job["base_url"],
+        # As in train.py: a resume loads the run's own last state, not this one.
+        load_checkpoint_path=job.get("load_checkpoint"),
         save_every=1,
         eval_every=0,
         infrequent_eval_every=0,

@@ -335,6 +335,9 @@ def main() -> None:
         log_path=job["run_dir"],
         lora_rank=int(job["lora_rank"]),
         base_url=job["base_url"],
+        # Weights of an earlier run's training state; a resume loads this run's own last state
+        # instead (the cookbook looks in the log path's checkpoints.jsonl first).
+        load_checkpoint_path=job.get("load_checkpoint_path"),
         save_every=1,
         eval_every=int(job.get("eval_every", 0)),
         num_groups_to_log=0,
