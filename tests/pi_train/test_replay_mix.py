@@ -184,7 +184,8 @@ def test_the_manifest_and_the_summary_carry_the_mix_and_the_window(
     assert "Replay mix configured 70% frontier / 20% recent / 10% older" in text
     assert "frontier 14 (problem 7)" in text
     assert "Regression window (evaluation only, never a gradient): problems [1, 2]" in text
-    # A resumed run under another mix is refused rather than mixed in.
+    # A resumed run (one with a saved state) under another mix is refused rather than mixed in.
+    (out / "checkpoints.jsonl").write_text('{"batch": 1, "state_path": "tinker://r/weights/1"}\n')
     _, _, other = trainers.curriculum_tasks(
         sample_store, state, _settings(5), ReplayMix.parse("0.5,0.3,0.2")
     )

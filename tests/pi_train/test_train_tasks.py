@@ -91,9 +91,18 @@ def test_a_run_directory_accepts_its_own_settings_and_more_iterations(tmp_path: 
         {},
     )
     assert again["config"]["iterations"] == 5
+    # Nothing trained yet (no saved state): other settings replace the old ones.
+    replaced = run.prepare_manifest(
+        tmp_path, "atoll pi train hidden", _settings(learning_rate=1e-3), digest, {}, {}
+    )
+    assert replaced["config"]["learning_rate"] == 1e-3
+    # Once a state is saved, other settings are refused rather than mixed in.
+    (tmp_path / "checkpoints.jsonl").write_text(
+        '{"batch": 1, "state_path": "tinker://r/weights/1"}\n'
+    )
     with pytest.raises(RunError, match="learning_rate"):
         run.prepare_manifest(
-            tmp_path, "atoll pi train hidden", _settings(learning_rate=1e-3), digest, {}, {}
+            tmp_path, "atoll pi train hidden", _settings(learning_rate=2e-3), digest, {}, {}
         )
 
 
