@@ -224,9 +224,10 @@ def _start(env: managed_env.ManagedEnv, model: str, port: int) -> ServerState:
     return ServerState(pid=process.pid, port=port, base_model=model, log=str(log))
 
 
-def _log_tail(state: ServerState, lines: int = 12) -> str:
+def log_tail(log: str | Path, lines: int = 12) -> str:
+    """The last lines of a starting server's log: what a start-up error shows."""
     try:
-        return "\n".join(Path(state.log).read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(Path(log).read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
 
@@ -238,11 +239,13 @@ def _wait_ready(state: ServerState) -> ServerState:
             return state
         if not alive(state.pid):
             _stop_group(state)
-            raise ServerError(f"the local Tinker server exited while starting:\n{_log_tail(state)}")
+            raise ServerError(
+                f"the local Tinker server exited while starting:\n{log_tail(state.log)}"
+            )
         time.sleep(0.5)
     _stop_group(state)
     raise ServerError(
-        f"the local Tinker server did not answer within {START_DEADLINE_S:.0f} s:\n{_log_tail(state)}"
+        f"the local Tinker server did not answer within {START_DEADLINE_S:.0f} s:\n{log_tail(state.log)}"
     )
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 
 from atoll.pi_train import env as managed_env
+from atoll.pi_train.local_server import START_DEADLINE_S, log_tail, stop_group
 
-START_DEADLINE_S = 240.0
 SERVE_KEY_VARIABLE = "ATOLL_SERVE_API_KEY"
 
 
@@ -112,13 +112,6 @@ def start(
         )
 
 
-def _tail(log: Path, lines: int = 12) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def wait_ready(
     process: subprocess.Popen[bytes], spec: ServeSpec, log: Path, caller_key: str | None = None
 ) -> None:
@@ -128,19 +121,17 @@ def wait_ready(
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ServeError(
-                f"the server exited while starting (status {process.returncode}):\n{_tail(log)}"
+                f"the server exited while starting (status {process.returncode}):\n{log_tail(log)}"
             )
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{spec.base_url}/models", headers=headers, timeout=2).status_code == 200:
                 return
         time.sleep(0.5)
-    raise ServeError(f"the server did not answer within {START_DEADLINE_S:.0f} s:\n{_tail(log)}")
+    raise ServeError(f"the server did not answer within {START_DEADLINE_S:.0f} s:\n{log_tail(log)}")
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
     """Stop the server's whole process group (atoll-pi-train's one helper, as `local down`)."""
-    from atoll.pi_train.local_server import stop_group
-
     stop_group(process.pid, 15.0, reap=process.poll)
 
 
