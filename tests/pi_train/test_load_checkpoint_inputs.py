@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support.pi_train_settings import train_settings
 from typer.testing import CliRunner
 
 from atoll.pi_train.bootstrap.cli import bootstrap_app
@@ -107,19 +108,7 @@ def test_every_training_command_refuses_in_one_line_before_writing_anything(
 
 
 def _settings(load_checkpoint: str | None) -> TrainSettings:
-    return TrainSettings(
-        base_model="tiny",
-        renderer="qwen3",
-        base_url="http://127.0.0.1:1",
-        lora_rank=8,
-        learning_rate=1e-4,
-        groups_per_batch=2,
-        group_size=2,
-        iterations=1,
-        max_tokens=16,
-        languages=("python",),
-        load_checkpoint=load_checkpoint,
-    )
+    return train_settings(load_checkpoint=load_checkpoint)
 
 
 def _manifest(run_dir: Path, settings: TrainSettings) -> dict:

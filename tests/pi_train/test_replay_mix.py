@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.pi_train_settings import train_settings
 
 from atoll.euler import sample_catalog, write_store
 from atoll.euler.curriculum import Config, State, save
@@ -121,11 +122,7 @@ def _curriculum(directory: Path, store: Store, current: int, mastered: list[int]
 
 
 def _settings(iterations: int = 5) -> TrainSettings:
-    return TrainSettings(
-        base_model="m", renderer="qwen3", base_url="http://127.0.0.1:1", lora_rank=8,
-        learning_rate=1e-4, groups_per_batch=4, group_size=2, iterations=iterations,
-        max_tokens=16, languages=("python",),
-    )  # fmt: skip
+    return train_settings(base_model="m", groups_per_batch=4, iterations=iterations)
 
 
 def test_curriculum_tasks_tag_their_source_and_keep_the_window_for_evaluation(

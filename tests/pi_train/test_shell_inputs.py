@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.pi_train_settings import train_settings
 
 from atoll.pi_train.run import RunInputError, TrainSettings
 from atoll.pi_train.shell_env import Bounds
@@ -17,18 +18,7 @@ from atoll.pi_train.shell_train import ShellOptions, train_shell
 
 
 def _settings(languages: tuple[str, ...] = ("python",)) -> TrainSettings:
-    return TrainSettings(
-        base_model="tiny",
-        renderer="qwen3",
-        base_url="http://127.0.0.1:1",
-        lora_rank=8,
-        learning_rate=1e-4,
-        groups_per_batch=2,
-        group_size=2,
-        iterations=1,
-        max_tokens=16,
-        languages=languages,
-    )
+    return train_settings(languages=languages)
 
 
 def _options(sandbox_url: str | None = None) -> ShellOptions:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.pi_train_settings import train_settings
 
 from atoll.pi_train import run, tasks
 from atoll.pi_train.families import FAMILIES
@@ -71,12 +72,9 @@ def test_hidden_tasks_refuse_a_language_without_a_driver() -> None:
 
 
 def _settings(**changes: object) -> TrainSettings:
-    base = TrainSettings(
-        base_model="m", renderer="qwen3", base_url="http://127.0.0.1:1", lora_rank=8,
-        learning_rate=1e-4, groups_per_batch=2, group_size=4, iterations=2, max_tokens=64,
-        languages=("python",),
-    )  # fmt: skip
-    return TrainSettings(**{**base.__dict__, **changes})  # type: ignore[arg-type]
+    return train_settings(
+        **{"base_model": "m", "group_size": 4, "iterations": 2, "max_tokens": 64, **changes}
+    )
 
 
 def test_a_run_directory_accepts_its_own_settings_and_more_iterations(tmp_path: Path) -> None:
