@@ -27,8 +27,11 @@ from atoll.pi_train import env as managed_env
 # The SDK checks only the prefix; SkyRL tx accepts any key.
 LOCAL_API_KEY = "tml-local"
 # Fixed shapes: every new batch size recompiles the engine's functions.
+# Every training run (and every served training state) holds one LoRA adapter slot for
+# as long as SkyRL tx keeps its model loaded, and slot 0 is the base model's: 8 slots
+# filled up after seven runs on one server. 32 is SkyRL tx's own default.
 BACKEND_CONFIG = {
-    "max_lora_adapters": 8,
+    "max_lora_adapters": 32,
     "max_lora_rank": 8,
     "sample_max_num_sequences": 8,
     "train_micro_batch_size": 1,
