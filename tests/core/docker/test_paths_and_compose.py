@@ -34,11 +34,33 @@ def test_a_socket_path_too_long_is_refused(tmp_path):
 
 def test_compose_is_linked_once_and_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "config"))
-    first = link_compose()
-    assert first.changed and first.link.resolve() == compose_binary()
-    again = link_compose()
+    first = link_compose(tmp_path / "store")
+    assert first.changed and first.link.resolve() == first.binary
+    again = link_compose(tmp_path / "store")
     assert not again.changed
     version = subprocess.run([str(first.link), "version"], capture_output=True, text=True)
+    assert "Docker Compose version" in version.stdout
+
+
+def test_the_link_outlives_the_environment_it_came_from(monkeypatch, tmp_path):
+    """The link names a stored copy, so removing a checkout's venv leaves Compose working."""
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "config"))
+    result = link_compose(tmp_path / "store")
+    target = result.link.resolve()
+    assert target.parent == tmp_path / "store"
+    assert target != compose_binary()
+    assert target.read_bytes() == compose_binary().read_bytes()
+    assert os.access(target, os.X_OK)
+
+
+def test_a_link_into_a_removed_environment_is_repaired(monkeypatch, tmp_path):
+    plugins = tmp_path / "config" / "cli-plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "docker-compose").symlink_to(tmp_path / "gone" / ".venv" / "bin" / "docker-compose")
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "config"))
+    result = link_compose(tmp_path / "store")
+    assert result.changed
+    version = subprocess.run([str(result.link), "version"], capture_output=True, text=True)
     assert "Docker Compose version" in version.stdout
 
 
@@ -48,7 +70,7 @@ def test_a_users_own_compose_is_left_alone(monkeypatch, tmp_path):
     own = plugins / "docker-compose"
     own.write_text("#!/bin/sh\necho mine\n")
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "config"))
-    result = link_compose()
+    result = link_compose(tmp_path / "store")
     assert not result.changed
     assert not own.is_symlink() and own.read_text().endswith("mine\n")
 

@@ -110,7 +110,7 @@ def up(
             else:
                 _err.print(f"dockerd {info.version} already running (pid {info.pid})")
             try:
-                link = compose.link_compose()
+                link = compose.link_compose(paths.compose_dir)
             except EngineError as exc:
                 _err.print(f"[yellow]warning:[/yellow] Compose not linked: {exc}")
             else:

