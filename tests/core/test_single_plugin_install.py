@@ -1,13 +1,19 @@
 """A third party installs one plugin with pip, without the rest of atoll.
 
-Builds a fresh virtual environment, pip-installs only atoll-core and the
-FrontierCS judge plugin from this checkout, and checks that `atoll plugins
-list` there shows exactly those two distributions.
+Builds a fresh virtual environment, installs only atoll-core and the
+FrontierCS judge plugin from this checkout into it, and checks that `atoll
+plugins list` there shows exactly those two distributions.
+
+The install runs through `uv pip install`: the same PEP 517 builds and the
+same dependency metadata pip reads, but served from uv's cache that `uv sync`
+already filled, so the check costs seconds instead of two minutes of
+resolving and downloading Harbor's dependencies again.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -18,16 +24,18 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def lone_venv(tmp_path_factory, repo):
+    uv = shutil.which("uv")
+    assert uv, "uv is not on PATH (the tests run through `uv run pytest`)"
     venv = tmp_path_factory.mktemp("single-plugin") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
     pip = subprocess.run(
         [
-            str(venv / "bin" / "python"),
-            "-m",
+            uv,
             "pip",
             "install",
             "--quiet",
-            "--disable-pip-version-check",
+            "--python",
+            str(venv / "bin" / "python"),
             str(repo / "plugins" / "atoll-core"),
             str(repo / "verifiers" / "frontiercs-judge"),
         ],
