@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.entries import Status, Verification
-from atoll.guidance_ttt.guidance import GuidanceSample
-from atoll.guidance_ttt.rollout_journal import (
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.search.scored_program import Status, Verification
+from atoll.guidance_ttt.services.reef_guidance import GuidanceSample
+from atoll.guidance_ttt.state.step_journal import (
     FinishedRollout,
     RolloutJournalError,
     StepJournal,

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.archive import Archive, ArchiveError, Selection
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.rollout_journal import StepState, read_step, step_journal_path
+from atoll.guidance_ttt.search.archive import Archive, ArchiveError, Selection
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.durable_archive import COMMITTED_FILE, run_dir
+from atoll.guidance_ttt.state.step_journal import StepState, read_step, step_journal_path
 
 
 class ReportError(RuntimeError):

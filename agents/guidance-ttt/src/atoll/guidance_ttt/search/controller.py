@@ -31,17 +31,12 @@ from rich.progress import (
 )
 
 from atoll.core.durable import atomic_write_json
-from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.archive import Archive
-from atoll.guidance_ttt.bridge import SEARCH_ONLY_MODE, StepExpectation, TrainingBridge
-from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
-from atoll.guidance_ttt.entries import Entry
-from atoll.guidance_ttt.library import Library, run_dir
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.rollout_journal import STEPS_DIR, read_step, step_journal_path
-from atoll.guidance_ttt.step import (
+from atoll.guidance_ttt.search.archive import Archive
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.scored_program import Entry
+from atoll.guidance_ttt.search.step import (
     ExecutorService,
     GuidanceService,
     Limits,
@@ -50,6 +45,15 @@ from atoll.guidance_ttt.step import (
     StepSummary,
     run_step,
 )
+from atoll.guidance_ttt.services.cancel import Cancellation
+from atoll.guidance_ttt.services.training_barrier import (
+    SEARCH_ONLY_MODE,
+    StepExpectation,
+    TrainingBridge,
+)
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.durable_archive import Library, run_dir
+from atoll.guidance_ttt.state.step_journal import STEPS_DIR, read_step, step_journal_path
 
 RESULT_FILE = "result.json"
 STAGES = ("guidance", "executor", "judged", "reported")

@@ -25,8 +25,8 @@ from typing import Any
 from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
 from atoll.guidance_ttt.contract import GRADER_DIGEST, Task
-from atoll.guidance_ttt.library import run_dir
-from atoll.guidance_ttt.step import StepSummary
+from atoll.guidance_ttt.search.step import StepSummary
+from atoll.guidance_ttt.state.durable_archive import run_dir
 
 FORMAT = "atoll.guidance_ttt.resume/1"
 RESUME_FILE = "resume-state.json"

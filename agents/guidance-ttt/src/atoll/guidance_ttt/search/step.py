@@ -21,22 +21,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.contract import Direction, Task
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.executor import ExecutorAnswer
-from atoll.guidance_ttt.guidance import (
+from atoll.guidance_ttt.prompting.answer_parsing import parse_executor, parse_guidance
+from atoll.guidance_ttt.prompting.prompts import Prompt, executor_prompt, guidance_prompt
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.services.executor import ExecutorAnswer
+from atoll.guidance_ttt.services.reef_guidance import (
     GridSlot,
     GuidanceSample,
     GuidanceUnavailable,
     report_payload,
 )
-from atoll.guidance_ttt.library import Library
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.parsing import parse_executor, parse_guidance
-from atoll.guidance_ttt.prompts import Prompt, executor_prompt, guidance_prompt
-from atoll.guidance_ttt.rollout_journal import (
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.step_journal import (
     FailedCall,
     FinishedRollout,
     Slot,

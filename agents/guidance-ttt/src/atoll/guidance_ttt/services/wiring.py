@@ -22,15 +22,7 @@ from pathlib import Path
 from rich.console import Console
 
 from atoll.core import reef_env
-from atoll.guidance_ttt import controller, reef_runtime, resume
-from atoll.guidance_ttt.bridge import (
-    JOB_MARKER_FILE,
-    RayActorHealth,
-    ReefTrainingBridge,
-    SearchOnlyBridge,
-    TrainingBridge,
-)
-from atoll.guidance_ttt.cancel import Cancellation
+from atoll.guidance_ttt import reef_runtime
 from atoll.guidance_ttt.config import (
     ConfigError,
     GuidanceConfig,
@@ -38,10 +30,25 @@ from atoll.guidance_ttt.config import (
     trainer_hf_dir,
 )
 from atoll.guidance_ttt.contract import Task
-from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, check_installed, open_task_scorer
-from atoll.guidance_ttt.seed import read_seed
+from atoll.guidance_ttt.search import controller
+from atoll.guidance_ttt.search.seed import read_seed
+from atoll.guidance_ttt.services.cancel import Cancellation
+from atoll.guidance_ttt.services.executor import Executor, executor_spec
+from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.services.scorer import (
+    JUDGE_URL_ENV,
+    Scorer,
+    check_installed,
+    open_task_scorer,
+)
+from atoll.guidance_ttt.services.training_barrier import (
+    JOB_MARKER_FILE,
+    RayActorHealth,
+    ReefTrainingBridge,
+    SearchOnlyBridge,
+    TrainingBridge,
+)
+from atoll.guidance_ttt.state import resume
 
 # How often the training barrier reads Reef's status: also how long a
 # cancelled run may take to notice the cancellation while it waits there.

@@ -27,9 +27,9 @@ from typing import Any, Self
 import filelock
 
 from atoll.core.durable import atomic_write_bytes, canonical_json, fsync_dir
-from atoll.guidance_ttt.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
-from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
-from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.search.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.state.jsonl_journal import Journal, JournalCorrupt, read_journal
 
 FORMAT = "atoll.guidance_ttt.library/1"
 RUN_DIR = "guidance-run"

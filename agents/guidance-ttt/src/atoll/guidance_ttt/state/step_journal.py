@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.guidance import GuidanceSample
-from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.services.reef_guidance import GuidanceSample
+from atoll.guidance_ttt.state.jsonl_journal import Journal, JournalCorrupt, read_journal
 
 STEPS_DIR = "steps"
 
