@@ -11,7 +11,7 @@ started for the episode as a Harbor job's `frontiercs-judge` plugin would;
 a task scored by its own checker starts none. reef-eval is
 an optional extra (`atoll-guidance-ttt[reef-eval]`).
 
-    python -m atoll.guidance_ttt.reef_episode LAB_DIR polyomino_packing \
+    python -m atoll.guidance_ttt.harbor.reef_episode LAB_DIR polyomino_packing \
         --set groups=8 --set rollouts=16 --set steps=30 --set training=on
 """
 
