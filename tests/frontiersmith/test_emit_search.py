@@ -35,8 +35,9 @@ from atoll.frontiersmith.command import (
 )
 from atoll.frontiersmith.runs import RunDir
 from atoll.guidance_ttt.contract import Language, load_task
-from atoll.guidance_ttt.state.durable_archive import Library, run_dir
-from atoll.guidance_ttt.state.step_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 

@@ -16,14 +16,8 @@ from guidance_builders import entry, rollout
 
 from atoll.guidance_ttt.contract import Direction
 from atoll.guidance_ttt.search.archive import Archive, ArchiveError
-from atoll.guidance_ttt.state.durable_archive import (
-    COMMITTED_FILE,
-    JOURNAL_FILE,
-    WORKING_FILE,
-    Library,
-    LibraryError,
-    run_dir,
-)
+from atoll.guidance_ttt.state.durable_archive import Library, LibraryError
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, JOURNAL_FILE, WORKING_FILE, run_dir
 
 SEED = "int main() { return -1; }\n"
 

@@ -29,8 +29,9 @@ from atoll.guidance_ttt.services.training_barrier import (
     TrainingGateFailed,
 )
 from atoll.guidance_ttt.state import resume
-from atoll.guidance_ttt.state.durable_archive import LibraryError, run_dir
+from atoll.guidance_ttt.state.durable_archive import LibraryError
 from atoll.guidance_ttt.state.resume import RunName
+from atoll.guidance_ttt.state.run_dir import run_dir
 
 pytest_plugins = ["support.fixtures"]
 

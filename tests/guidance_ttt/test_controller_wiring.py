@@ -23,9 +23,9 @@ from atoll.guidance_ttt.services.training_barrier import (
 )
 from atoll.guidance_ttt.services.wiring import BARRIER_POLL_S, ReefRuntimeMissing, open_services
 from atoll.guidance_ttt.state import resume
-from atoll.guidance_ttt.state.durable_archive import run_dir
 from atoll.guidance_ttt.state.resume import RunName
-from atoll.guidance_ttt.state.step_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 

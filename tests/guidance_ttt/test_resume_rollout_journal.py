@@ -7,12 +7,12 @@ import pytest
 from atoll.guidance_ttt.search.archive import Rollout
 from atoll.guidance_ttt.search.scored_program import Status, Verification
 from atoll.guidance_ttt.services.reef_guidance import GuidanceSample
+from atoll.guidance_ttt.state.run_dir import step_journal_path
 from atoll.guidance_ttt.state.step_journal import (
     FinishedRollout,
     RolloutJournalError,
     StepJournal,
     read_step,
-    step_journal_path,
 )
 
 

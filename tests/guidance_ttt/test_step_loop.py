@@ -16,8 +16,8 @@ from support.openai_server import Reply, numbered
 
 from atoll.guidance_ttt.search.scored_program import Status
 from atoll.guidance_ttt.search.step import GridIncomplete, Limits, StepFailed, run_step
-from atoll.guidance_ttt.state.durable_archive import run_dir
-from atoll.guidance_ttt.state.step_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 

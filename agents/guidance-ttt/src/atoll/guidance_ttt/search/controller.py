@@ -52,10 +52,10 @@ from atoll.guidance_ttt.services.training_barrier import (
     TrainingBridge,
 )
 from atoll.guidance_ttt.state import resume
-from atoll.guidance_ttt.state.durable_archive import Library, run_dir
-from atoll.guidance_ttt.state.step_journal import STEPS_DIR, read_step, step_journal_path
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.run_dir import RunDir
+from atoll.guidance_ttt.state.step_journal import read_step
 
-RESULT_FILE = "result.json"
 STAGES = ("guidance", "executor", "judged", "reported")
 # Log lines are data (paths, scores): no markup, no highlighting, no wrapping.
 PLAIN: dict[str, Any] = {"markup": False, "highlight": False, "soft_wrap": True}
@@ -137,7 +137,7 @@ def run(
             services = (guidance, executor, scorer, bridge)
             _run_steps(config, task, library, state, services, cancellation, console)
         result = RunResult(state.run_id, state.training, library.archive.best, state.summaries)
-        atomic_write_json(run_dir(state_dir) / RESULT_FILE, result.to_json())
+        atomic_write_json(RunDir(state_dir).result, result.to_json())
         return result
     finally:
         library.close()
@@ -210,7 +210,7 @@ def _open(
     saved = resume.load(state_dir)
     if saved is None:
         _check_trainer(bridge, 0, open_step_complete=False)
-        has_steps = any((run_dir(state_dir) / STEPS_DIR).glob("*"))
+        has_steps = any(RunDir(state_dir).steps.glob("*"))
         if Library.discard_unstarted(state_dir, has_steps=has_steps):
             console.print(
                 f"guidance-ttt: a first start in {state_dir} stopped before it saved its resume "
@@ -242,7 +242,7 @@ def _open(
         if saved.next_step < config.steps:
             # A finished run trains nothing more: where Reef's trainer stands is not its concern.
             open_step = saved.next_step
-            journal = read_step(step_journal_path(run_dir(state_dir), open_step), open_step)
+            journal = read_step(RunDir(state_dir).step_journal(open_step), open_step)
             complete = len(journal.finished) == config.groups * config.rollouts
             _check_trainer(bridge, open_step, open_step_complete=complete)
             console.print(

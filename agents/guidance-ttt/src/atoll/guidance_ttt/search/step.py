@@ -136,7 +136,7 @@ def _no_progress(stage: str, advance: int) -> None:
 def run_step(context: StepContext, step: int, progress: Progress = _no_progress) -> StepSummary:
     """Run (or finish, after a crash) step `step` up to and including its report barrier."""
     started = time.monotonic()
-    journal = StepJournal(context.library.directory, step)
+    journal = StepJournal(context.library.paths.directory, step)
     try:
         state = journal.state()
         parents = _select(context, journal, state, step)

@@ -37,9 +37,7 @@ SERVING_PHASE = "serving"
 
 # Megatron writes this file into its save directory once a checkpoint is durable.
 CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
-# Reef's trainer records its latest training job (status, rollout id, metrics) in this
-# file beside its published adapters, and only settles it once the job's commit is durable.
-JOB_MARKER_FILE = ".reef-latest-job.json"
+# The status of the trainer's job marker (`RunDir.trainer_job_marker`) once its commit is durable.
 JOB_COMMITTED = "COMPLETE"
 
 # Keys of the training bridge actor's `health()` report (reef-infra's Slime

@@ -23,12 +23,7 @@ from rich.console import Console
 
 from atoll.core import reef_env
 from atoll.guidance_ttt import reef_runtime
-from atoll.guidance_ttt.config import (
-    ConfigError,
-    GuidanceConfig,
-    trainer_checkpoint_dir,
-    trainer_hf_dir,
-)
+from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.search import controller
 from atoll.guidance_ttt.search.seed import read_seed
@@ -42,13 +37,13 @@ from atoll.guidance_ttt.services.scorer import (
     open_task_scorer,
 )
 from atoll.guidance_ttt.services.training_barrier import (
-    JOB_MARKER_FILE,
     RayActorHealth,
     ReefTrainingBridge,
     SearchOnlyBridge,
     TrainingBridge,
 )
 from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.run_dir import RunDir
 
 # How often the training barrier reads Reef's status: also how long a
 # cancelled run may take to notice the cancellation while it waits there.
@@ -117,7 +112,7 @@ def open_services(
         environ = {**environ, JUDGE_URL_ENV: judge}
     try:
         bridge = training_bridge(config, guidance, scenario, environ, cancellation)
-        with open_task_scorer(task, config.state_dir, environ) as scorer:
+        with open_task_scorer(task, RunDir(config.state_dir).scorer_state, environ) as scorer:
             # A closed scorer fails its next poll: no wait outlives a cancel.
             cancellation.on_cancel(scorer.close)
             yield Services(guidance, executor, scorer, bridge, cancellation)
@@ -149,8 +144,8 @@ def training_bridge(
         guidance.status,
         scenario,
         health=RayActorHealth(runtime),
-        checkpoint_dir=trainer_checkpoint_dir(state_dir),
-        job_marker=trainer_hf_dir(state_dir) / JOB_MARKER_FILE,
+        checkpoint_dir=RunDir(state_dir).trainer_checkpoints,
+        job_marker=RunDir(state_dir).trainer_job_marker,
         poll_interval_s=BARRIER_POLL_S,
         cancellation=cancellation,
     )

@@ -26,11 +26,9 @@ from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
 from atoll.guidance_ttt.contract import GRADER_DIGEST, Task
 from atoll.guidance_ttt.search.step import StepSummary
-from atoll.guidance_ttt.state.durable_archive import run_dir
+from atoll.guidance_ttt.state.run_dir import RunDir
 
 FORMAT = "atoll.guidance_ttt.resume/1"
-RESUME_FILE = "resume-state.json"
-SUMMARY_SUFFIX = ".summary.json"
 SCENARIO_PREFIX = "guidance-ttt"
 
 
@@ -147,7 +145,7 @@ def run_name(state_dir: Path) -> RunName:
 
 
 def resume_path(state_dir: Path) -> Path:
-    return run_dir(state_dir) / RESUME_FILE
+    return RunDir(state_dir).resume_state
 
 
 def load(state_dir: Path) -> ResumeState | None:
@@ -169,7 +167,7 @@ def save(state_dir: Path, state: ResumeState) -> None:
 
 
 def summary_path(state_dir: Path, step: int) -> Path:
-    return run_dir(state_dir) / "steps" / f"step-{step:05d}{SUMMARY_SUFFIX}"
+    return RunDir(state_dir).step_summary(step)
 
 
 def save_summary(state_dir: Path, summary: StepSummary) -> None:
