@@ -104,15 +104,18 @@ def run(
     scorer: ScoringService,
     bridge: TrainingBridge,
     name: resume.RunName | None = None,
+    start: resume.RunStart | None = None,
     cancellation: Cancellation | None = None,
     console: Console | None = None,
 ) -> RunResult:
     """Run (or resume) the search until `config.steps` steps are committed.
 
-    `name` is the run's id and Reef scenario, which the guidance client and
-    the bridge were built for (`resume.run_name`); None takes the saved name,
-    or a new one for a first start. `cancellation` stops the run: it raises
-    `RunCancelled` once the calls in flight are aborted and journaled.
+    `start` is what the caller read of the state directory before it built
+    the services (`resume.read_start`); None reads it here. `name` is the
+    run's id and Reef scenario, which the guidance client and the bridge were
+    built for; None takes the start's (the saved name, or a new one for a
+    first start). `cancellation` stops the run: it raises `RunCancelled` once
+    the calls in flight are aborted and journaled.
     """
     console = console or Console(stderr=True)
     cancellation = cancellation or Cancellation()
@@ -122,7 +125,9 @@ def run(
             "use the search-only bridge exactly when training is 'off'"
         )
     state_dir = config.state_dir
-    library, state = _open(config, task, seed, bridge, name or resume.run_name(state_dir), console)
+    start = start or resume.read_start(state_dir)
+    opened = resume.RunStart(start.saved, name or start.name)
+    library, state = _open(config, task, seed, bridge, opened, console)
     try:
         if state.next_step > config.steps:
             raise RunAlreadyComplete(
@@ -203,11 +208,11 @@ def _open(
     task: Task,
     seed: Entry,
     bridge: TrainingBridge,
-    name: resume.RunName,
+    start: resume.RunStart,
     console: Console,
 ) -> tuple[Library, resume.ResumeState]:
     state_dir = config.state_dir
-    saved = resume.load(state_dir)
+    saved, name = start.saved, start.name
     if saved is None:
         _check_trainer(bridge, 0, open_step_complete=False)
         has_steps = any(RunDir(state_dir).steps.glob("*"))

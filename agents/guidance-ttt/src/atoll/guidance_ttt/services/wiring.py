@@ -169,13 +169,12 @@ def run_search(
     if task.directory is None:
         task = replace(task, directory=task_dir)
     check_installed(task.contract)
-    saved = resume.load(config.state_dir)
-    if saved is not None:  # before any service starts (an embedded judge, a sandbox)
-        saved.check_task(task, config.state_dir)
-    name = resume.run_name(config.state_dir)
-    fresh = saved is None
+    start = resume.read_start(config.state_dir)
+    if start.saved is not None:  # before any service starts (an embedded judge, a sandbox)
+        start.saved.check_task(task, config.state_dir)
+    fresh = start.saved is None
     with open_services(
-        config, task, scenario=name.scenario, environ=environ, cancellation=cancellation
+        config, task, scenario=start.name.scenario, environ=environ, cancellation=cancellation
     ) as services:
         seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
         return controller.run(
@@ -186,7 +185,7 @@ def run_search(
             executor=services.executor,
             scorer=services.scorer,
             bridge=services.bridge,
-            name=name,
+            start=start,
             cancellation=services.cancellation,
             console=console,
         )

@@ -134,14 +134,34 @@ class RunName:
         return cls(run_id, f"{SCENARIO_PREFIX}-{run_id}")
 
 
+@dataclass(frozen=True)
+class RunStart:
+    """What a start reads of its state directory, once, and hands down to the controller.
+
+    `saved` is the resume state (None for a first start), read before any
+    service starts; `name` is its run id and Reef scenario, or a new name
+    for a first start, which the guidance client and the training barrier
+    are built for.
+    """
+
+    saved: ResumeState | None
+    name: RunName
+
+
+def read_start(state_dir: Path) -> RunStart:
+    """The resume state of the run in `state_dir` and the run's name, read once."""
+    saved = load(state_dir)
+    name = RunName.new() if saved is None else RunName(saved.run_id, saved.scenario)
+    return RunStart(saved, name)
+
+
 def run_name(state_dir: Path) -> RunName:
     """The name of the run in `state_dir`: the saved one, or a new one for a first start.
 
     A new name is saved by the run's first start; a start that fails before
     that leaves nothing behind, and the next start chooses afresh.
     """
-    saved = load(state_dir)
-    return RunName.new() if saved is None else RunName(saved.run_id, saved.scenario)
+    return read_start(state_dir).name
 
 
 def resume_path(state_dir: Path) -> Path:
