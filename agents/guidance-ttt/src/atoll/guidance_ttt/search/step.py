@@ -399,6 +399,7 @@ class _Runner:
 
 
 def _report(context: StepContext, journal: StepJournal, done: FinishedRollout) -> None:
+    assert done.receipt is not None  # only a rollout with a receipt is reported
     stored = context.guidance.report(done.report, done.receipt)
     journal.acknowledged(done.rollout.group, done.rollout.rollout, stored)
 

@@ -144,7 +144,8 @@ class Executor:
             base_url=spec.base_url,
             timeout=spec.timeout_s,
             max_retries=spec.max_retries,
-            http_client=self._cancellation.http_client(timeout=spec.timeout_s),
+            # openai's signature names httpx2's client; it accepts httpx's as well.
+            http_client=self._cancellation.http_client(timeout=spec.timeout_s),  # type: ignore[arg-type]
         )
 
     def close(self) -> None:

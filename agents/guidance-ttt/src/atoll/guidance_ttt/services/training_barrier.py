@@ -256,8 +256,8 @@ def scenario_progress(status: Mapping[str, Any], scenario: str) -> ScenarioProgr
     if not isinstance(entry, Mapping):
         raise TrainingInvariantFailed(f"Reef status for scenario {scenario!r} is not an object")
     step = entry.get("scenario_step", 0)
-    processor = entry.get("processor") if isinstance(entry.get("processor"), Mapping) else {}
-    failed = processor.get("failed_steps") or []
+    processor = entry.get("processor")
+    failed = (processor.get("failed_steps") if isinstance(processor, Mapping) else None) or []
     if not isinstance(step, int) or not isinstance(failed, list):
         raise TrainingInvariantFailed(f"Reef status for scenario {scenario!r} is malformed")
     return ScenarioProgress(step, tuple(_step_number(item) for item in failed))
@@ -316,7 +316,7 @@ class RayActorHealth:
 
     def __call__(self) -> Mapping[str, Any]:
         try:
-            import ray
+            import ray  # type: ignore[import-not-found,unused-ignore]  # the optional `ray` extra
         except ImportError as exc:
             raise TrainingInvariantFailed(
                 "reading Reef's training bridge needs Ray: install atoll-guidance-ttt[ray]"

@@ -153,7 +153,8 @@ def _replay_step(archive: Archive, journal: StepState, step: int) -> None:
 
 
 def _row(summary: dict[str, Any], journal: StepState, archive: Archive) -> StepRow:
-    receipts, rejected = [], []
+    receipts: list[str] = []
+    rejected: list[str] = []
     guidance_tokens = executor_tokens = 0
     for slot in journal.finish_order:
         done = journal.finished[slot]
