@@ -25,10 +25,10 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.core.durable import atomic_write_json
-from atoll.guidance_ttt.archive import Archive, Rollout, Selection
 from atoll.guidance_ttt.contract import Direction
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.library import Library
+from atoll.guidance_ttt.search.archive import Archive, Rollout, Selection
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
+from atoll.guidance_ttt.state.durable_archive import Library
 
 app = typer.Typer(add_completion=False)
 console = Console(width=110)

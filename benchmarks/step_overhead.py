@@ -25,14 +25,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from atoll.guidance_ttt.archive import Archive
 from atoll.guidance_ttt.contract import Direction, Language, Task, TaskContract
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.executor import ExecutorAnswer
-from atoll.guidance_ttt.guidance import GuidanceSample
-from atoll.guidance_ttt.library import Library
-from atoll.guidance_ttt.prompts import Prompt
-from atoll.guidance_ttt.step import Limits, StepContext, run_step
+from atoll.guidance_ttt.prompting.prompts import Prompt
+from atoll.guidance_ttt.search.archive import Archive
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
+from atoll.guidance_ttt.search.step import Limits, StepContext, run_step
+from atoll.guidance_ttt.services.executor import ExecutorAnswer
+from atoll.guidance_ttt.services.reef_guidance import GuidanceSample
+from atoll.guidance_ttt.state.durable_archive import Library
 
 app = typer.Typer(add_completion=False)
 console = Console(width=110)

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 from atoll.guidance_ttt.contract import load_task
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.prompts import Prompt, executor_prompt, guidance_prompt
-from atoll.guidance_ttt.seed import read_seed
+from atoll.guidance_ttt.prompting.prompts import Prompt, executor_prompt, guidance_prompt
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
+from atoll.guidance_ttt.search.seed import read_seed
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "polyomino_packing"
 # A short guidance of the kind the policy writes, for the executor prompt's length.

@@ -124,7 +124,7 @@ def test_a_search_of_the_cpp_task_starts_from_its_cpp_baseline_graded_by_the_che
 ) -> None:
     from atoll.core.scoring import ScorerSetup, ScoreStatus, open_scorer
     from atoll.guidance_ttt.contract import load_task
-    from atoll.guidance_ttt.seed import seed_path
+    from atoll.guidance_ttt.search.seed import seed_path
 
     accepted = campaign["summary"]["accepted"][0]["task"]
     task_dir = campaign["out"] / accepted["path"]

@@ -35,8 +35,9 @@ from atoll.frontiersmith.command import (
 )
 from atoll.frontiersmith.runs import RunDir
 from atoll.guidance_ttt.contract import Language, load_task
-from atoll.guidance_ttt.library import Library, run_dir
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 
@@ -266,8 +267,8 @@ def test_a_run_that_stops_before_export_says_its_search_is_skipped(
 
 def test_a_resumed_search_asks_for_the_executor_port_it_started_with(tmp_path: Path) -> None:
     from atoll.frontiersmith.search import saved_port
-    from atoll.guidance_ttt import resume
     from atoll.guidance_ttt.config import load_config
+    from atoll.guidance_ttt.state import resume
 
     state = tmp_path / "s1"
     assert saved_port(state) == 0  # a new search takes any port

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.entries import Entry, Status, Verification
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
 
 CONTRACT: dict[str, Any] = {
     "solution_language": "cpp",

@@ -18,10 +18,10 @@ from typing import Any
 
 from rich.console import Console
 
-from atoll.guidance_ttt import controller
 from atoll.guidance_ttt.agent import agent_config
 from atoll.guidance_ttt.contract import load_task
-from atoll.guidance_ttt.wiring import run_search
+from atoll.guidance_ttt.search import controller
+from atoll.guidance_ttt.services.wiring import run_search
 
 
 def run(args: Mapping[str, Any], environ: Mapping[str, str]) -> controller.RunResult:

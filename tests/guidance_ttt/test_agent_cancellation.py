@@ -28,10 +28,10 @@ from support.processes import children_of
 
 from atoll.core.environments.local import LocalEnvironment
 from atoll.core.sandbox import reaper
-from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.agent import GuidanceTTTAgent
-from atoll.guidance_ttt.library import run_dir
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 from atoll.judge.plugin import task_dir
 
 pytest_plugins = ["support.fixtures"]

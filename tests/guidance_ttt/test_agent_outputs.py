@@ -12,8 +12,8 @@ from test_faults_kill_and_resume import Driver
 
 from atoll.guidance_ttt.agent import agent_config
 from atoll.guidance_ttt.contract import load_task
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
-from atoll.guidance_ttt.outputs import PLOT_FILE, RUN_FILE, STEPS_FILE, write_outputs
+from atoll.guidance_ttt.harbor.trial_outputs import PLOT_FILE, RUN_FILE, STEPS_FILE, write_outputs
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, run_dir
 from atoll.judge.plugin import task_dir
 
 pytest_plugins = ["support.fixtures"]

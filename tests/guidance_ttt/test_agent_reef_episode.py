@@ -12,7 +12,7 @@ import pytest
 from packers import CountingGuidance, PackerExecutor
 from reef_eval.types import Row
 
-from atoll.guidance_ttt.reef_episode import (
+from atoll.guidance_ttt.harbor.reef_episode import (
     EpisodeError,
     episode_call,
     episode_failure,
@@ -28,7 +28,7 @@ def _episode(tmp_path, args, env_extra):
     )
     (tmp_path / "roots").mkdir(exist_ok=True)
     return subprocess.run(
-        [sys.executable, "-m", "atoll.guidance_ttt.reef_episode", *args],
+        [sys.executable, "-m", "atoll.guidance_ttt.harbor.reef_episode", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -17,9 +17,9 @@ from atoll.guidance_ttt.agent import (
 )
 from atoll.guidance_ttt.config import ConfigError
 from atoll.guidance_ttt.contract import load_contract
-from atoll.guidance_ttt.outputs import fill_context
-from atoll.guidance_ttt.report import RunReport
-from atoll.guidance_ttt.seed import NO_SUMMARY, SeedError, read_seed
+from atoll.guidance_ttt.harbor.trial_outputs import fill_context
+from atoll.guidance_ttt.search.seed import NO_SUMMARY, SeedError, read_seed
+from atoll.guidance_ttt.state.run_report import RunReport
 from atoll.judge.plugin import task_dir
 
 

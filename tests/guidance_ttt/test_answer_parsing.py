@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from atoll.guidance_ttt.contract import Language
-from atoll.guidance_ttt.parsing import (
+from atoll.guidance_ttt.prompting.answer_parsing import (
     SUMMARY_FALLBACK,
     extract_program,
     extract_summary,

@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 from guidance_builders import entry, rollout
 
-from atoll.guidance_ttt.archive import Archive, ArchiveError
 from atoll.guidance_ttt.contract import Direction
-from atoll.guidance_ttt.library import (
-    COMMITTED_FILE,
-    JOURNAL_FILE,
-    WORKING_FILE,
-    Library,
-    LibraryError,
-    run_dir,
-)
+from atoll.guidance_ttt.search.archive import Archive, ArchiveError
+from atoll.guidance_ttt.state.durable_archive import Library, LibraryError
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, JOURNAL_FILE, WORKING_FILE, run_dir
 
 SEED = "int main() { return -1; }\n"
 
@@ -202,7 +196,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
     from guidance_builders import rollout
-    from atoll.guidance_ttt.library import Library
+    from atoll.guidance_ttt.state.durable_archive import Library
 
     library = Library.open(Path(sys.argv[1]))
     parent = library.select(0, 0)

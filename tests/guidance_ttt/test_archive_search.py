@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from guidance_builders import entry, rollout
 
-from atoll.guidance_ttt.archive import Archive, ArchiveError
 from atoll.guidance_ttt.contract import Direction
-from atoll.guidance_ttt.entries import Status, Verification, program_digest
-from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.search.archive import Archive, ArchiveError
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.scored_program import Status, Verification, program_digest
 
 SEED = "int main() { return -1; }\n"
 

@@ -10,10 +10,14 @@ from typing import Any
 import pytest
 from support.openai_server import Reply, ScriptedOpenAIServer
 
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
-from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import GuidanceClient, GuidanceUnavailable, ReefEndpoint
-from atoll.guidance_ttt.prompts import Prompt
+from atoll.guidance_ttt.prompting.prompts import Prompt
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.services.executor import Executor, executor_spec
+from atoll.guidance_ttt.services.reef_guidance import (
+    GuidanceClient,
+    GuidanceUnavailable,
+    ReefEndpoint,
+)
 
 PROMPT = Prompt("role", "prompt")
 

@@ -18,15 +18,20 @@ from support.guidance_run import (
 )
 from trainer_sim import SimulatedTrainer
 
-from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.bridge import ReefTrainingBridge, SearchOnlyBridge, TrainingGateFailed
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import ConfigError, IdentityChanged, load_config
-from atoll.guidance_ttt.controller import RunAlreadyComplete, TrainerOutOfStep, run
-from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.library import LibraryError, run_dir
-from atoll.guidance_ttt.resume import RunName
+from atoll.guidance_ttt.search.controller import RunAlreadyComplete, TrainerOutOfStep, run
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.services.executor import Executor, executor_spec
+from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.services.training_barrier import (
+    ReefTrainingBridge,
+    SearchOnlyBridge,
+    TrainingGateFailed,
+)
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.durable_archive import LibraryError
+from atoll.guidance_ttt.state.resume import RunName
+from atoll.guidance_ttt.state.run_dir import run_dir
 
 pytest_plugins = ["support.fixtures"]
 

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from atoll.guidance_ttt.bridge import (
+from atoll.guidance_ttt.reef_runtime import RayRuntime
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.services.training_barrier import (
     RayActorHealth,
     ReefTrainingBridge,
     SearchOnlyBridge,
@@ -26,9 +29,6 @@ from atoll.guidance_ttt.bridge import (
     commit_from_job_marker,
     scenario_progress,
 )
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
-from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.reef_runtime import RayRuntime
 
 pytest_plugins = ["support.fixtures"]
 

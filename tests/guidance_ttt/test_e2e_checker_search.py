@@ -27,10 +27,11 @@ from atoll.core.scoring import ScorerNotInstalled
 from atoll.guidance_ttt.agent import agent_config
 from atoll.guidance_ttt.config import IdentityChanged
 from atoll.guidance_ttt.contract import Language, load_task
-from atoll.guidance_ttt.entries import Status
-from atoll.guidance_ttt.library import Library, run_dir
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
-from atoll.guidance_ttt.wiring import run_search
+from atoll.guidance_ttt.search.scored_program import Status
+from atoll.guidance_ttt.services.wiring import run_search
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 

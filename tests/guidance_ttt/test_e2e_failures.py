@@ -18,8 +18,8 @@ from support.openai_server import acting_at
 from test_e2e_harbor_trial import atoll_run, trial_dir
 from test_faults_kill_and_resume import SALT
 
-from atoll.guidance_ttt.library import run_dir
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures", "judge_process"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]

@@ -22,8 +22,7 @@ import pytest
 from packers import CountingGuidance, PackerExecutor
 from test_e2e_harbor_trial import atoll_command, atoll_run, trial_dir
 
-from atoll.guidance_ttt.controller import RESULT_FILE
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, RESULT_FILE, run_dir
 
 pytest_plugins = ["support.fixtures"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]

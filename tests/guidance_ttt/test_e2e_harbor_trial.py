@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from packers import MALFORMED, CountingGuidance, PackerExecutor, prompt_of
 
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]

@@ -22,7 +22,7 @@ from support.openai_server import ScriptedOpenAIServer
 from support.ports import free_port
 from support.processes import processes_mentioning
 
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, run_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -8,13 +8,13 @@ import json
 import pytest
 from support.openai_server import Reply, replies_first
 
-from atoll.guidance_ttt.executor import (
+from atoll.guidance_ttt.prompting.prompts import Prompt
+from atoll.guidance_ttt.services.executor import (
     Executor,
     ExecutorConfigError,
     ExecutorUnavailable,
     executor_spec,
 )
-from atoll.guidance_ttt.prompts import Prompt
 
 PROMPT = Prompt("You write programs.", "write it")
 

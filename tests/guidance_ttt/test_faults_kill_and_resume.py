@@ -26,8 +26,8 @@ import pytest
 from packers import PackerExecutor, PromptGuidance
 from support.openai_server import acting_at
 
-from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, run_dir
 from atoll.judge.plugin import task_dir
 
 pytest_plugins = ["support.fixtures"]

@@ -18,8 +18,8 @@ from run_driver import run
 from support.openai_server import Reply, acting_at, replies_first
 from test_faults_kill_and_resume import SALT, Driver
 
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
-from atoll.guidance_ttt.step import StepFailed
+from atoll.guidance_ttt.search.step import StepFailed
+from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, run_dir
 
 pytest_plugins = ["support.fixtures", "judge_process"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

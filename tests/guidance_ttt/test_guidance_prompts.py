@@ -7,9 +7,8 @@ import re
 from guidance_builders import valid
 
 from atoll.guidance_ttt.contract import Task
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.parsing import extract_program, parse_guidance
-from atoll.guidance_ttt.prompts import (
+from atoll.guidance_ttt.prompting.answer_parsing import extract_program, parse_guidance
+from atoll.guidance_ttt.prompting.prompts import (
     CODE_OMITTED,
     Prompt,
     executor_prompt,
@@ -17,6 +16,7 @@ from atoll.guidance_ttt.prompts import (
     guidance_request,
     score_lines,
 )
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
 
 MARKER = "UNIQUE_MARKER_7f3a91"
 PARENT_PROGRAM = f"""#include <cstdio>

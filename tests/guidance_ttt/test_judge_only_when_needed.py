@@ -10,7 +10,7 @@ import pytest
 
 from atoll.core import names, run_defaults
 from atoll.core.registry import load
-from atoll.guidance_ttt.reef_episode import needs_judge
+from atoll.guidance_ttt.harbor.reef_episode import needs_judge
 
 EXAMPLE = Path(__file__).parents[2] / "tasks" / "frontiersmith-example"
 

@@ -7,10 +7,16 @@ import math
 import pytest
 from guidance_builders import entry, rollout
 
-from atoll.guidance_ttt.archive import Archive
 from atoll.guidance_ttt.contract import Direction
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.puct import SCALE_FLOOR, q_value, rank_priors, score_candidates, value_scale
+from atoll.guidance_ttt.search.archive import Archive
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.puct import (
+    SCALE_FLOOR,
+    q_value,
+    rank_priors,
+    score_candidates,
+    value_scale,
+)
 
 
 def _two_step_archive() -> Archive:

@@ -8,8 +8,9 @@ import pytest
 from support.openai_server import Reply
 from support.ports import free_port
 
-from atoll.guidance_ttt.entries import Status, Verification
-from atoll.guidance_ttt.guidance import (
+from atoll.guidance_ttt.prompting.prompts import Prompt
+from atoll.guidance_ttt.search.scored_program import Status, Verification
+from atoll.guidance_ttt.services.reef_guidance import (
     GridSlot,
     GuidanceClient,
     GuidanceUnavailable,
@@ -18,7 +19,6 @@ from atoll.guidance_ttt.guidance import (
     ReportRejected,
     report_payload,
 )
-from atoll.guidance_ttt.prompts import Prompt
 
 pytest_plugins = ["support.fixtures"]
 

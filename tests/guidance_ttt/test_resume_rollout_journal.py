@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.entries import Status, Verification
-from atoll.guidance_ttt.guidance import GuidanceSample
-from atoll.guidance_ttt.rollout_journal import (
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.search.scored_program import Status, Verification
+from atoll.guidance_ttt.services.reef_guidance import GuidanceSample
+from atoll.guidance_ttt.state.run_dir import step_journal_path
+from atoll.guidance_ttt.state.step_journal import (
     FinishedRollout,
     RolloutJournalError,
     StepJournal,
     read_step,
-    step_journal_path,
 )
 
 

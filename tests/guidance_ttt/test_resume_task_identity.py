@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.config import IdentityChanged, load_config
 from atoll.guidance_ttt.contract import GRADER_DIGEST, Task, load_contract, load_task
+from atoll.guidance_ttt.state import resume
 
 EXAMPLE = Path(__file__).parents[2] / "tasks" / "frontiersmith-example"
 EXAMPLE_CONTRACT = EXAMPLE / "contract.json"

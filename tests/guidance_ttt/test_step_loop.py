@@ -14,10 +14,10 @@ from support.guidance_run import (
 )
 from support.openai_server import Reply, numbered
 
-from atoll.guidance_ttt.entries import Status
-from atoll.guidance_ttt.library import run_dir
-from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
-from atoll.guidance_ttt.step import GridIncomplete, Limits, StepFailed, run_step
+from atoll.guidance_ttt.search.scored_program import Status
+from atoll.guidance_ttt.search.step import GridIncomplete, Limits, StepFailed, run_step
+from atoll.guidance_ttt.state.run_dir import run_dir, step_journal_path
+from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
 
@@ -113,7 +113,7 @@ def test_an_executor_outage_stops_the_step_and_a_resume_finishes_it_without_resa
     library.close()
 
     # The process is gone; a new one restores the committed archive and finishes the step.
-    from atoll.guidance_ttt.library import Library
+    from atoll.guidance_ttt.state.durable_archive import Library
 
     scripted_llm.script = healthy
     library = Library.restore_committed(state_dir)
@@ -152,7 +152,7 @@ def test_lost_acknowledgements_are_reposted_with_the_same_ids(
     lines = journal.read_text().splitlines(keepends=True)
     journal.write_text("".join(line for line in lines if '"acknowledged"' not in line))
 
-    from atoll.guidance_ttt.library import Library
+    from atoll.guidance_ttt.state.durable_archive import Library
 
     library = Library.restore_committed(state_dir)
     executor_calls = len(scripted_llm.chat_requests())
@@ -215,7 +215,7 @@ def test_a_failed_or_lost_guidance_call_is_a_failed_rollout_never_a_new_sample(
     library.close()
 
     # A resume books the journaled failures again and samples nothing.
-    from atoll.guidance_ttt.library import Library
+    from atoll.guidance_ttt.state.durable_archive import Library
 
     library = Library.restore_committed(state_dir)
     again = run_step(step_context(library=library, **settings), 0)
@@ -251,7 +251,7 @@ def test_a_training_step_with_a_slot_reef_cannot_fill_stops_at_once(
         run_step(context, 0)
     assert scripted_llm.chat_requests() == []
     library.close()
-    from atoll.guidance_ttt.library import Library
+    from atoll.guidance_ttt.state.durable_archive import Library
 
     library = Library.restore_committed(state_dir)
     resumed = step_context(library=library, **settings)

@@ -9,10 +9,10 @@ from support.guidance_run import judge_scorer
 from support.judge import JUDGE_PROGRAMS, small_judge
 from support.ports import free_port
 
-from atoll.guidance_ttt.archive import Archive, Rollout, Selection
 from atoll.guidance_ttt.contract import Direction, Language, TaskContract
-from atoll.guidance_ttt.entries import Entry, Status
-from atoll.guidance_ttt.scorer import JudgeDown, judge_url, verification_of
+from atoll.guidance_ttt.search.archive import Archive, Rollout, Selection
+from atoll.guidance_ttt.search.scored_program import Entry, Status
+from atoll.guidance_ttt.services.scorer import JudgeDown, judge_url, verification_of
 from atoll.judge.client import outcome_from_result
 from atoll.judge.scorer import score_of
 

@@ -14,14 +14,14 @@ from typing import Any
 from support.judge import JUDGE_PROGRAMS
 from support.openai_server import NumberedScript, Reply
 
-from atoll.guidance_ttt.archive import Archive
 from atoll.guidance_ttt.contract import Task, TaskContract, load_task
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.library import Library
-from atoll.guidance_ttt.scorer import Scorer
-from atoll.guidance_ttt.step import Limits, StepContext
+from atoll.guidance_ttt.search.archive import Archive
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
+from atoll.guidance_ttt.search.step import Limits, StepContext
+from atoll.guidance_ttt.services.executor import Executor, executor_spec
+from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.services.scorer import Scorer
+from atoll.guidance_ttt.state.durable_archive import Library
 from atoll.judge.client import DEFAULT_DEADLINE_S
 from atoll.judge.scorer import SCORER_NAME, JudgeScorer
 

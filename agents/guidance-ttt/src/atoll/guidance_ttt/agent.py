@@ -32,14 +32,15 @@ from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 from rich.console import Console
 
-from atoll.guidance_ttt import controller, resume
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Task, load_contract
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.outputs import write_outputs
-from atoll.guidance_ttt.scorer import check_installed
-from atoll.guidance_ttt.wiring import run_search, with_reef_url
+from atoll.guidance_ttt.harbor.trial_outputs import write_outputs
+from atoll.guidance_ttt.search import controller
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.services.scorer import check_installed
+from atoll.guidance_ttt.services.wiring import run_search, with_reef_url
+from atoll.guidance_ttt.state import resume
 
 __all__ = ["GuidanceTTTAgent", "agent_config", "check_training_stack", "with_reef_url"]
 

@@ -18,7 +18,7 @@ from enum import StrEnum
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 
@@ -119,7 +119,8 @@ class Task:
 def contract_schema() -> dict[str, Any]:
     """The JSON Schema of `contract.json`, as shipped in the wheel."""
     text = resources.files(__package__).joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def parse_contract(data: object, source: str = CONTRACT_FILE) -> TaskContract:
@@ -192,13 +193,17 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
         unknown = sorted(set(error.instance) - set(schema["properties"]))
         return f"unknown field {unknown[0]!r}; the known fields are {known}"
     if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in error.instance]
+        required, given = (
+            cast(list[str], error.validator_value),
+            cast(dict[str, Any], error.instance),
+        )
+        missing = [name for name in required if name not in given]
         if missing[0] == "judge_problem_id":
             return f"missing field 'judge_problem_id' (the {DEFAULT_SCORER} scorer needs it)"
         return f"missing field {missing[0]!r}"
     field = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "enum":
-        allowed = " or ".join(repr(v) for v in error.validator_value)
+        allowed = " or ".join(repr(v) for v in cast(list[Any], error.validator_value))
         return f"field {field!r} must be {allowed}, not {error.instance!r}"
     if error.validator == "pattern":
         return f"field {field!r} must not be blank"

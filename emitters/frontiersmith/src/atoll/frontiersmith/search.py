@@ -63,7 +63,7 @@ def check_ready(settings: SearchSettings, environ: Mapping[str, str] = os.enviro
         if value < 1:
             raise SearchSetupError(f"{flag} must be at least 1, not {value}")
     try:
-        import atoll.guidance_ttt.wiring  # noqa: F401
+        import atoll.guidance_ttt.services.wiring  # noqa: F401
     except ImportError:
         raise SearchSetupError(
             "--search-steps runs Guidance-TTT, which is not installed: "
@@ -133,7 +133,7 @@ def saved_port(state_dir: Path) -> int:
     """
     from urllib.parse import urlsplit
 
-    from atoll.guidance_ttt import resume
+    from atoll.guidance_ttt.state import resume
 
     try:
         saved = resume.load(state_dir)
@@ -158,7 +158,7 @@ def search_one(
 
     from atoll.guidance_ttt.agent import agent_config
     from atoll.guidance_ttt.contract import load_task
-    from atoll.guidance_ttt.wiring import run_search
+    from atoll.guidance_ttt.services.wiring import run_search
 
     config = agent_config(
         {

@@ -17,10 +17,15 @@ import uuid
 from pathlib import Path
 
 from atoll.core import reef_env
-from atoll.guidance_ttt.bridge import scenario_progress
 from atoll.guidance_ttt.config import load_config
-from atoll.guidance_ttt.entries import Status, Verification
-from atoll.guidance_ttt.guidance import GridSlot, GuidanceClient, ReefEndpoint, report_payload
+from atoll.guidance_ttt.search.scored_program import Status, Verification
+from atoll.guidance_ttt.services.reef_guidance import (
+    GridSlot,
+    GuidanceClient,
+    ReefEndpoint,
+    report_payload,
+)
+from atoll.guidance_ttt.services.training_barrier import scenario_progress
 
 PROMPT = (
     "<problem>Place as many unit squares as possible in a 4x4 box.</problem>\n"

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.search.node import Node
 
 EXPLORATION_C = 1.0
 SCALE_FLOOR = 1e-6

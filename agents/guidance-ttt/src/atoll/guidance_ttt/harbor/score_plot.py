@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from atoll.core.durable import atomic_write_bytes
-from atoll.guidance_ttt.report import StepRow
+from atoll.guidance_ttt.state.run_report import StepRow
 
 
 def plot_scores(rows: Sequence[StepRow], path: Path, *, score_label: str, title: str) -> Path:

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.guidance import GuidanceSample
-from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
-
-STEPS_DIR = "steps"
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.services.reef_guidance import GuidanceSample
+from atoll.guidance_ttt.state.jsonl_journal import Journal, JournalCorrupt, read_journal
+from atoll.guidance_ttt.state.run_dir import step_journal_path
 
 Slot = tuple[int, int]
 
@@ -120,10 +119,6 @@ class StepState:
     def unreported(self) -> list[FinishedRollout]:
         """Finished rollouts Reef can never hear of: their guidance call left no receipt."""
         return [self.finished[s] for s in self.finish_order if self.finished[s].receipt is None]
-
-
-def step_journal_path(run_directory: Path, step: int) -> Path:
-    return run_directory / STEPS_DIR / f"step-{step:05d}.jsonl"
 
 
 def read_step(path: Path, step: int) -> StepState:

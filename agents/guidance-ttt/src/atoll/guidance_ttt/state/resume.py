@@ -25,12 +25,10 @@ from typing import Any
 from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig, IdentityChanged
 from atoll.guidance_ttt.contract import GRADER_DIGEST, Task
-from atoll.guidance_ttt.library import run_dir
-from atoll.guidance_ttt.step import StepSummary
+from atoll.guidance_ttt.search.step import StepSummary
+from atoll.guidance_ttt.state.run_dir import RunDir
 
 FORMAT = "atoll.guidance_ttt.resume/1"
-RESUME_FILE = "resume-state.json"
-SUMMARY_SUFFIX = ".summary.json"
 SCENARIO_PREFIX = "guidance-ttt"
 
 
@@ -136,18 +134,38 @@ class RunName:
         return cls(run_id, f"{SCENARIO_PREFIX}-{run_id}")
 
 
+@dataclass(frozen=True)
+class RunStart:
+    """What a start reads of its state directory, once, and hands down to the controller.
+
+    `saved` is the resume state (None for a first start), read before any
+    service starts; `name` is its run id and Reef scenario, or a new name
+    for a first start, which the guidance client and the training barrier
+    are built for.
+    """
+
+    saved: ResumeState | None
+    name: RunName
+
+
+def read_start(state_dir: Path) -> RunStart:
+    """The resume state of the run in `state_dir` and the run's name, read once."""
+    saved = load(state_dir)
+    name = RunName.new() if saved is None else RunName(saved.run_id, saved.scenario)
+    return RunStart(saved, name)
+
+
 def run_name(state_dir: Path) -> RunName:
     """The name of the run in `state_dir`: the saved one, or a new one for a first start.
 
     A new name is saved by the run's first start; a start that fails before
     that leaves nothing behind, and the next start chooses afresh.
     """
-    saved = load(state_dir)
-    return RunName.new() if saved is None else RunName(saved.run_id, saved.scenario)
+    return read_start(state_dir).name
 
 
 def resume_path(state_dir: Path) -> Path:
-    return run_dir(state_dir) / RESUME_FILE
+    return RunDir(state_dir).resume_state
 
 
 def load(state_dir: Path) -> ResumeState | None:
@@ -169,7 +187,7 @@ def save(state_dir: Path, state: ResumeState) -> None:
 
 
 def summary_path(state_dir: Path, step: int) -> Path:
-    return run_dir(state_dir) / "steps" / f"step-{step:05d}{SUMMARY_SUFFIX}"
+    return RunDir(state_dir).step_summary(step)
 
 
 def save_summary(state_dir: Path, summary: StepSummary) -> None:

@@ -19,9 +19,13 @@ from typing import Any
 import openai
 
 from atoll.guidance_ttt import presets
-from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
-from atoll.guidance_ttt.cancel import Cancellation
-from atoll.guidance_ttt.prompts import Prompt
+from atoll.guidance_ttt.prompting.model_answer import (
+    answer_fields,
+    answer_from_json,
+    answer_to_json,
+)
+from atoll.guidance_ttt.prompting.prompts import Prompt
+from atoll.guidance_ttt.services.cancel import Cancellation
 
 # SGLang accepts any key unless started with one; this placeholder is not a secret.
 LOCAL_PLACEHOLDER_KEY = "local"
@@ -140,7 +144,8 @@ class Executor:
             base_url=spec.base_url,
             timeout=spec.timeout_s,
             max_retries=spec.max_retries,
-            http_client=self._cancellation.http_client(timeout=spec.timeout_s),
+            # openai's signature names httpx2's client; it accepts httpx's as well.
+            http_client=self._cancellation.http_client(timeout=spec.timeout_s),  # type: ignore[arg-type]
         )
 
     def close(self) -> None:

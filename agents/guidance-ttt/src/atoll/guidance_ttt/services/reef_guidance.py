@@ -24,10 +24,14 @@ from typing import Any
 import httpx
 
 from atoll.core import reef_env
-from atoll.guidance_ttt.answer import answer_fields, answer_from_json, answer_to_json
-from atoll.guidance_ttt.cancel import Cancellation
-from atoll.guidance_ttt.entries import Verification
-from atoll.guidance_ttt.prompts import PROMPT_MODE, Prompt, guidance_request
+from atoll.guidance_ttt.prompting.model_answer import (
+    answer_fields,
+    answer_from_json,
+    answer_to_json,
+)
+from atoll.guidance_ttt.prompting.prompts import PROMPT_MODE, Prompt, guidance_request
+from atoll.guidance_ttt.search.scored_program import Verification
+from atoll.guidance_ttt.services.cancel import Cancellation
 
 CHAT_PATH = "/v1/chat/completions"
 REPORT_PATH = "/reef/report"

@@ -11,7 +11,7 @@ started for the episode as a Harbor job's `frontiercs-judge` plugin would;
 a task scored by its own checker starts none. reef-eval is
 an optional extra (`atoll-guidance-ttt[reef-eval]`).
 
-    python -m atoll.guidance_ttt.reef_episode LAB_DIR polyomino_packing \
+    python -m atoll.guidance_ttt.harbor.reef_episode LAB_DIR polyomino_packing \
         --set groups=8 --set rollouts=16 --set steps=30 --set training=on
 """
 
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from atoll.guidance_ttt.agent import AGENT_NAME, agent_config
-from atoll.guidance_ttt.bridge import REEF_MODE, SEARCH_ONLY_MODE
 from atoll.guidance_ttt.config import ConfigError
+from atoll.guidance_ttt.services.training_barrier import REEF_MODE, SEARCH_ONLY_MODE
 from atoll.judge.provision import JudgeForTrials, JudgeNotReady
 from atoll.judge.scorer import SCORER_NAME as JUDGE_SCORER
 
@@ -155,7 +155,7 @@ def _settings(pairs: Sequence[str]) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m atoll.guidance_ttt.reef_episode",
+        prog="python -m atoll.guidance_ttt.harbor.reef_episode",
         description="Run one Guidance-TTT search as a reef-eval episode; print its row as JSON.",
     )
     parser.add_argument("lab", type=Path, help="the reef-eval Lab directory")

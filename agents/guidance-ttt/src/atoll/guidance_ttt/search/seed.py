@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from atoll.guidance_ttt.contract import TaskContract
-from atoll.guidance_ttt.entries import Entry
-from atoll.guidance_ttt.step import ScoringService
+from atoll.guidance_ttt.search.scored_program import Entry
+from atoll.guidance_ttt.search.step import ScoringService
 
 SEED_DIR = "solution"
 SUMMARY_FILE = "summary.txt"

@@ -31,17 +31,12 @@ from rich.progress import (
 )
 
 from atoll.core.durable import atomic_write_json
-from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.archive import Archive
-from atoll.guidance_ttt.bridge import SEARCH_ONLY_MODE, StepExpectation, TrainingBridge
-from atoll.guidance_ttt.cancel import Cancellation
 from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
-from atoll.guidance_ttt.entries import Entry
-from atoll.guidance_ttt.library import Library, run_dir
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.rollout_journal import STEPS_DIR, read_step, step_journal_path
-from atoll.guidance_ttt.step import (
+from atoll.guidance_ttt.search.archive import Archive
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.scored_program import Entry
+from atoll.guidance_ttt.search.step import (
     ExecutorService,
     GuidanceService,
     Limits,
@@ -50,8 +45,17 @@ from atoll.guidance_ttt.step import (
     StepSummary,
     run_step,
 )
+from atoll.guidance_ttt.services.cancel import Cancellation
+from atoll.guidance_ttt.services.training_barrier import (
+    SEARCH_ONLY_MODE,
+    StepExpectation,
+    TrainingBridge,
+)
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.run_dir import RunDir
+from atoll.guidance_ttt.state.step_journal import read_step
 
-RESULT_FILE = "result.json"
 STAGES = ("guidance", "executor", "judged", "reported")
 # Log lines are data (paths, scores): no markup, no highlighting, no wrapping.
 PLAIN: dict[str, Any] = {"markup": False, "highlight": False, "soft_wrap": True}
@@ -100,15 +104,18 @@ def run(
     scorer: ScoringService,
     bridge: TrainingBridge,
     name: resume.RunName | None = None,
+    start: resume.RunStart | None = None,
     cancellation: Cancellation | None = None,
     console: Console | None = None,
 ) -> RunResult:
     """Run (or resume) the search until `config.steps` steps are committed.
 
-    `name` is the run's id and Reef scenario, which the guidance client and
-    the bridge were built for (`resume.run_name`); None takes the saved name,
-    or a new one for a first start. `cancellation` stops the run: it raises
-    `RunCancelled` once the calls in flight are aborted and journaled.
+    `start` is what the caller read of the state directory before it built
+    the services (`resume.read_start`); None reads it here. `name` is the
+    run's id and Reef scenario, which the guidance client and the bridge were
+    built for; None takes the start's (the saved name, or a new one for a
+    first start). `cancellation` stops the run: it raises `RunCancelled` once
+    the calls in flight are aborted and journaled.
     """
     console = console or Console(stderr=True)
     cancellation = cancellation or Cancellation()
@@ -118,7 +125,9 @@ def run(
             "use the search-only bridge exactly when training is 'off'"
         )
     state_dir = config.state_dir
-    library, state = _open(config, task, seed, bridge, name or resume.run_name(state_dir), console)
+    start = start or resume.read_start(state_dir)
+    opened = resume.RunStart(start.saved, name or start.name)
+    library, state = _open(config, task, seed, bridge, opened, console)
     try:
         if state.next_step > config.steps:
             raise RunAlreadyComplete(
@@ -133,7 +142,7 @@ def run(
             services = (guidance, executor, scorer, bridge)
             _run_steps(config, task, library, state, services, cancellation, console)
         result = RunResult(state.run_id, state.training, library.archive.best, state.summaries)
-        atomic_write_json(run_dir(state_dir) / RESULT_FILE, result.to_json())
+        atomic_write_json(RunDir(state_dir).result, result.to_json())
         return result
     finally:
         library.close()
@@ -199,14 +208,14 @@ def _open(
     task: Task,
     seed: Entry,
     bridge: TrainingBridge,
-    name: resume.RunName,
+    start: resume.RunStart,
     console: Console,
 ) -> tuple[Library, resume.ResumeState]:
     state_dir = config.state_dir
-    saved = resume.load(state_dir)
+    saved, name = start.saved, start.name
     if saved is None:
         _check_trainer(bridge, 0, open_step_complete=False)
-        has_steps = any((run_dir(state_dir) / STEPS_DIR).glob("*"))
+        has_steps = any(RunDir(state_dir).steps.glob("*"))
         if Library.discard_unstarted(state_dir, has_steps=has_steps):
             console.print(
                 f"guidance-ttt: a first start in {state_dir} stopped before it saved its resume "
@@ -238,7 +247,7 @@ def _open(
         if saved.next_step < config.steps:
             # A finished run trains nothing more: where Reef's trainer stands is not its concern.
             open_step = saved.next_step
-            journal = read_step(step_journal_path(run_dir(state_dir), open_step), open_step)
+            journal = read_step(RunDir(state_dir).step_journal(open_step), open_step)
             complete = len(journal.finished) == config.groups * config.rollouts
             _check_trainer(bridge, open_step, open_step_complete=complete)
             console.print(

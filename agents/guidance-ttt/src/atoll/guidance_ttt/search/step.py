@@ -21,22 +21,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from atoll.guidance_ttt.archive import Rollout
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.contract import Direction, Task
-from atoll.guidance_ttt.entries import Entry, Status, Verification
-from atoll.guidance_ttt.executor import ExecutorAnswer
-from atoll.guidance_ttt.guidance import (
+from atoll.guidance_ttt.prompting.answer_parsing import parse_executor, parse_guidance
+from atoll.guidance_ttt.prompting.prompts import Prompt, executor_prompt, guidance_prompt
+from atoll.guidance_ttt.search.archive import Rollout
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
+from atoll.guidance_ttt.services.executor import ExecutorAnswer
+from atoll.guidance_ttt.services.reef_guidance import (
     GridSlot,
     GuidanceSample,
     GuidanceUnavailable,
     report_payload,
 )
-from atoll.guidance_ttt.library import Library
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.parsing import parse_executor, parse_guidance
-from atoll.guidance_ttt.prompts import Prompt, executor_prompt, guidance_prompt
-from atoll.guidance_ttt.rollout_journal import (
+from atoll.guidance_ttt.state.durable_archive import Library
+from atoll.guidance_ttt.state.step_journal import (
     FailedCall,
     FinishedRollout,
     Slot,
@@ -136,7 +136,7 @@ def _no_progress(stage: str, advance: int) -> None:
 def run_step(context: StepContext, step: int, progress: Progress = _no_progress) -> StepSummary:
     """Run (or finish, after a crash) step `step` up to and including its report barrier."""
     started = time.monotonic()
-    journal = StepJournal(context.library.directory, step)
+    journal = StepJournal(context.library.paths.directory, step)
     try:
         state = journal.state()
         parents = _select(context, journal, state, step)
@@ -399,6 +399,7 @@ class _Runner:
 
 
 def _report(context: StepContext, journal: StepJournal, done: FinishedRollout) -> None:
+    assert done.receipt is not None  # only a rollout with a receipt is reported
     stored = context.guidance.report(done.report, done.receipt)
     journal.acknowledged(done.rollout.group, done.rollout.rollout, stored)
 

@@ -16,8 +16,8 @@ from harbor.models.agent.context import AgentContext
 from atoll.core.durable import atomic_write_bytes, atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.guidance_ttt.contract import Task
-from atoll.guidance_ttt.plot import plot_scores
-from atoll.guidance_ttt.report import RunReport, read_report
+from atoll.guidance_ttt.harbor.score_plot import plot_scores
+from atoll.guidance_ttt.state.run_report import RunReport, read_report
 
 STEPS_FILE = "steps.jsonl"
 PLOT_FILE = "scores.png"

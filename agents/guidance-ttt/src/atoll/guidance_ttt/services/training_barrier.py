@@ -30,16 +30,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.reef_runtime import RayRuntime
+from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 
 SERVING_PHASE = "serving"
 
 # Megatron writes this file into its save directory once a checkpoint is durable.
 CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
-# Reef's trainer records its latest training job (status, rollout id, metrics) in this
-# file beside its published adapters, and only settles it once the job's commit is durable.
-JOB_MARKER_FILE = ".reef-latest-job.json"
+# The status of the trainer's job marker (`RunDir.trainer_job_marker`) once its commit is durable.
 JOB_COMMITTED = "COMPLETE"
 
 # Keys of the training bridge actor's `health()` report (reef-infra's Slime
@@ -258,8 +256,8 @@ def scenario_progress(status: Mapping[str, Any], scenario: str) -> ScenarioProgr
     if not isinstance(entry, Mapping):
         raise TrainingInvariantFailed(f"Reef status for scenario {scenario!r} is not an object")
     step = entry.get("scenario_step", 0)
-    processor = entry.get("processor") if isinstance(entry.get("processor"), Mapping) else {}
-    failed = processor.get("failed_steps") or []
+    processor = entry.get("processor")
+    failed = (processor.get("failed_steps") if isinstance(processor, Mapping) else None) or []
     if not isinstance(step, int) or not isinstance(failed, list):
         raise TrainingInvariantFailed(f"Reef status for scenario {scenario!r} is malformed")
     return ScenarioProgress(step, tuple(_step_number(item) for item in failed))
@@ -318,7 +316,7 @@ class RayActorHealth:
 
     def __call__(self) -> Mapping[str, Any]:
         try:
-            import ray
+            import ray  # type: ignore[import-not-found,unused-ignore]  # the optional `ray` extra
         except ImportError as exc:
             raise TrainingInvariantFailed(
                 "reading Reef's training bridge needs Ray: install atoll-guidance-ttt[ray]"

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt import resume
-from atoll.guidance_ttt.archive import Archive, ArchiveError, Selection
-from atoll.guidance_ttt.library import COMMITTED_FILE, run_dir
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.rollout_journal import StepState, read_step, step_journal_path
+from atoll.guidance_ttt.search.archive import Archive, ArchiveError, Selection
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.run_dir import RunDir
+from atoll.guidance_ttt.state.step_journal import StepState, read_step
 
 
 class ReportError(RuntimeError):
@@ -102,20 +102,21 @@ def read_report(state_dir: Path) -> RunReport:
     saved = resume.load(state_dir)
     if saved is None:
         raise ReportError(f"{state_dir}: no Guidance-TTT run was started here")
-    committed = _committed_archive(state_dir)
+    paths = RunDir(state_dir)
+    committed = _committed_archive(paths)
     report = RunReport(saved.run_id, saved.scenario, saved.training, saved.identity)
     summaries = {s.step: s.to_json() for s in saved.summaries}
     replay = _seed_archive(committed)
     for step in range(committed.step):
-        journal = read_step(step_journal_path(run_dir(state_dir), step), step)
+        journal = read_step(paths.step_journal(step), step)
         _replay_step(replay, journal, step)
         report.rows.append(_row(summaries.get(step, {"step": step}), journal, replay))
     report.best = committed.best
     return report
 
 
-def _committed_archive(state_dir: Path) -> Archive:
-    path = run_dir(state_dir) / COMMITTED_FILE
+def _committed_archive(paths: RunDir) -> Archive:
+    path = paths.committed_archive
     try:
         data = json.loads(path.read_bytes())
         return Archive.from_json(data["archive"])
@@ -152,7 +153,8 @@ def _replay_step(archive: Archive, journal: StepState, step: int) -> None:
 
 
 def _row(summary: dict[str, Any], journal: StepState, archive: Archive) -> StepRow:
-    receipts, rejected = [], []
+    receipts: list[str] = []
+    rejected: list[str] = []
     guidance_tokens = executor_tokens = 0
     for slot in journal.finish_order:
         done = journal.finished[slot]

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atoll.guidance_ttt.contract import Direction, search_value
-from atoll.guidance_ttt.entries import Entry, Verification, program_digest
-from atoll.guidance_ttt.node import Node
-from atoll.guidance_ttt.puct import Scored, score_candidates
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.search.puct import Scored, score_candidates
+from atoll.guidance_ttt.search.scored_program import Entry, Verification, program_digest
 
 CHILDREN_KEPT = 2
 MAX_NODES = 1000

@@ -22,26 +22,28 @@ from pathlib import Path
 from rich.console import Console
 
 from atoll.core import reef_env
-from atoll.guidance_ttt import controller, reef_runtime, resume
-from atoll.guidance_ttt.bridge import (
-    JOB_MARKER_FILE,
+from atoll.guidance_ttt import reef_runtime
+from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
+from atoll.guidance_ttt.contract import Task
+from atoll.guidance_ttt.search import controller
+from atoll.guidance_ttt.search.seed import read_seed
+from atoll.guidance_ttt.services.cancel import Cancellation
+from atoll.guidance_ttt.services.executor import Executor, executor_spec
+from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
+from atoll.guidance_ttt.services.scorer import (
+    JUDGE_URL_ENV,
+    Scorer,
+    check_installed,
+    open_task_scorer,
+)
+from atoll.guidance_ttt.services.training_barrier import (
     RayActorHealth,
     ReefTrainingBridge,
     SearchOnlyBridge,
     TrainingBridge,
 )
-from atoll.guidance_ttt.cancel import Cancellation
-from atoll.guidance_ttt.config import (
-    ConfigError,
-    GuidanceConfig,
-    trainer_checkpoint_dir,
-    trainer_hf_dir,
-)
-from atoll.guidance_ttt.contract import Task
-from atoll.guidance_ttt.executor import Executor, executor_spec
-from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.scorer import JUDGE_URL_ENV, Scorer, check_installed, open_task_scorer
-from atoll.guidance_ttt.seed import read_seed
+from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.run_dir import RunDir
 
 # How often the training barrier reads Reef's status: also how long a
 # cancelled run may take to notice the cancellation while it waits there.
@@ -110,7 +112,7 @@ def open_services(
         environ = {**environ, JUDGE_URL_ENV: judge}
     try:
         bridge = training_bridge(config, guidance, scenario, environ, cancellation)
-        with open_task_scorer(task, config.state_dir, environ) as scorer:
+        with open_task_scorer(task, RunDir(config.state_dir).scorer_state, environ) as scorer:
             # A closed scorer fails its next poll: no wait outlives a cancel.
             cancellation.on_cancel(scorer.close)
             yield Services(guidance, executor, scorer, bridge, cancellation)
@@ -142,8 +144,8 @@ def training_bridge(
         guidance.status,
         scenario,
         health=RayActorHealth(runtime),
-        checkpoint_dir=trainer_checkpoint_dir(state_dir),
-        job_marker=trainer_hf_dir(state_dir) / JOB_MARKER_FILE,
+        checkpoint_dir=RunDir(state_dir).trainer_checkpoints,
+        job_marker=RunDir(state_dir).trainer_job_marker,
         poll_interval_s=BARRIER_POLL_S,
         cancellation=cancellation,
     )
@@ -167,13 +169,12 @@ def run_search(
     if task.directory is None:
         task = replace(task, directory=task_dir)
     check_installed(task.contract)
-    saved = resume.load(config.state_dir)
-    if saved is not None:  # before any service starts (an embedded judge, a sandbox)
-        saved.check_task(task, config.state_dir)
-    name = resume.run_name(config.state_dir)
-    fresh = saved is None
+    start = resume.read_start(config.state_dir)
+    if start.saved is not None:  # before any service starts (an embedded judge, a sandbox)
+        start.saved.check_task(task, config.state_dir)
+    fresh = start.saved is None
     with open_services(
-        config, task, scenario=name.scenario, environ=environ, cancellation=cancellation
+        config, task, scenario=start.name.scenario, environ=environ, cancellation=cancellation
     ) as services:
         seed = read_seed(task_dir, task.contract, services.scorer if fresh else None)
         return controller.run(
@@ -184,7 +185,7 @@ def run_search(
             executor=services.executor,
             scorer=services.scorer,
             bridge=services.bridge,
-            name=name,
+            start=start,
             cancellation=services.cancellation,
             console=console,
         )

@@ -19,10 +19,19 @@ __all__ = ["ModelAnswer", "answer_fields", "answer_from_json", "answer_to_json"]
 
 
 class ModelAnswer(Protocol):
-    content: str
-    reasoning: str | None
-    finish_reason: str | None
-    completion_tokens: int | None
+    """What the run reads of an answer; read-only, so frozen records satisfy it."""
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def reasoning(self) -> str | None: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
+
+    @property
+    def completion_tokens(self) -> int | None: ...
 
 
 def answer_to_json(answer: ModelAnswer) -> dict[str, Any]:

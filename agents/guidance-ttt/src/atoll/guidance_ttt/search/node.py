@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from atoll.guidance_ttt.entries import Entry
+from atoll.guidance_ttt.search.scored_program import Entry
 
 
 @dataclass

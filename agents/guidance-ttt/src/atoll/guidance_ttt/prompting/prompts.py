@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atoll.guidance_ttt.contract import Language, Task, TaskContract
-from atoll.guidance_ttt.entries import Entry, Verification
+from atoll.guidance_ttt.search.scored_program import Entry, Verification
 
 PROMPT_MODE = "summary_only"
 

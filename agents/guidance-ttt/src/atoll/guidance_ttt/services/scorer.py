@@ -29,7 +29,7 @@ from atoll.core.scoring import (
     scorer_factory,
 )
 from atoll.guidance_ttt.contract import Task, TaskContract
-from atoll.guidance_ttt.entries import Status, Verification
+from atoll.guidance_ttt.search.scored_program import Status, Verification
 from atoll.judge.embedded import JUDGE_URL_ENV
 from atoll.judge.scorer import judge_url
 

@@ -27,24 +27,16 @@ from typing import Any, Self
 import filelock
 
 from atoll.core.durable import atomic_write_bytes, canonical_json, fsync_dir
-from atoll.guidance_ttt.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
-from atoll.guidance_ttt.journal import Journal, JournalCorrupt, read_journal
-from atoll.guidance_ttt.node import Node
+from atoll.guidance_ttt.search.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
+from atoll.guidance_ttt.search.node import Node
+from atoll.guidance_ttt.state.jsonl_journal import Journal, JournalCorrupt, read_journal
+from atoll.guidance_ttt.state.run_dir import RunDir
 
 FORMAT = "atoll.guidance_ttt.library/1"
-RUN_DIR = "guidance-run"
-WORKING_FILE = "library.json"
-COMMITTED_FILE = "committed-library.json"
-JOURNAL_FILE = "library.journal.jsonl"
-LOCK_FILE = "library.lock"
 
 
 class LibraryError(RuntimeError):
     """The archive files are missing, inconsistent, locked, or could not be written."""
-
-
-def run_dir(state_dir: Path) -> Path:
-    return state_dir / RUN_DIR
 
 
 class Library:
@@ -56,14 +48,14 @@ class Library:
 
     def __init__(
         self,
-        directory: Path,
+        paths: RunDir,
         archive: Archive,
         generation: int,
         journal: Journal,
         lock: filelock.BaseFileLock,
         pending: int,
     ) -> None:
-        self.directory = directory
+        self.paths = paths
         self._archive = archive
         self._generation = generation
         self._journal = journal
@@ -77,11 +69,11 @@ class Library:
     @classmethod
     def create(cls, state_dir: Path, archive: Archive) -> Self:
         """Start a run's archive (e.g. `Archive.seeded(...)`); refuses to overwrite one."""
-        directory = run_dir(state_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        lock = _acquire(directory)
+        paths = RunDir(state_dir)
+        paths.directory.mkdir(parents=True, exist_ok=True)
+        lock = _acquire(paths)
         try:
-            working = directory / WORKING_FILE
+            working = paths.working_archive
             if working.exists():
                 raise LibraryError(
                     f"{working} already exists; resume the run or choose a new state directory"
@@ -89,12 +81,12 @@ class Library:
             if archive.selections or archive.finished:
                 raise LibraryError("a new library must start at a step barrier")
             atomic_write_bytes(working, _snapshot(archive, 0))
-            journal = Journal(directory / JOURNAL_FILE)
+            journal = Journal(paths.archive_journal)
             journal.truncate()
         except BaseException:
             lock.release()
             raise
-        return cls(directory, archive, 0, journal, lock, 0)
+        return cls(paths, archive, 0, journal, lock, 0)
 
     @staticmethod
     def discard_unstarted(state_dir: Path, *, has_steps: bool) -> bool:
@@ -107,11 +99,12 @@ class Library:
         journal, an archive past step 0) is refused, never removed. Returns
         whether there was anything to remove.
         """
-        directory = run_dir(state_dir)
-        files = [directory / name for name in (WORKING_FILE, COMMITTED_FILE, JOURNAL_FILE)]
+        paths = RunDir(state_dir)
+        directory = paths.directory
+        files = [paths.working_archive, paths.committed_archive, paths.archive_journal]
         if not any(path.exists() for path in files):
             return False
-        lock = _acquire(directory)
+        lock = _acquire(paths)
         try:
             if has_steps:
                 raise LibraryError(
@@ -138,14 +131,14 @@ class Library:
     @classmethod
     def open(cls, state_dir: Path) -> Self:
         """The working archive: the last snapshot plus the journal's events since."""
-        directory = run_dir(state_dir)
-        working = directory / WORKING_FILE
+        paths = RunDir(state_dir)
+        working = paths.working_archive
         if not working.exists():
             raise LibraryError(f"{working} does not exist; no run was started in {state_dir}")
-        lock = _acquire(directory)
+        lock = _acquire(paths)
         try:
             archive, generation = _load_snapshot(working)
-            journal_path = directory / JOURNAL_FILE
+            journal_path = paths.archive_journal
             try:
                 read = read_journal(journal_path)
             except JournalCorrupt as exc:
@@ -155,23 +148,23 @@ class Library:
         except BaseException:
             lock.release()
             raise
-        return cls(directory, archive, generation, journal, lock, pending)
+        return cls(paths, archive, generation, journal, lock, pending)
 
     @classmethod
     def restore_committed(cls, state_dir: Path) -> Self:
         """Reset the working archive to the committed one, discarding uncommitted work."""
-        directory = run_dir(state_dir)
-        committed = directory / COMMITTED_FILE
+        paths = RunDir(state_dir)
+        committed = paths.committed_archive
         if not committed.exists():
             raise LibraryError(f"{committed} does not exist; no step of this run was committed")
-        lock = _acquire(directory)
+        lock = _acquire(paths)
         try:
             archive, committed_generation = _load_snapshot(committed)
             # Empty the journal first: its events belong to the abandoned, uncommitted work.
-            journal = Journal(directory / JOURNAL_FILE)
+            journal = Journal(paths.archive_journal)
             try:
                 journal.truncate()
-                working = directory / WORKING_FILE
+                working = paths.working_archive
                 generation = committed_generation
                 if working.exists():
                     with contextlib.suppress(ValueError, KeyError, TypeError):
@@ -184,7 +177,7 @@ class Library:
         except BaseException:
             lock.release()
             raise
-        return cls(directory, archive, generation, journal, lock, 0)
+        return cls(paths, archive, generation, journal, lock, 0)
 
     # ----- the run's operations -----------------------------------------------------------
 
@@ -231,9 +224,7 @@ class Library:
             try:
                 end = self._archive.finish_step(step)
                 generation = self._generation + 1
-                atomic_write_bytes(
-                    self.directory / WORKING_FILE, _snapshot(self._archive, generation)
-                )
+                atomic_write_bytes(self.paths.working_archive, _snapshot(self._archive, generation))
                 self._generation = generation
                 self._seq = 0
                 self._journal.truncate()
@@ -251,8 +242,8 @@ class Library:
                     f"step {self._archive.step} has {self._seq} unfolded events; "
                     "finish the step before committing the archive"
                 )
-            data = (self.directory / WORKING_FILE).read_bytes()
-            atomic_write_bytes(self.directory / COMMITTED_FILE, data)
+            data = self.paths.working_archive.read_bytes()
+            atomic_write_bytes(self.paths.committed_archive, data)
 
     def close(self) -> None:
         with self._mutex:
@@ -289,13 +280,14 @@ class Library:
         self._seq += 1
 
 
-def _acquire(directory: Path) -> filelock.BaseFileLock:
-    lock = filelock.FileLock(str(directory / LOCK_FILE))
+def _acquire(paths: RunDir) -> filelock.BaseFileLock:
+    lock = filelock.FileLock(str(paths.archive_lock))
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
         raise LibraryError(
-            f"{directory} is in use by another process (lock {LOCK_FILE}); stop it first"
+            f"{paths.directory} is in use by another process (lock {paths.archive_lock.name}); "
+            "stop it first"
         ) from None
     return lock
 

@@ -1,0 +1,1 @@
+"""The search over programs: the PUCT archive, its nodes, the seed, one step, and the run's steps."""
