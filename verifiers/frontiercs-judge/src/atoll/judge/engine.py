@@ -398,7 +398,9 @@ class Engine:
         status, text = _tool_verdict(
             checked, testlib_message.message(checked.stdout, checked.stderr)
         )
-        ratio, unbounded = testlib_message.ratios(text, status is CaseStatus.OK)
+        ratio, unbounded = testlib_message.ratios_from_testlib_message(
+            text, accepted=status is CaseStatus.OK
+        )
         return CaseOutcome(
             index + 1,
             status,
@@ -462,7 +464,9 @@ class Engine:
             text = f"the program stopped reading while the interactor was writing; {text}"
         else:
             status, text = _tool_verdict(talked, text)
-        ratio, unbounded = testlib_message.ratios(text, status is CaseStatus.OK)
+        ratio, unbounded = testlib_message.ratios_from_testlib_message(
+            text, accepted=status is CaseStatus.OK
+        )
         return CaseOutcome(
             number,
             status,
