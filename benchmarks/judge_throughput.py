@@ -47,7 +47,7 @@ from atoll.judge.compiler import FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.engine import Engine
 from atoll.judge.problems import BUILTIN_PROBLEMS, Problem, load_problems
-from atoll.judge.testlib_message import ratios
+from atoll.judge.testlib_message import ratios_from_testlib_message
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "judge" / "programs"
 CASES = {"fast packer (shelf)": "shelf.cpp", "search-style (0.3 s CPU/case)": "search.cpp"}
@@ -172,7 +172,11 @@ def sequential_checked(problem: Problem, source: bytes, checker: Path, work: Pat
             capture_output=True,
         )
         text = (verdict.stdout or verdict.stderr).decode(errors="replace")
-        total += ratios(text, verdict.returncode == 0)[0] if out.returncode == 0 else 0.0
+        total += (
+            ratios_from_testlib_message(text, verdict.returncode == 0)[0]
+            if out.returncode == 0
+            else 0.0
+        )
     return {"wall": time.perf_counter() - started, "score": 100 * total / len(problem.cases)}
 
 

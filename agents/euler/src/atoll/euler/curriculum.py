@@ -327,7 +327,10 @@ def mix_line(plan_data: dict[str, Any]) -> str:
     mix = plan_data["mix"]
     conf, counts = mix["configured"], mix["counts"]
     total = sum(counts.values())
-    share = (lambda n: f"{100 * n / total:.0f}%") if total else (lambda n: "0%")
+
+    def share(n: int) -> str:
+        return f"{100 * n / total:.0f}%" if total else "0%"
+
     return (
         f"replay mix {conf['current']:.0%}/{conf['recent']:.0%}/{conf['older']:.0%} configured; "
         f"this round: frontier {counts['frontier']} ({share(counts['frontier'])}, problem "

@@ -118,7 +118,10 @@ def _open_plan(
             plan_data = json.loads(path.read_text("utf-8"))
         except (OSError, ValueError):
             plan_data = None
-        if plan_data is not None and plan_data.get("model_signature") == state.model_signature:
+        if (
+            isinstance(plan_data, dict)
+            and plan_data.get("model_signature") == state.model_signature
+        ):
             say(f"resuming round {state.open_round}")
             return plan_data
         state.history.append(

@@ -105,9 +105,9 @@ def row_for(
     scorable = bool(record.get("scorable")) and expected is not None
     result = (
         gate.score(record_input.gate_input(dict(record)), expected, attempt.language)
-        if scorable
+        if scorable and expected is not None
         else None
-    )  # type: ignore[arg-type]
+    )
     audit = record.get("audit") or {}
     hits = list(audit.get("hits") or [])
     disqualified = bool(audit.get("disqualified"))

@@ -117,12 +117,12 @@ def trajectory(
                 )
             )
     for call_id, found in results.items():
-        step = by_call.get(call_id)
-        if step is None:
+        answered = by_call.get(call_id)
+        if answered is None:
             continue
-        if step.observation is None:
-            step.observation = Observation(results=[])
-        step.observation.results.extend(found)
+        if answered.observation is None:
+            answered.observation = Observation(results=[])
+        answered.observation.results.extend(found)
     usage = log.usage
     return Trajectory(
         session_id=session_id,

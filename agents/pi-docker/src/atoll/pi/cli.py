@@ -127,7 +127,7 @@ def run_cmd(
             run_dir=out,
             language=language,
             files=sources,
-            **({"image": image_ref} if image_ref else {}),
+            image=image_ref or rollout.DEFAULT_IMAGE,
         )
         # SIGTERM unwinds like Ctrl-C, so the rollout's container and workspace are removed.
         with sigterm_unwinds(interrupt=True):

@@ -274,7 +274,7 @@ def sweep_stale(client: Any) -> list[str]:
     from requests.exceptions import RequestException
 
     host = socket.gethostname()
-    removed = []
+    removed: list[str] = []
     try:
         found = client.api.containers(all=True, filters={"label": OWNER_LABEL})
     except (APIError, RequestException):

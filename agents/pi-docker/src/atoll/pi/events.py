@@ -132,14 +132,14 @@ class EventLog:
     usage: Usage = field(default_factory=Usage)
     agent_ended: bool = False
     events: int = 0
-    bytes: int = 0
+    event_bytes: int = 0  # every line fed, as Pi wrote them
     unparsed_lines: int = 0
     auto_retries: int = 0
     started_calls: int = 0
 
     def feed(self, line: bytes, at: float | None = None) -> dict[str, Any] | None:
         """Take one line of Pi's stdout (read at time `at`); the parsed event, or None if skipped."""
-        self.bytes += len(line)
+        self.event_bytes += len(line)
         if not line.strip():
             return None
         self.events += 1
@@ -206,7 +206,8 @@ class EventLog:
     # -- conclusions --------------------------------------------------------
 
     def last_assistant(self) -> dict[str, Any] | None:
-        for message in reversed(self.messages):
+        # A slice, not reversed(): mypy types reversed() of this list's items as Any.
+        for message in self.messages[::-1]:
             if message.get("role") == "assistant":
                 return message
         return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,14 +26,13 @@ from atoll.pi.session import (
     BRIDGE_FILE,
     EVENTS_FILE,
     STDERR_FILE,
+    Outcome,
     SessionResult,
     extension_sha256,
 )
 
 SCHEMA = "atoll.pi.rollout/1"
 RECORD_FILE = "record.json"
-
-Outcome = Literal["completed", "limit", "error"]
 
 
 class Hashes(BaseModel):
@@ -148,7 +147,7 @@ def from_session(
     return RolloutRecord(
         rollout_id=rollout_id,
         created_at=created_at,
-        outcome=outcome,  # type: ignore[arg-type]  (a SessionResult outcome)
+        outcome=outcome,
         scorable=outcome != "error",
         error=result.infrastructure_error,
         limit=result.limit,
@@ -171,7 +170,7 @@ def from_session(
             "stderr_tail": result.stderr_tail[-2000:],
             "config": result.pi_config,
             "events": log.events,
-            "event_bytes": log.bytes,  # as Pi wrote them
+            "event_bytes": log.event_bytes,  # as Pi wrote them
             "stored_event_bytes": result.stored_bytes,
             "compacted_updates": result.compacted_updates,
         },

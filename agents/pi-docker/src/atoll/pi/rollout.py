@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -298,7 +299,7 @@ def _collect(host_workspace: Path, run_dir: Path) -> tuple[list[dict[str, Any]],
         for relative, path, size in workspace.regular_files(host_workspace):
             digest = hashlib.sha256()
             with contextlib.suppress(OSError), workspace.open_regular(path) as handle:
-                for chunk in iter(lambda h=handle: h.read(MiB), b""):
+                for chunk in iter(functools.partial(handle.read, MiB), b""):
                     digest.update(chunk)
             listing.append({"path": relative, "bytes": size, "sha256": digest.hexdigest()})
         copied = workspace.copy_out(host_workspace, run_dir / "workspace")

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from atoll.core.sizes import KiB, MiB
 from atoll.pi import pi_config
@@ -76,6 +76,9 @@ def extension_sha256() -> str:
     return hashlib.sha256(extension_path().read_bytes()).hexdigest()
 
 
+Outcome = Literal["completed", "limit", "error"]
+
+
 @dataclass
 class SessionResult:
     """What one Pi run produced, before any scoring: the caller turns it into a record."""
@@ -97,7 +100,7 @@ class SessionResult:
     compacted_updates: int = 0  # message_update events stored without their snapshots
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> Outcome:
         """`error` (infrastructure: never a score), `limit`, or `completed`."""
         if self.infrastructure_error is not None:
             return "error"

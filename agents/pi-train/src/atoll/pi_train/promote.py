@@ -422,10 +422,12 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
         raise PromoteError(
             f"the Euler evaluations are not comparable ({', '.join(differ)})", code=1
         )
-    sides = {}
+    sides: dict[str, dict[str, Any]] = {}
+    counts: dict[str, tuple[int, int]] = {}  # each side's passes and attempts
     for name, directory in (("baseline", baseline), ("candidate", candidate)):
         data = _euler_rows(directory)
         passes = sum(1 for r in data if r.get("passed"))
+        counts[name] = (passes, len(data))
         sides[name] = {
             "attempts": len(data),
             "passes": passes,
@@ -433,11 +435,11 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
             "rows_sha256": _sha256(directory / "rows.jsonl"),
             "eval_sha256": _sha256(directory / "eval.json"),
         }
-    a, b = sides["baseline"], sides["candidate"]
+    (a_passes, a_attempts), (b_passes, b_attempts) = counts["baseline"], counts["candidate"]
     result: dict[str, Any] = {**sides, "delta": None, "fisher": None}
-    if a["attempts"] and b["attempts"]:
-        fisher = stats.fisher(a["passes"], a["attempts"], b["passes"], b["attempts"])
-        result["delta"] = b["pass_fraction"] - a["pass_fraction"]
+    if a_attempts and b_attempts:
+        fisher = stats.fisher(a_passes, a_attempts, b_passes, b_attempts)
+        result["delta"] = b_passes / b_attempts - a_passes / a_attempts
         result["fisher"] = {
             "odds_ratio": fisher.odds_ratio,
             "p_two_sided": fisher.p_two_sided,
@@ -467,6 +469,11 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _finite_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object with every NaN or infinity in it made null (see `_finite`)."""
+    return {key: _finite(value) for key, value in record.items()}
+
+
 def decide(made: Plan) -> dict[str, Any]:
     """The decision from the two sides' completed evaluations, with every input it rests on."""
     base, cand = made.directory / "baseline", made.directory / "candidate"
@@ -490,7 +497,7 @@ def decide(made: Plan) -> dict[str, Any]:
         f"{side}_transfer_manifest_sha256": _sha256(made.directory / side / "transfer" / MANIFEST)
         for side in SIDES
     }
-    return _finite(
+    return _finite_record(
         {
             "kind": "atoll-pi-train-promotion-decision",
             "decision": "promote" if promoted else "do not promote",

@@ -72,70 +72,155 @@ def task_name(seed: Seed) -> str:
 
 async def process(seed: Seed, ctx: Context) -> Outcome:
     """Run every stage for `seed`; the Outcome says how far it got and why it stopped."""
-    tally = Tally()
-    model = StageModel(ctx.chat, seed.id, tally, ctx.config.language)
-    reached: list[str] = []
-    evidence: dict[str, Any] = {}
-    started = time.monotonic()
-    name = task_name(seed)
+    candidate = _Candidate(seed, ctx)
+    try:
+        return await candidate.run()
+    except Rejected as rejected:
+        candidate.evidence.setdefault("rejection", rejected.evidence)
+        return candidate.done(Status.REJECTED, rejected.reason, rejected.stage, rejected.detail)
+    except InfrastructureError as error:
+        return candidate.done(Status.ERROR, error.reason, error.stage, error.detail)
+    except ProviderRejected as exc:
+        if exc.status in FATAL_STATUSES:
+            raise  # the key, the model or the endpoint is wrong: no seed can succeed
+        return candidate.done(
+            Status.ERROR, Reason.PROVIDER_REJECTED, candidate.last_stage, str(exc)
+        )
+    except ProviderUnavailable as exc:
+        return candidate.done(
+            Status.ERROR, Reason.PROVIDER_UNAVAILABLE, candidate.last_stage, str(exc)
+        )
+    except (RequestUncertain, BlockedByUncertain) as exc:
+        # The candidate is skipped and the run goes on; the receipt stays uncertain with its
+        # reservation, and a resume refuses to send it again until `reconcile` settles it.
+        return candidate.done(
+            Status.ERROR, Reason.REQUEST_UNCERTAIN, candidate.last_stage, str(exc)
+        )
+    except CheckInfrastructureError as exc:
+        return candidate.done(Status.ERROR, Reason.EXECUTION_ERROR, "construction", str(exc))
+    except BundleError as exc:
+        return candidate.done(Status.ERROR, Reason.EXPORT_ERROR, candidate.last_stage, str(exc))
 
-    clock = [time.monotonic()]
 
-    def stage(label: str) -> None:
-        lap()
-        reached.append(label)
-        ctx.progress(seed.id, label)
+@dataclass(frozen=True)
+class _Tested:
+    """The final bundle as its trials tested it, before the export."""
 
-    def lap() -> None:
+    spec: BundleSpec
+    directory: Path
+    bundle_hash: str
+    reference_reward: float | None
+    baseline_reward: float | None
+
+
+class _Candidate:
+    """One seed on its way through the stages: the stages reached, the evidence, the time each took.
+
+    Each stage is one method; `process` turns whatever stops the way into
+    the Outcome's status and reason.
+    """
+
+    def __init__(self, seed: Seed, ctx: Context) -> None:
+        self.seed = seed
+        self.ctx = ctx
+        self.tally = Tally()
+        self.model = StageModel(ctx.chat, seed.id, self.tally, ctx.config.language)
+        self.reached: list[str] = []
+        self.evidence: dict[str, Any] = {}
+        self.started = time.monotonic()
+        self.name = task_name(seed)
+        self._lap_started = time.monotonic()
+
+    @property
+    def last_stage(self) -> str:
+        return self.reached[-1] if self.reached else ""
+
+    def stage(self, label: str) -> None:
+        """Enter stage `label`: the previous one's time is counted, the console told."""
+        self.lap()
+        self.reached.append(label)
+        self.ctx.progress(self.seed.id, label)
+
+    def lap(self) -> None:
+        """Add the time since the last lap to the stage last reached."""
         now = time.monotonic()
-        if reached:
-            spent = tally.stage_seconds.get(reached[-1], 0.0) + now - clock[0]
-            tally.stage_seconds[reached[-1]] = round(spent, 4)
-        clock[0] = now
+        if self.reached:
+            seconds = self.tally.stage_seconds
+            spent = seconds.get(self.reached[-1], 0.0) + now - self._lap_started
+            seconds[self.reached[-1]] = round(spent, 4)
+        self._lap_started = now
 
-    def done(status: Status, reason: Reason, where: str, detail: str, **extra: Any) -> Outcome:
-        lap()
+    def done(
+        self, status: Status, reason: Reason, where: str, detail: str, **extra: Any
+    ) -> Outcome:
+        self.lap()
         return Outcome(
-            seed_id=seed.id,
-            family=seed.family,
+            seed_id=self.seed.id,
+            family=self.seed.family,
             status=status,
             reason=reason,
             stage=where,
             detail=detail,
-            reached=reached,
-            tally=tally,
-            wall_seconds=time.monotonic() - started,
-            evidence=evidence,
+            reached=self.reached,
+            tally=self.tally,
+            wall_seconds=time.monotonic() - self.started,
+            evidence=self.evidence,
             **extra,
         )
 
-    try:
-        stage("mutate")
-        formulation = await stages.formulate(model, seed, ctx.config)
-        lap()  # the mutate -> filter loop is timed as "mutate"
-        reached.append("filter")
-        evidence["formulation"] = {
+    async def run(self) -> Outcome:
+        """Every stage, in order; the accepted Outcome with the exported task."""
+        config = self.ctx.config
+        formulation = await self._formulate()
+        self.stage("programs")
+        programs = await stages.write_programs(self.model, formulation, config)
+        self.stage("divergence")
+        self.evidence["divergence"] = await stages.judge_divergence(self.model, programs, config)
+        built = await self._construct(formulation)
+        work = self.ctx.run.seed_work(self.seed.id)
+        tested = await self._execute(work, formulation, programs, built)
+        rollout = await _rollout(tested.directory, work, self.seed, self.ctx, self.stage)
+        task = self._export(work, formulation, tested)
+        return self.done(
+            Status.ACCEPTED, Reason.ACCEPTED, "export", "accepted", task=task, rollout=rollout
+        )
+
+    async def _formulate(self) -> stages.Formulation:
+        self.stage("mutate")
+        formulation = await stages.formulate(self.model, self.seed, self.ctx.config)
+        self.lap()  # the mutate -> filter loop is timed as "mutate"
+        self.reached.append("filter")
+        self.evidence["formulation"] = {
             "attempts": formulation.attempts,
             "mutation": formulation.value["mutation"],
             "title": formulation.value["title"],
             "rejected_findings": formulation.findings,
         }
-        stage("programs")
-        programs = await stages.write_programs(model, formulation, ctx.config)
-        stage("divergence")
-        evidence["divergence"] = await stages.judge_divergence(model, programs, ctx.config)
-        stage("construction")
+        return formulation
+
+    async def _construct(self, formulation: stages.Formulation) -> stages.Construction:
+        self.stage("construction")
         built = await stages.construct(
-            model,
+            self.model,
             formulation,
-            ctx.config,
-            ctx.checks,
-            name,
-            lambda what: ctx.progress(seed.id, f"construction: {what}"),
+            self.ctx.config,
+            self.ctx.checks,
+            self.name,
+            lambda what: self.ctx.progress(self.seed.id, f"construction: {what}"),
         )
-        evidence["construction"] = {"rounds": built.rounds, "failed_rounds": built.findings}
-        stage("execution")
-        work = ctx.run.seed_work(seed.id)
+        self.evidence["construction"] = {"rounds": built.rounds, "failed_rounds": built.findings}
+        return built
+
+    async def _execute(
+        self,
+        work: Path,
+        formulation: stages.Formulation,
+        programs: stages.Programs,
+        built: stages.Construction,
+    ) -> _Tested:
+        """Run the baseline and the samples as trials, choose the reference, test it again."""
+        seed, ctx, name, tally = self.seed, self.ctx, self.name, self.tally
+        self.stage("execution")
         spec = _spec(seed, name, formulation.value, programs, None, built, ctx, None)
         staging, _ = _write(spec, work / "staging" / name)
         program_code = {"baseline": programs.baseline["code"]}
@@ -149,7 +234,7 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
             lambda what: ctx.progress(seed.id, what),
             ctx.config.language,
         )
-        evidence["execution"] = {"trials": {k: v.to_json() for k, v in outcomes.items()}}
+        self.evidence["execution"] = {"trials": {k: v.to_json() for k, v in outcomes.items()}}
         tally.trials += len(outcomes)
         tally.worker_seconds += sum(o.seconds for o in outcomes.values())
         best, spread = execution.choose_reference(outcomes, len(programs.samples), ctx.config)
@@ -172,53 +257,31 @@ async def process(seed: Seed, ctx: Context) -> Outcome:
         result = execution.Execution(
             {**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread
         )
-        evidence["execution"] = result.to_json()
-        rollout = await _rollout(final, work, seed, ctx, stage)
-        stage("export")
-        exported = write_bundle(ctx.run.tasks_dir / name, final_spec)
-        if exported.bundle_hash != tested:
+        self.evidence["execution"] = result.to_json()
+        return _Tested(final_spec, final, tested, reference.reward, outcomes["baseline"].reward)
+
+    def _export(
+        self, work: Path, formulation: stages.Formulation, tested: _Tested
+    ) -> dict[str, Any]:
+        """Write the tested bundle to the run's tasks; the task's entry in the outcome."""
+        self.stage("export")
+        name = self.name
+        exported = write_bundle(self.ctx.run.tasks_dir / name, tested.spec)
+        if exported.bundle_hash != tested.bundle_hash:
             raise InfrastructureError(
                 "export", Reason.EXPORT_ERROR, "the exported bundle differs from the tested one"
             )
         shutil.rmtree(work / "staging", ignore_errors=True)  # the trials' logs stay
         shutil.rmtree(work / "final", ignore_errors=True)  # identical to the exported bundle
-        task = {
+        return {
             "name": name,
             "path": str(Path("tasks") / name),
             "bundle_hash": exported.bundle_hash,
-            "reference_reward": reference.reward,
-            "baseline_reward": outcomes["baseline"].reward,
+            "reference_reward": tested.reference_reward,
+            "baseline_reward": tested.baseline_reward,
             "mutation": formulation.value["mutation"],
             "title": formulation.value["title"],
         }
-        return done(
-            Status.ACCEPTED, Reason.ACCEPTED, "export", "accepted", task=task, rollout=rollout
-        )
-    except Rejected as rejected:
-        evidence.setdefault("rejection", rejected.evidence)
-        return done(Status.REJECTED, rejected.reason, rejected.stage, rejected.detail)
-    except InfrastructureError as error:
-        return done(Status.ERROR, error.reason, error.stage, error.detail)
-    except ProviderRejected as exc:
-        if exc.status in FATAL_STATUSES:
-            raise  # the key, the model or the endpoint is wrong: no seed can succeed
-        return done(
-            Status.ERROR, Reason.PROVIDER_REJECTED, reached[-1] if reached else "", str(exc)
-        )
-    except ProviderUnavailable as exc:
-        return done(
-            Status.ERROR, Reason.PROVIDER_UNAVAILABLE, reached[-1] if reached else "", str(exc)
-        )
-    except (RequestUncertain, BlockedByUncertain) as exc:
-        # The candidate is skipped and the run goes on; the receipt stays uncertain with its
-        # reservation, and a resume refuses to send it again until `reconcile` settles it.
-        return done(
-            Status.ERROR, Reason.REQUEST_UNCERTAIN, reached[-1] if reached else "", str(exc)
-        )
-    except CheckInfrastructureError as exc:
-        return done(Status.ERROR, Reason.EXECUTION_ERROR, "construction", str(exc))
-    except BundleError as exc:
-        return done(Status.ERROR, Reason.EXPORT_ERROR, reached[-1] if reached else "", str(exc))
 
 
 def _spec(

@@ -27,130 +27,156 @@ app = typer.Typer(
 )
 
 
+# The pipeline's options, one constant each, so that `emit` reads as what it does.
+_SEEDS = typer.Option(
+    None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file. [required]"
+)
+_TARGET = typer.Option(None, "--target", help="Stop once this many tasks are accepted. [required]")
+_BUDGET = typer.Option(
+    None, "--budget", help="The most to spend on model calls, in USD. [required]"
+)
+_MODEL = typer.Option(None, "--model", help="The model name sent with every request. [required]")
+_BASE_URL = typer.Option(
+    None, "--base-url", help=f"OpenAI-compatible endpoint (…/v1). [default: {DEFAULT_BASE_URL}]"
+)
+_API_KEY_ENV = typer.Option(
+    None,
+    "--api-key-env",
+    help="Environment variable holding the key. [default: OPENAI_API_KEY]",
+)
+_PRICE_IN = typer.Option(
+    None,
+    "--price-in",
+    help="USD per million input tokens. [default: from litellm's bundled price table]",
+)
+_PRICE_OUT = typer.Option(
+    None,
+    "--price-out",
+    help="USD per million output tokens. [default: from litellm's bundled price table]",
+)
+_WORKERS = typer.Option(None, "--workers", help="Seeds processed at a time. [default: 1]")
+_ENVIRONMENT = typer.Option(
+    None,
+    "--environment",
+    help="atoll-local, docker, or a Harbor environment. [default: docker when an engine answers "
+    "and holds the tasks' base image, as `atoll run` chooses, else atoll-local]",
+)
+_MAX_CANDIDATES = typer.Option(
+    None, "--max-candidates", help="Try at most this many seeds. [default: every seed]"
+)
+_SOLUTIONS = typer.Option(
+    None, "--solutions", help="Independent solution samples per candidate. [default: 3]"
+)
+_LANGUAGE = typer.Option(
+    None,
+    "--language",
+    help="What the tasks' programs are written in: python, or cpp (C++17, compiled with "
+    "the FrontierCS judge's g++ flags). [default: python]",
+)
+_MAX_REPAIRS = typer.Option(
+    None, "--max-repairs", help="Repairs per stage and candidate. [default: 2]"
+)
+_MIN_DIVERGENCE = typer.Option(
+    None, "--min-divergence", help="Share of sample pairs that must be distinct. [default: 0.3]"
+)
+_MIN_SCORE_SPREAD = typer.Option(
+    None,
+    "--min-score-spread",
+    help="Least per-case score difference between samples. [default: 0.001]",
+)
+_ROLLOUT_TASKS = typer.Option(
+    None,
+    "--rollout-tasks",
+    help="Rollouts (a Harbor trial with --rollout-agent) on this many accepted tasks. [default: 0]",
+)
+_ROLLOUT_AGENT = typer.Option(
+    None,
+    "--rollout-agent",
+    help="The agent of a rollout's Harbor trial (pi-docker, terminus-2, oracle for a dry "
+    "run, any atoll or Harbor agent, module:Class), with --model, --base-url and "
+    "--api-key-env. [default: pi-docker]",
+)
+_ROLLOUT_TIMEOUT = typer.Option(
+    None, "--rollout-timeout", help="A rollout agent's time limit, in seconds. [default: 1800]"
+)
+_MAX_COMPLETION_TOKENS = typer.Option(
+    None,
+    "--max-completion-tokens",
+    help=f"Output tokens allowed per request (bounds each reservation). "
+    f"[default: {DEFAULT_MAX_COMPLETION_TOKENS}]",
+)
+_BASE_IMAGE = typer.Option(
+    None, "--base-image", help=f"The tasks' base image. [default: {DEFAULT_BASE_IMAGE}]"
+)
+_WORKER_PRICE = typer.Option(
+    None,
+    "--worker-price",
+    help="What an hour of trial time costs you, in USD (the report's worker cost). "
+    "[default: 0, unpriced]",
+)
+_OUT = typer.Option(
+    None, "--out", help="Output directory: tasks, report, run state. [required for a new run]"
+)
+_RESUME = typer.Option(
+    None,
+    "--resume",
+    help="Resume this run (found through the run index, or in --out). [default: a new run]",
+)
+_RAISE_BUDGET = typer.Option(
+    False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."
+)
+_SEARCH_STEPS = typer.Option(
+    None,
+    "--search-steps",
+    help="After export, run N steps of a search-only Guidance-TTT search on each accepted "
+    "task and report the best score found against the reference. The executor is --model "
+    "at --base-url, paid through the run's ledger (--budget); guidance is sampled through "
+    "the Reef REEF_URL names (REEF_TOKEN), in front of the guidance model "
+    "(`atoll stack up --training off --upstream-url URL --upstream-model NAME`). "
+    "--resume RUN_ID --search-steps N continues the searches. Exits 5 if a task's "
+    "search fails. [default: no search]",
+)
+_SEARCH_GROUPS = typer.Option(
+    None, "--search-groups", help="With --search-steps: parents per step (G). [default: 2]"
+)
+_SEARCH_ROLLOUTS = typer.Option(
+    None,
+    "--search-rollouts",
+    help="With --search-steps: rollouts per parent (R). [default: 2]",
+)
+
+
 @app.callback(invoke_without_command=True)
 def emit(
     ctx: typer.Context,
-    seeds: str = typer.Option(
-        None, "--seeds", help="A seed set (textbook, domains) or a JSON/JSONL file. [required]"
-    ),
-    target: int = typer.Option(
-        None, "--target", help="Stop once this many tasks are accepted. [required]"
-    ),
-    budget: str = typer.Option(
-        None, "--budget", help="The most to spend on model calls, in USD. [required]"
-    ),
-    model: str = typer.Option(
-        None, "--model", help="The model name sent with every request. [required]"
-    ),
-    base_url: str = typer.Option(
-        None, "--base-url", help=f"OpenAI-compatible endpoint (…/v1). [default: {DEFAULT_BASE_URL}]"
-    ),
-    api_key_env: str = typer.Option(
-        None,
-        "--api-key-env",
-        help="Environment variable holding the key. [default: OPENAI_API_KEY]",
-    ),
-    price_in: str = typer.Option(
-        None,
-        "--price-in",
-        help="USD per million input tokens. [default: from litellm's bundled price table]",
-    ),
-    price_out: str = typer.Option(
-        None,
-        "--price-out",
-        help="USD per million output tokens. [default: from litellm's bundled price table]",
-    ),
-    workers: int = typer.Option(None, "--workers", help="Seeds processed at a time. [default: 1]"),
-    environment: str = typer.Option(
-        None,
-        "--environment",
-        help="atoll-local, docker, or a Harbor environment. [default: docker when an engine answers "
-        "and holds the tasks' base image, as `atoll run` chooses, else atoll-local]",
-    ),
-    max_candidates: int = typer.Option(
-        None, "--max-candidates", help="Try at most this many seeds. [default: every seed]"
-    ),
-    solutions: int = typer.Option(
-        None, "--solutions", help="Independent solution samples per candidate. [default: 3]"
-    ),
-    language: str = typer.Option(
-        None,
-        "--language",
-        help="What the tasks' programs are written in: python, or cpp (C++17, compiled with "
-        "the FrontierCS judge's g++ flags). [default: python]",
-    ),
-    max_repairs: int = typer.Option(
-        None, "--max-repairs", help="Repairs per stage and candidate. [default: 2]"
-    ),
-    min_divergence: float = typer.Option(
-        None, "--min-divergence", help="Share of sample pairs that must be distinct. [default: 0.3]"
-    ),
-    min_score_spread: float = typer.Option(
-        None,
-        "--min-score-spread",
-        help="Least per-case score difference between samples. [default: 0.001]",
-    ),
-    rollout_tasks: int = typer.Option(
-        None,
-        "--rollout-tasks",
-        help="Rollouts (a Harbor trial with --rollout-agent) on this many accepted tasks. "
-        "[default: 0]",
-    ),
-    rollout_agent: str = typer.Option(
-        None,
-        "--rollout-agent",
-        help="The agent of a rollout's Harbor trial (pi-docker, terminus-2, oracle for a dry "
-        "run, any atoll or Harbor agent, module:Class), with --model, --base-url and "
-        "--api-key-env. [default: pi-docker]",
-    ),
-    rollout_timeout: float = typer.Option(
-        None, "--rollout-timeout", help="A rollout agent's time limit, in seconds. [default: 1800]"
-    ),
-    max_completion_tokens: int = typer.Option(
-        None,
-        "--max-completion-tokens",
-        help=f"Output tokens allowed per request (bounds each reservation). "
-        f"[default: {DEFAULT_MAX_COMPLETION_TOKENS}]",
-    ),
-    base_image: str = typer.Option(
-        None, "--base-image", help=f"The tasks' base image. [default: {DEFAULT_BASE_IMAGE}]"
-    ),
-    worker_price: str = typer.Option(
-        None,
-        "--worker-price",
-        help="What an hour of trial time costs you, in USD (the report's worker cost). "
-        "[default: 0, unpriced]",
-    ),
-    out: Path = typer.Option(
-        None, "--out", help="Output directory: tasks, report, run state. [required for a new run]"
-    ),
-    resume: str = typer.Option(
-        None,
-        "--resume",
-        help="Resume this run (found through the run index, or in --out). [default: a new run]",
-    ),
-    raise_budget: bool = typer.Option(
-        False, "--raise-budget", help="On --resume: raise the ledger's limit to --budget."
-    ),
-    search_steps: int = typer.Option(
-        None,
-        "--search-steps",
-        help="After export, run N steps of a search-only Guidance-TTT search on each accepted "
-        "task and report the best score found against the reference. The executor is --model "
-        "at --base-url, paid through the run's ledger (--budget); guidance is sampled through "
-        "the Reef REEF_URL names (REEF_TOKEN), in front of the guidance model "
-        "(`atoll stack up --training off --upstream-url URL --upstream-model NAME`). "
-        "--resume RUN_ID --search-steps N continues the searches. Exits 5 if a task's "
-        "search fails. [default: no search]",
-    ),
-    search_groups: int = typer.Option(
-        None, "--search-groups", help="With --search-steps: parents per step (G). [default: 2]"
-    ),
-    search_rollouts: int = typer.Option(
-        None,
-        "--search-rollouts",
-        help="With --search-steps: rollouts per parent (R). [default: 2]",
-    ),
+    seeds: str = _SEEDS,
+    target: int = _TARGET,
+    budget: str = _BUDGET,
+    model: str = _MODEL,
+    base_url: str = _BASE_URL,
+    api_key_env: str = _API_KEY_ENV,
+    price_in: str = _PRICE_IN,
+    price_out: str = _PRICE_OUT,
+    workers: int = _WORKERS,
+    environment: str = _ENVIRONMENT,
+    max_candidates: int = _MAX_CANDIDATES,
+    solutions: int = _SOLUTIONS,
+    language: str = _LANGUAGE,
+    max_repairs: int = _MAX_REPAIRS,
+    min_divergence: float = _MIN_DIVERGENCE,
+    min_score_spread: float = _MIN_SCORE_SPREAD,
+    rollout_tasks: int = _ROLLOUT_TASKS,
+    rollout_agent: str = _ROLLOUT_AGENT,
+    rollout_timeout: float = _ROLLOUT_TIMEOUT,
+    max_completion_tokens: int = _MAX_COMPLETION_TOKENS,
+    base_image: str = _BASE_IMAGE,
+    worker_price: str = _WORKER_PRICE,
+    out: Path = _OUT,
+    resume: str = _RESUME,
+    raise_budget: bool = _RAISE_BUDGET,
+    search_steps: int = _SEARCH_STEPS,
+    search_groups: int = _SEARCH_GROUPS,
+    search_rollouts: int = _SEARCH_ROLLOUTS,
 ) -> None:
     """Run the FrontierSmith pipeline (see the plugin README for the model protocol)."""
     if ctx.invoked_subcommand is not None:

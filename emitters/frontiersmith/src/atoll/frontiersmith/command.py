@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -28,6 +28,10 @@ from atoll.frontiersmith.preparation import Flags, Prepared, Problem, prepare
 from atoll.frontiersmith.resend import is_rollout, stage_and_seed
 from atoll.frontiersmith.runs import RunDir, RunError, resume_command
 from atoll.frontiersmith.seeds import SeedError
+
+if TYPE_CHECKING:  # imported only once a run starts, as `execute` does (trials sets up Harbor)
+    from atoll.frontiersmith.candidate import Context
+    from atoll.frontiersmith.trials import EnvironmentRef
 
 EXIT_OK = 0
 EXIT_BUDGET = 1
@@ -67,11 +71,8 @@ def run_command(flags: Flags) -> int:
 
 
 async def execute(prepared: Prepared, console: Console) -> int:
-    from atoll.frontiersmith.candidate import Context
     from atoll.frontiersmith.pipeline import RunState, StopReason, run_seeds
-    from atoll.frontiersmith.report import build_summary, write_report
-    from atoll.frontiersmith.taskcode import SandboxedChecks
-    from atoll.frontiersmith.trials import HarborTrials, environment_choice, resolve_environment
+    from atoll.frontiersmith.trials import resolve_environment
 
     config, run, ledger = prepared.config, prepared.run, prepared.ledger
     environment = resolve_environment(config.environment)
@@ -90,24 +91,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
         stop_requested=lambda: state.stop is not None,
     )
     display = Display(console, config.target, run.run_id)
-    ctx = Context(
-        config=config,
-        run=run,
-        chat=chat,
-        trials=HarborTrials(
-            environment,
-            ledger,
-            slots=max(2, os.cpu_count() or 2),
-            choice=environment_choice(
-                environment, config.base_image, config.environment_choice, config.language
-            ),
-            local_roots=run.work_dir / "local-roots",
-        ),
-        checks=SandboxedChecks(),
-        base_image=config.base_image,
-        progress=display.stage,
-        rollouts_left=[max(0, config.rollout_tasks - _rollouts_done(journal))],
-    )
+    ctx = _context(prepared, environment, chat, display, journal)
 
     def on_outcome(outcome: Outcome) -> None:
         data = outcome.to_json()
@@ -151,23 +135,72 @@ async def execute(prepared: Prepared, console: Console) -> int:
                 await chat.aclose()
     finally:
         stop = state.stop or StopReason.INTERRUPTED
-        summary = build_summary(
-            run_id=run.run_id,
-            stored={**run.stored(), "config": config.to_json()},  # a resume's own settings
-            outcomes=journal,
-            seed_ids=[s.id for s in prepared.seeds],
-            ledger=ledger,
-            stop=str(stop),
-            stop_detail=state.stop_detail,
-            wall_seconds=time.monotonic() - started,
-        )
-        if searches is not None:
-            summary["search"] = searches
-        write_report(run.out, summary)
-        run.log_event({"event": "stop", "reason": str(stop)})
+        summary = _report(prepared, journal, str(stop), state.stop_detail, started, searches)
     print_summary(console, summary, run)
     code = _exit_code(console, stop, state.stop_detail, run, ledger.uncertain())
     return code if code != EXIT_OK else _search_exit_code(console, searches, run)
+
+
+def _context(
+    prepared: Prepared,
+    environment: EnvironmentRef,
+    chat: PaidChat,
+    display: Display,
+    journal: dict[str, dict[str, Any]],
+) -> Context:
+    """What every candidate shares: the run, the paid chat, the trials, the rollouts left."""
+    from atoll.frontiersmith.candidate import Context
+    from atoll.frontiersmith.taskcode import SandboxedChecks
+    from atoll.frontiersmith.trials import HarborTrials, environment_choice
+
+    config, run = prepared.config, prepared.run
+    return Context(
+        config=config,
+        run=run,
+        chat=chat,
+        trials=HarborTrials(
+            environment,
+            prepared.ledger,
+            slots=max(2, os.cpu_count() or 2),
+            choice=environment_choice(
+                environment, config.base_image, config.environment_choice, config.language
+            ),
+            local_roots=run.work_dir / "local-roots",
+        ),
+        checks=SandboxedChecks(),
+        base_image=config.base_image,
+        progress=display.stage,
+        rollouts_left=[max(0, config.rollout_tasks - _rollouts_done(journal))],
+    )
+
+
+def _report(
+    prepared: Prepared,
+    journal: dict[str, dict[str, Any]],
+    stop: str,
+    stop_detail: str,
+    started: float,
+    searches: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Write the collection report, whichever way the run ended; its summary."""
+    from atoll.frontiersmith.report import build_summary, write_report
+
+    run = prepared.run
+    summary = build_summary(
+        run_id=run.run_id,
+        stored={**run.stored(), "config": prepared.config.to_json()},  # a resume's own settings
+        outcomes=journal,
+        seed_ids=[s.id for s in prepared.seeds],
+        ledger=prepared.ledger,
+        stop=stop,
+        stop_detail=stop_detail,
+        wall_seconds=time.monotonic() - started,
+    )
+    if searches is not None:
+        summary["search"] = searches
+    write_report(run.out, summary)
+    run.log_event({"event": "stop", "reason": stop})
+    return summary
 
 
 def _search_exit_code(console: Console, searches: dict[str, Any] | None, run: RunDir) -> int:

@@ -110,8 +110,9 @@ def parse_answer(
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "the answer"
         raise InvalidAnswer(f"{at}: {error.message}")
-    _check(stage, value, samples, language)
-    return value
+    answer: dict[str, Any] = value  # every stage's schema is a JSON object (`_obj`)
+    _check(stage, answer, samples, language)
+    return answer
 
 
 def _check(stage: str, value: Mapping[str, Any], samples: int | None, language: str) -> None:

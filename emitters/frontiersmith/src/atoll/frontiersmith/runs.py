@@ -92,9 +92,12 @@ class RunDir:
 
     def stored(self) -> dict[str, Any]:
         try:
-            return json.loads(self.config_path.read_text(encoding="utf-8"))
+            stored = json.loads(self.config_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise RunError(f"run {self.run_id} has no readable {RUN_FILE}: {exc}") from None
+        if not isinstance(stored, dict):
+            raise RunError(f"run {self.run_id}'s {RUN_FILE} is not a JSON object")
+        return stored
 
     def stored_config(self) -> RunConfig:
         return RunConfig.from_json(self.stored()["config"])

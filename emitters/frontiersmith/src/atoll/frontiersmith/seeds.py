@@ -44,14 +44,17 @@ def seed_schema() -> dict[str, Any]:
     text = (
         resources.files("atoll.frontiersmith").joinpath("seed_sets", "seed.schema.json").read_text()
     )
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)  # the packaged schema: one JSON object
+    return schema
 
 
 def load_seeds(name_or_path: str) -> list[Seed]:
     """A shipped set by name, or a user's JSON list / JSONL file; every seed validated."""
     if name_or_path in SHIPPED_SETS:
-        text = resources.files("atoll.frontiersmith").joinpath("seed_sets", f"{name_or_path}.json")
-        return parse_seeds(text.read_text(encoding="utf-8"), f"the {name_or_path} seed set")
+        shipped = resources.files("atoll.frontiersmith").joinpath(
+            "seed_sets", f"{name_or_path}.json"
+        )
+        return parse_seeds(shipped.read_text(encoding="utf-8"), f"the {name_or_path} seed set")
     path = Path(name_or_path)
     if not path.is_file():
         raise SeedError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import secrets
 import time
@@ -274,19 +275,19 @@ def _read_outcome(
 ) -> TrialOutcome:
     from atoll.checker.grader import CheckerError, read_scores
 
-    base = {"label": label, "trial_name": name, "trial_dir": str(trial_dir), "seconds": seconds}
+    base = functools.partial(TrialOutcome, label, name, str(trial_dir), seconds)
     if result.exception_info is not None:
         info = result.exception_info
-        return TrialOutcome(**base, error=f"{info.exception_type}: {info.exception_message}"[:500])
+        return base(error=f"{info.exception_type}: {info.exception_message}"[:500])
     rewards = (result.verifier_result.rewards or {}) if result.verifier_result else {}
     if "reward" not in rewards:
-        return TrialOutcome(**base, error="the verifier wrote no reward")
+        return base(error="the verifier wrote no reward")
     try:
         report = read_scores(trial_dir / "verifier" / "scores.json")
     except CheckerError as exc:
-        return TrialOutcome(**base, error=f"no per-case scores: {exc}")
+        return base(error=f"no per-case scores: {exc}")
     cases = [CaseScore(c.score, c.status, c.feasible) for c in report.cases]
-    return TrialOutcome(**base, reward=float(rewards["reward"]), cases=cases)
+    return base(reward=float(rewards["reward"]), cases=cases)
 
 
 def _short(exc: BaseException, limit: int = 500) -> str:

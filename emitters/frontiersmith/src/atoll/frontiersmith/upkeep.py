@@ -255,7 +255,7 @@ def _compose_project(project: str, *, remove: bool) -> int | None:
     except ImportError:
         return None
     name = re.sub(r"[^a-z0-9_-]", "-", project.lower())
-    labelled = {"label": f"com.docker.compose.project={name}"}
+    labelled: dict[str, str | list[str] | bool] = {"label": f"com.docker.compose.project={name}"}
     try:
         client = docker.from_env(timeout=30)
     except DockerException:

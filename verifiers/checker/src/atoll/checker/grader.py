@@ -392,8 +392,8 @@ class TaskCode:
 def load_task_code(tests_dir: Path) -> TaskCode:
     """Import generator.py, scorer.py and feasibility.py as fresh, private modules."""
     tests_dir = Path(tests_dir).absolute()
-    functions = {}
-    sources = {}
+    functions: dict[str, Callable[..., Any]] = {}
+    sources: dict[str, str] = {}
     for filename, name in (
         (GENERATOR, "generate"),
         (SCORER, "score"),
@@ -645,7 +645,6 @@ def _check_stdlib_only(code: TaskCode) -> None:
         except SyntaxError as exc:
             raise SelfCheckFailed("modules load", f"{filename}: {exc}") from None
         for node in ast.walk(tree):
-            names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -655,6 +654,8 @@ def _check_stdlib_only(code: TaskCode) -> None:
                         f"{filename} line {node.lineno} uses a relative import",
                     )
                 names = [node.module or ""]
+            else:
+                continue
             for name in names:
                 if name.split(".")[0] not in allowed:
                     raise SelfCheckFailed(

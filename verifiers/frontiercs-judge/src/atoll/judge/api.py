@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from atoll.core.sizes import MiB
-from atoll.judge.store import MAX_SID
+from atoll.judge.store import MAX_SID as MAX_SID  # re-exported: the pid field's bound
 
 LANG_ALIASES = ("c++", "cpp", "cpp17", "cxx", "g++", "gnu++17")
 MAX_SOURCE_BYTES = MiB

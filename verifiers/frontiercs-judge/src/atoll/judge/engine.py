@@ -58,6 +58,7 @@ from atoll.judge.compiler import (
     tool_recipe,
 )
 from atoll.judge.problems import Case, Mode, Problem
+from atoll.judge.problems import Limits as CaseLimits
 from atoll.judge.verdict import CaseStatus, CheckResult, testlib_status
 from atoll.judge.worker_budget import WorkerBudget
 
@@ -142,7 +143,7 @@ class CaseOutcome:
         }
 
 
-def run_limits(case: Limits, interactive: bool = False) -> Limits:
+def run_limits(case: CaseLimits, interactive: bool = False) -> Limits:
     """The authority's limits for a program on one case.
 
     The authority sets the stack and the address space to the memory limit:
@@ -165,7 +166,7 @@ def run_limits(case: Limits, interactive: bool = False) -> Limits:
     )
 
 
-def interactor_limits(case: Limits) -> Limits:
+def interactor_limits(case: CaseLimits) -> Limits:
     """The authority's limits for an interactor: four times the program's CPU and memory."""
     return Limits(
         cpu_seconds=4 * case.cpu_seconds,
@@ -397,7 +398,9 @@ class Engine:
         status, text = _tool_verdict(
             checked, testlib_message.message(checked.stdout, checked.stderr)
         )
-        ratio, unbounded = testlib_message.ratios(text, status is CaseStatus.OK)
+        ratio, unbounded = testlib_message.ratios_from_testlib_message(
+            text, accepted=status is CaseStatus.OK
+        )
         return CaseOutcome(
             index + 1,
             status,
@@ -461,7 +464,9 @@ class Engine:
             text = f"the program stopped reading while the interactor was writing; {text}"
         else:
             status, text = _tool_verdict(talked, text)
-        ratio, unbounded = testlib_message.ratios(text, status is CaseStatus.OK)
+        ratio, unbounded = testlib_message.ratios_from_testlib_message(
+            text, accepted=status is CaseStatus.OK
+        )
         return CaseOutcome(
             number,
             status,

@@ -80,14 +80,82 @@ def _form(pid: dict[str, Any], *, binary: bool) -> dict[str, Any]:
 
 def document(problem_ids: list[str]) -> dict[str, Any]:
     """The OpenAPI 3.1 description of this judge (its problem ids as examples)."""
-    pid: dict[str, Any] = {
+    pid = _pid_schema(problem_ids)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "FrontierCS judge (atoll)",
+            "version": VERSION,
+            "description": (
+                "The authoritative FrontierCS judge's protocol: submit a program, poll its "
+                f"result. Languages: {', '.join(LANG_ALIASES)} (any case). Sources up to "
+                f"{MAX_SOURCE_BYTES} bytes."
+            ),
+        },
+        "paths": {
+            **_reading_paths(pid),
+            "/submit": {"post": _submit_operation(pid)},
+            "/result/{sid}": {"get": _result_operation()},
+        },
+        "components": {"schemas": _components()},
+    }
+
+
+def _pid_schema(problem_ids: list[str]) -> dict[str, Any]:
+    """A problem id, wherever one is given (path, query, form), with a few of ours as examples."""
+    return {
         "type": "string",
         "minLength": 1,
         "maxLength": MAX_PID_CHARS,
         "description": "The problem id (see GET /problems).",
         "examples": problem_ids[:5] or ["0"],
     }
-    submit_query = [
+
+
+def _reading_paths(pid: dict[str, Any]) -> dict[str, Any]:
+    """The routes that only read: this description, health, the problems and a statement."""
+    return {
+        PATH: {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This description.",
+                "responses": {"200": _json({"type": "object"}, "The OpenAPI document.")},
+            }
+        },
+        "/health": {
+            "get": {
+                "operationId": "health",
+                "summary": "Whether the judge answers.",
+                "responses": {"200": _json(_ref("Health"), "The judge is up.")},
+            }
+        },
+        "/problems": {
+            "get": {
+                "operationId": "problems",
+                "summary": "The problems this judge scores.",
+                "responses": {"200": _json(_ref("Problems"), "Every problem.")},
+            }
+        },
+        "/problem/{pid}/statement": {
+            "get": {
+                "operationId": "statement",
+                "summary": "A problem's statement, as plain text.",
+                "parameters": [{"name": "pid", "in": "path", "required": True, "schema": pid}],
+                "responses": {
+                    "200": {
+                        "description": "The statement.",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    "404": _error("No such problem."),
+                },
+            }
+        },
+    }
+
+
+def _submit_query(pid: dict[str, Any]) -> list[dict[str, Any]]:
+    """The query parameters `/submit` reads beside a text body."""
+    return [
         {
             "name": name,
             "in": "query",
@@ -101,109 +169,59 @@ def document(problem_ids: list[str]) -> dict[str, Any]:
             ("codeBase64", {"type": "string"}, "the source, base64-encoded, instead of the body"),
         )
     ]
+
+
+def _submit_operation(pid: dict[str, Any]) -> dict[str, Any]:
+    """`POST /submit`: its four body forms and its answers."""
     return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "FrontierCS judge (atoll)",
-            "version": VERSION,
-            "description": (
-                "The authoritative FrontierCS judge's protocol: submit a program, poll its "
-                f"result. Languages: {', '.join(LANG_ALIASES)} (any case). Sources up to "
-                f"{MAX_SOURCE_BYTES} bytes."
+        "operationId": "submit",
+        "summary": "Queue a program for judging; answers its submission id.",
+        "parameters": _submit_query(pid),
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": _ref("SubmissionFields")},
+                "multipart/form-data": {"schema": _form(pid, binary=True)},
+                "application/x-www-form-urlencoded": {"schema": _form(pid, binary=False)},
+                "text/plain": {"schema": {"type": "string", "description": "The C++ source."}},
+            },
+        },
+        "responses": {
+            "200": _json(_ref("Submitted"), "Accepted and stored."),
+            "400": _error("A field is missing or malformed."),
+            "404": _error("No such problem."),
+            "413": _error(f"The body is larger than {4 * MAX_SOURCE_BYTES} bytes."),
+            "503": {
+                **_error("The queue is full; retry after Retry-After seconds."),
+                "headers": {"Retry-After": {"schema": {"type": "string"}}},
+            },
+        },
+    }
+
+
+def _result_operation() -> dict[str, Any]:
+    """`GET /result/{sid}`: queued, judged, or the judge's own failure."""
+    return {
+        "operationId": "result",
+        "summary": "A submission's result: queued, or final (readable again and again).",
+        "parameters": [
+            {
+                "name": "sid",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_SID},
+            }
+        ],
+        "responses": {
+            "200": _json(
+                {"oneOf": [_ref("Queued"), _ref("Judged")]},
+                "Queued, or the final result in the authority's shape.",
+            ),
+            "400": _error("The id is not a non-negative decimal integer."),
+            "404": _error("No such submission."),
+            "500": _json(
+                _ref("InfrastructureError"),
+                "The judge could not judge it; never a score.",
             ),
         },
-        "paths": {
-            PATH: {
-                "get": {
-                    "operationId": "openapi",
-                    "summary": "This description.",
-                    "responses": {"200": _json({"type": "object"}, "The OpenAPI document.")},
-                }
-            },
-            "/health": {
-                "get": {
-                    "operationId": "health",
-                    "summary": "Whether the judge answers.",
-                    "responses": {"200": _json(_ref("Health"), "The judge is up.")},
-                }
-            },
-            "/problems": {
-                "get": {
-                    "operationId": "problems",
-                    "summary": "The problems this judge scores.",
-                    "responses": {"200": _json(_ref("Problems"), "Every problem.")},
-                }
-            },
-            "/problem/{pid}/statement": {
-                "get": {
-                    "operationId": "statement",
-                    "summary": "A problem's statement, as plain text.",
-                    "parameters": [{"name": "pid", "in": "path", "required": True, "schema": pid}],
-                    "responses": {
-                        "200": {
-                            "description": "The statement.",
-                            "content": {"text/plain": {"schema": {"type": "string"}}},
-                        },
-                        "404": _error("No such problem."),
-                    },
-                }
-            },
-            "/submit": {
-                "post": {
-                    "operationId": "submit",
-                    "summary": "Queue a program for judging; answers its submission id.",
-                    "parameters": submit_query,
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {"schema": _ref("SubmissionFields")},
-                            "multipart/form-data": {"schema": _form(pid, binary=True)},
-                            "application/x-www-form-urlencoded": {
-                                "schema": _form(pid, binary=False)
-                            },
-                            "text/plain": {
-                                "schema": {"type": "string", "description": "The C++ source."}
-                            },
-                        },
-                    },
-                    "responses": {
-                        "200": _json(_ref("Submitted"), "Accepted and stored."),
-                        "400": _error("A field is missing or malformed."),
-                        "404": _error("No such problem."),
-                        "413": _error(f"The body is larger than {4 * MAX_SOURCE_BYTES} bytes."),
-                        "503": {
-                            **_error("The queue is full; retry after Retry-After seconds."),
-                            "headers": {"Retry-After": {"schema": {"type": "string"}}},
-                        },
-                    },
-                }
-            },
-            "/result/{sid}": {
-                "get": {
-                    "operationId": "result",
-                    "summary": "A submission's result: queued, or final (readable again and again).",
-                    "parameters": [
-                        {
-                            "name": "sid",
-                            "in": "path",
-                            "required": True,
-                            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_SID},
-                        }
-                    ],
-                    "responses": {
-                        "200": _json(
-                            {"oneOf": [_ref("Queued"), _ref("Judged")]},
-                            "Queued, or the final result in the authority's shape.",
-                        ),
-                        "400": _error("The id is not a non-negative decimal integer."),
-                        "404": _error("No such submission."),
-                        "500": _json(
-                            _ref("InfrastructureError"),
-                            "The judge could not judge it; never a score.",
-                        ),
-                    },
-                }
-            },
-        },
-        "components": {"schemas": _components()},
     }

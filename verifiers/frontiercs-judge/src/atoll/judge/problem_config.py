@@ -129,7 +129,7 @@ class _StrictLoader(yaml.SafeLoader):
 def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node)
         if key in seen:
             raise ConfigError(
                 f"duplicated mapping key {key!r} (line {key_node.start_mark.line + 1})"

@@ -115,7 +115,9 @@ class Problem:
     def check(self, index: int, output: bytes) -> CheckResult:
         if self.checker is None:
             raise TypeError(f"problem {self.id} is judged by a compiled {self.mode} tool")
-        return self.checker.check(self.prepared(index), output)
+        # A checker module is vetted for prepare() and check() when it is loaded.
+        verdict: CheckResult = self.checker.check(self.prepared(index), output)
+        return verdict
 
     @property
     def judged_by(self) -> str:

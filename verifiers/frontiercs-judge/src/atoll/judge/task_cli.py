@@ -17,7 +17,7 @@ from atoll.judge.checkout import HOME_ENV
 from atoll.judge.embedded import JudgeSetup
 from atoll.judge.engine import JudgeInfrastructureError
 from atoll.judge.problems import ProblemError
-from atoll.judge.task_writer import TaskWriteError, write_task
+from atoll.judge.task_writer import TaskWriteError, WrittenTask, write_task
 
 app = typer.Typer(
     name="task",
@@ -69,7 +69,7 @@ def write_frontiercs_task(
     frontiercs: Path | None,
     seed: bytes | None,
     state_dir: Path | None = None,
-):  # -> WrittenTask
+) -> WrittenTask:
     """Load `problem`, judge the seed in-process, write the task (the CLI's and `atoll run`'s way)."""
     setup = JudgeSetup(state_dir=state_dir, frontiercs=frontiercs)
     found = setup.problem_set()

@@ -27,9 +27,17 @@ def message(stdout: bytes, stderr: bytes) -> str:
     return (stdout or stderr).decode("utf-8", errors="replace")
 
 
-def ratios(text: str, ok: bool) -> tuple[float, float]:
-    """(ratio, unbounded ratio) of a case whose tool said `text` and was accepted or not."""
-    fallback = 1.0 if ok else 0.0
+def ratios_from_testlib_message(text: str, accepted: bool) -> tuple[float, float]:
+    """(ratio, unbounded ratio) of a case whose checker or interactor said `text`.
+
+    This is where a FrontierCS case's score comes from (the submission's
+    score is 100 x the mean ratio), and a testlib tool can give partial
+    credit only through its message: so the message is read exactly as the
+    authority reads it (see the module's docstring), and `accepted` (the
+    tool's verdict) only decides the ratio of a message that names none. A
+    rejected case whose message names a ratio still earns it, as there.
+    """
+    fallback = 1.0 if accepted else 0.0
     ratio = _first_number(_RATIO, text)
     ratio = fallback if ratio is None else ratio
     unbounded = _first_number(_UNBOUNDED, text)

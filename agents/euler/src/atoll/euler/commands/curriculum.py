@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -27,6 +28,12 @@ from atoll.euler.commands.common import (
     preflight,
     say,
 )
+
+if TYPE_CHECKING:  # imported when a command runs, to keep `atoll --help` quick
+    from atoll.euler import curriculum_run
+    from atoll.euler.curriculum import Config
+    from atoll.euler.evaluate import Runner
+    from atoll.euler.store import Store
 
 
 def curriculum_command(
@@ -85,14 +92,10 @@ def curriculum_command(
     problem with a missing statement, answer or resource, 1 when a round was
     left open by infrastructure errors.
     """
-    from atoll.euler import curriculum, curriculum_run
-    from atoll.euler.evaluate import Interrupted, Runner, StoreSource
-    from atoll.euler.writer import RunDirInUse
+    from atoll.euler import curriculum
+    from atoll.euler.evaluate import Runner, StoreSource
 
-    try:
-        mix = (1.0, 0.0, 0.0) if no_replay else tuple(float(p) for p in replay.split(","))
-    except ValueError:
-        raise fail(f"--replay {replay!r}: three fractions like 0.7,0.2,0.1") from None
+    mix = _replay_mix(replay, no_replay)
     opened = open_store(store)
     try:
         config = curriculum.Config(
@@ -102,7 +105,7 @@ def curriculum_command(
             samples=samples,
             threshold=threshold,
             consecutive=consecutive,
-            replay=mix,  # type: ignore[arg-type]
+            replay=mix,  # type: ignore[arg-type]  # Config names a mix of the wrong length
             recent=recent,
             start=start,
         )
@@ -122,14 +125,38 @@ def curriculum_command(
     ).settings()
     runner = Runner(StoreSource(opened), settings, say=say)
     preflight(runner, config.languages)
+    outcome = _run_rounds(state, opened, config, runner, rounds)
+    _conclude(state, config, outcome)
+
+
+def _replay_mix(replay: str, no_replay: bool) -> tuple[float, ...]:
+    """The --replay fractions as numbers (the config checks that they are three and sum to 1)."""
     try:
-        outcome = curriculum_run.run(state, opened, config, runner, rounds, say)
+        return (1.0, 0.0, 0.0) if no_replay else tuple(float(p) for p in replay.split(","))
+    except ValueError:
+        raise fail(f"--replay {replay!r}: three fractions like 0.7,0.2,0.1") from None
+
+
+def _run_rounds(
+    state: Path, opened: Store, config: Config, runner: Runner, rounds: int
+) -> curriculum_run.Outcome:
+    """Run `rounds` rounds; a refused state or an interruption is one error line."""
+    from atoll.euler import curriculum, curriculum_run
+    from atoll.euler.evaluate import Interrupted
+    from atoll.euler.writer import RunDirInUse
+
+    try:
+        return curriculum_run.run(state, opened, config, runner, rounds, say)
     except (curriculum.CurriculumError, RunDirInUse) as exc:
         raise fail(str(exc)) from None
     except Interrupted:
         raise fail(
             "interrupted: the round's rows are kept; rerun the same command to resume it", 130
         ) from None
+
+
+def _conclude(state: Path, config: Config, outcome: curriculum_run.Outcome) -> None:
+    """Print where the curriculum stands; exit 1 on a round left open, 3 when progression stopped."""
     current = outcome.state
     console.print(
         f"curriculum {state}: current problem {current.current_problem}, mastered through "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -33,6 +33,10 @@ from atoll.euler.commands.common import (
     preflight,
     say,
 )
+
+if TYPE_CHECKING:  # imported when a command runs, to keep `atoll --help` quick
+    from atoll.euler.evaluate import Runner
+    from atoll.euler.store import Store
 
 EVAL_FILE = "eval.json"
 
@@ -64,15 +68,7 @@ def eval_command(
     Rerunning the same command resumes: attempts with a scored row are not run
     again, and attempts that hit infrastructure errors are retried.
     """
-    from atoll.euler import report, rows
-    from atoll.euler.curriculum import Attempt
-    from atoll.euler.evaluate import (
-        Interrupted,
-        Runner,
-        StoreSource,
-        parse_problems,
-        run_to_end,
-    )
+    from atoll.euler.evaluate import Runner, StoreSource, parse_problems
 
     try:
         numbers = parse_problems(problems)
@@ -80,13 +76,7 @@ def eval_command(
         raise fail(str(exc)) from None
     langs, apps = language_list(languages), approach_list(approaches)
     opened = open_store(store)
-    unavailable = [why for n in numbers if (why := opened.missing(n)) is not None]
-    if unavailable:
-        raise fail(
-            "; ".join(unavailable[:5])
-            + ("; ..." if len(unavailable) > 5 else "")
-            + ": leave these out of --problems"
-        )
+    _refuse_unavailable(opened, numbers)
     settings = RunOptions(
         base_url=base_url,
         model=model,
@@ -115,29 +105,7 @@ def eval_command(
     try:
         with writer.hold(out, "atoll euler eval"):
             _claim_run_dir(out, identity, run_id)
-            attempts = [
-                Attempt("eval", n, lang, app, k)
-                for n in numbers
-                for lang in langs
-                for app in apps
-                for k in range(samples)
-            ]
-            say(
-                f"{len(attempts)} attempts ({len(numbers)} problems x {len(langs)} languages x {len(apps)} approaches x {samples} samples), {workers} at a time"
-            )
-            rows_path = out / rows.ROWS_FILE
-            try:
-                run_to_end(runner.run(attempts, out, rows_path, run_id))
-            except Interrupted:
-                raise fail(
-                    "interrupted: the rows written so far are kept; rerun the same command to resume",
-                    130,
-                ) from None
-            data = [
-                r
-                for r in rows.latest_per_attempt(rows.read(rows_path))
-                if r.get("run_id") == run_id
-            ]
+            data = _run_attempts(runner, out, run_id, numbers, langs, apps, samples, workers)
             used_image = runner.image_info or {}
             notes = [
                 f"Store {opened.digest[:16]}; problems {problems}; languages {', '.join(langs)}; "
@@ -145,16 +113,70 @@ def eval_command(
                 f"{used_image.get('image_id')} ({used_image.get('runtimes')}). Model signature "
                 f"{settings.signature[:16]} ({json.dumps(settings.signature_parts, sort_keys=True)})."
             ]
-            text = report.write(data, out, title=f"Pi on Project Euler: {model}", notes=notes)
-            console.print(text, markup=False)
-            errors = sum(1 for r in data if r.get("status") != "scored")
-            if errors:
-                raise fail(
-                    f"{errors} attempts ended in infrastructure errors (not scored); rerun to retry them",
-                    1,
-                )
+            _report(data, out, model, notes)
     except writer.RunDirInUse as exc:
         raise fail(str(exc)) from None
+
+
+def _refuse_unavailable(opened: Store, numbers: list[int]) -> None:
+    """Stop before any write when the store lacks a chosen problem (at most five named)."""
+    unavailable = [why for n in numbers if (why := opened.missing(n)) is not None]
+    if unavailable:
+        raise fail(
+            "; ".join(unavailable[:5])
+            + ("; ..." if len(unavailable) > 5 else "")
+            + ": leave these out of --problems"
+        )
+
+
+def _run_attempts(
+    runner: Runner,
+    out: Path,
+    run_id: str,
+    numbers: list[int],
+    langs: tuple[str, ...],
+    apps: tuple[str, ...],
+    samples: int,
+    workers: int,
+) -> list[dict[str, Any]]:
+    """Run every attempt not yet scored; this run's latest row of each attempt."""
+    from atoll.euler import rows
+    from atoll.euler.curriculum import Attempt
+    from atoll.euler.evaluate import Interrupted, run_to_end
+
+    attempts = [
+        Attempt("eval", n, lang, app, k)
+        for n in numbers
+        for lang in langs
+        for app in apps
+        for k in range(samples)
+    ]
+    say(
+        f"{len(attempts)} attempts ({len(numbers)} problems x {len(langs)} languages x {len(apps)} approaches x {samples} samples), {workers} at a time"
+    )
+    rows_path = out / rows.ROWS_FILE
+    try:
+        run_to_end(runner.run(attempts, out, rows_path, run_id))
+    except Interrupted:
+        raise fail(
+            "interrupted: the rows written so far are kept; rerun the same command to resume",
+            130,
+        ) from None
+    return [r for r in rows.latest_per_attempt(rows.read(rows_path)) if r.get("run_id") == run_id]
+
+
+def _report(data: list[dict[str, Any]], out: Path, model: str, notes: list[str]) -> None:
+    """Write and print the summary; exit 1 when some attempts ended in infrastructure errors."""
+    from atoll.euler import report
+
+    text = report.write(data, out, title=f"Pi on Project Euler: {model}", notes=notes)
+    console.print(text, markup=False)
+    errors = sum(1 for r in data if r.get("status") != "scored")
+    if errors:
+        raise fail(
+            f"{errors} attempts ended in infrastructure errors (not scored); rerun to retry them",
+            1,
+        )
 
 
 def _claim_run_dir(out: Path, identity: dict[str, Any], run_id: str) -> None:

@@ -127,11 +127,11 @@ class BundleSpec:
                 compile(source, label, "exec", dont_inherit=True)
             except SyntaxError as exc:
                 raise BundleError(f"{label} does not parse: {exc}") from None
-        for key, value in self.seed_lineage.items():
+        for key, scalar in self.seed_lineage.items():
             if not _KEY.match(key):
                 raise BundleError(f"seed_lineage key {key!r} must be letters, digits, '-' or '_'")
-            if not isinstance(value, Scalar) or (
-                isinstance(value, float) and not math.isfinite(value)
+            if not isinstance(scalar, Scalar) or (
+                isinstance(scalar, float) and not math.isfinite(scalar)
             ):
                 raise BundleError(f"seed_lineage {key} must be a string, number or bool")
         if self.reference_reward is not None and not 0.0 <= self.reference_reward <= 1.0:

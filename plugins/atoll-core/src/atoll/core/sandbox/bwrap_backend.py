@@ -176,28 +176,9 @@ class BwrapBackend(SandboxBackend):
         cancel: CancelToken | None,
         pipes: Pipes | None,
     ) -> SandboxResult:
-        if (spec.uid == 0 or spec.gid == 0) and spec.user_namespace is None:
-            raise SandboxError(
-                "sandboxed programs never run as root: give the spec a non-zero uid, or a user "
-                "namespace whose root is an unprivileged host uid"
-            )
-        if pipes is not None and stdin is not None:
-            raise SandboxError("a run reads either `stdin` bytes or `pipes`, not both")
-        if pipes is not None and spec.stdin_seekable:
-            raise SandboxError("a run joined to `pipes` has no stdin file to make seekable")
+        _refuse_unrunnable(spec, stdin, pipes)
         limits = spec.limits
-        processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
-        try:
-            # bubblewrap's own pid 1 reaps the program and is never reaped by
-            # bwrap, so rusage misses the program: CPU time needs cpuacct.
-            group = RunCgroup.create(
-                limits.memory_bytes,
-                processes,
-                limits.cpus,
-                account_cpu=limits.cpu_seconds is not None,
-            )
-        except OSError as exc:
-            raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
+        group = _run_cgroup(limits)
         status_r, status_w = os.pipe()
         stdin_file = -1
         try:
@@ -301,6 +282,35 @@ class BwrapBackend(SandboxBackend):
             cpu_limit=limits.cpu_seconds,
             cancel=cancel,
         )
+
+
+def _refuse_unrunnable(spec: SandboxSpec, stdin: bytes | None, pipes: Pipes | None) -> None:
+    """SandboxError for a run this backend must not start: as root, or with two stdins."""
+    if (spec.uid == 0 or spec.gid == 0) and spec.user_namespace is None:
+        raise SandboxError(
+            "sandboxed programs never run as root: give the spec a non-zero uid, or a user "
+            "namespace whose root is an unprivileged host uid"
+        )
+    if pipes is not None and stdin is not None:
+        raise SandboxError("a run reads either `stdin` bytes or `pipes`, not both")
+    if pipes is not None and spec.stdin_seekable:
+        raise SandboxError("a run joined to `pipes` has no stdin file to make seekable")
+
+
+def _run_cgroup(limits: Limits) -> RunCgroup | None:
+    """The run's own cgroup (None where cgroups cannot be used), sized for bwrap's processes too."""
+    processes = None if limits.processes is None else limits.processes + _SANDBOX_OWN_PROCESSES
+    try:
+        # bubblewrap's own pid 1 reaps the program and is never reaped by
+        # bwrap, so rusage misses the program: CPU time needs cpuacct.
+        return RunCgroup.create(
+            limits.memory_bytes,
+            processes,
+            limits.cpus,
+            account_cpu=limits.cpu_seconds is not None,
+        )
+    except OSError as exc:
+        raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
 
 
 def _stdin_of(stdin: bytes | None, pipes: Pipes | None) -> int:

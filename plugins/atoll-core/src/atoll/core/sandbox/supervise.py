@@ -54,108 +54,166 @@ def supervise(
     cancel: CancelToken | None = None,
 ) -> Outcome:
     """Run `proc` to completion (or until a limit), reap it, and report."""
-    sel = selectors.DefaultSelector()
-    pidfd = os.pidfd_open(proc.pid)
-    outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
-    status = bytearray()
-    open_streams = 0
-    for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-        if stream is not None:  # None: joined to a pipe of the caller's, not captured
-            sel.register(stream.fileno(), selectors.EVENT_READ, name)
-            open_streams += 1
-    sel.register(pidfd, selectors.EVENT_READ, "exit")
-    if status_read_fd is not None:
-        sel.register(status_read_fd, selectors.EVENT_READ, "status")
-    if cancel is not None:
-        sel.register(cancel.fileno(), selectors.EVENT_READ, "cancel")
-    pending_in = memoryview(stdin or b"")
-    if proc.stdin is not None:
-        os.set_blocking(proc.stdin.fileno(), False)
-        if pending_in:
-            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
-        else:
-            proc.stdin.close()
-
+    watch = _Watch(proc, kill, stdin, stdout_cap, stderr_cap)
+    watch.register(status_read_fd, cancel)
     deadline = None if wall_seconds is None else started + wall_seconds
-    killed_for: str | None = None
-    exited = False
-    open_streams += status_read_fd is not None
-
-    def stop(reason: str) -> None:
-        nonlocal killed_for
-        if killed_for is None:
-            killed_for = reason
-        kill()
-
     try:
-        while not exited or open_streams:
-            now = time.monotonic()
-            timeout = None if deadline is None else max(deadline - now, 0.0)
-            if cpu_used is not None and cpu_limit is not None and killed_for is None:
-                timeout = cpu_poll_seconds if timeout is None else min(timeout, cpu_poll_seconds)
-            if exited:  # only draining what is left in the pipes
-                timeout = 1.0 if timeout is None else min(timeout, 1.0)
-            events = sel.select(timeout)
+        while not watch.exited or watch.open_streams:
+            polls_cpu = cpu_used is not None and cpu_limit is not None and watch.killed_for is None
+            events = watch.sel.select(
+                _select_timeout(deadline, cpu_poll_seconds if polls_cpu else None, watch.exited)
+            )
             if not events:
-                if deadline is not None and time.monotonic() >= deadline and killed_for is None:
-                    stop(Why.WALL)
+                if (
+                    deadline is not None
+                    and time.monotonic() >= deadline
+                    and watch.killed_for is None
+                ):
+                    watch.stop(Why.WALL)
                     deadline = None
                     continue
-                if exited:
+                if watch.exited:
                     break  # something still holds the pipes open; the run is over
             for key, _ in events:
-                what = key.data
-                if what == "cancel":
-                    sel.unregister(key.fd)
-                    stop(Why.CANCELLED)
-                elif what == "exit":
-                    exited = True
-                    sel.unregister(pidfd)
-                elif what == "stdin":
-                    try:
-                        n = os.write(key.fd, pending_in[:_CHUNK])
-                        pending_in = pending_in[n:]
-                    except (BrokenPipeError, BlockingIOError) as exc:
-                        if isinstance(exc, BlockingIOError):
-                            continue
-                        pending_in = memoryview(b"")
-                    if not pending_in:
-                        sel.unregister(key.fd)
-                        assert proc.stdin is not None
-                        with contextlib.suppress(OSError):
-                            proc.stdin.close()
-                else:
-                    chunk = os.read(key.fd, _CHUNK)
-                    if not chunk:
-                        sel.unregister(key.fd)
-                        open_streams -= 1
-                    elif what == "status":
-                        status += chunk
-                    elif not outs[what].add(chunk):
-                        stop(Why.OUTPUT)
-            if cpu_used is not None and cpu_limit is not None and killed_for is None:
+                watch.handle(key)
+            if cpu_used is not None and cpu_limit is not None and watch.killed_for is None:
                 used = cpu_used()
                 if used is not None and used > cpu_limit:
-                    stop(Why.CPU)
+                    watch.stop(Why.CPU)
     finally:
-        if not exited:
-            kill()
-        sel.close()
-        os.close(pidfd)
-        _, wait_status, rusage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(wait_status)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
+        wait_status, rusage = watch.reap()
+    return watch.outcome(wait_status, rusage, time.monotonic() - started)
+
+
+def _select_timeout(
+    deadline: float | None, cpu_poll_seconds: float | None, draining: bool
+) -> float | None:
+    """How long one select may wait: to the wall deadline, the next CPU poll, 1 s while draining."""
+    timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+    if cpu_poll_seconds is not None:
+        timeout = cpu_poll_seconds if timeout is None else min(timeout, cpu_poll_seconds)
+    if draining:  # the process exited: only draining what is left in the pipes
+        timeout = 1.0 if timeout is None else min(timeout, 1.0)
+    return timeout
+
+
+class _Watch:
+    """One supervised run's selector and what it saw: output, status, stdin left, why it was stopped.
+
+    The selector's keys name what each descriptor is ("stdout", "stderr",
+    "status", "stdin", "exit" for the pidfd, "cancel"), so that one event is
+    handled by one method.
+    """
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        kill: Callable[[], None],
+        stdin: bytes | None,
+        stdout_cap: int,
+        stderr_cap: int,
+    ) -> None:
+        self.proc = proc
+        self.kill = kill
+        self.sel = selectors.DefaultSelector()
+        self.pidfd = os.pidfd_open(proc.pid)
+        self.outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
+        self.status = bytearray()
+        self.pending_in = memoryview(stdin or b"")
+        self.open_streams = 0  # captured streams and the status pipe not yet at end-of-file
+        self.killed_for: str | None = None
+        self.exited = False
+
+    def register(self, status_read_fd: int | None, cancel: CancelToken | None) -> None:
+        """Watch the output pipes, the exit, the status pipe, the cancel token, and stdin."""
+        proc, sel = self.proc, self.sel
+        for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            if stream is not None:  # None: joined to a pipe of the caller's, not captured
+                sel.register(stream.fileno(), selectors.EVENT_READ, name)
+                self.open_streams += 1
+        sel.register(self.pidfd, selectors.EVENT_READ, "exit")
+        if status_read_fd is not None:
+            sel.register(status_read_fd, selectors.EVENT_READ, "status")
+            self.open_streams += 1
+        if cancel is not None:
+            sel.register(cancel.fileno(), selectors.EVENT_READ, "cancel")
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            if self.pending_in:
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+            else:
+                proc.stdin.close()
+
+    def stop(self, reason: str) -> None:
+        """Kill the process; the first reason given is the one reported."""
+        if self.killed_for is None:
+            self.killed_for = reason
+        self.kill()
+
+    def handle(self, key: selectors.SelectorKey) -> None:
+        what = key.data
+        if what == "cancel":
+            self.sel.unregister(key.fd)
+            self.stop(Why.CANCELLED)
+        elif what == "exit":
+            self.exited = True
+            self.sel.unregister(self.pidfd)
+        elif what == "stdin":
+            self._write_stdin(key.fd)
+        else:
+            self._read(key.fd, what)
+
+    def _write_stdin(self, fd: int) -> None:
+        """Write the next chunk of stdin; close it once all is written or the reader is gone."""
+        try:
+            n = os.write(fd, self.pending_in[:_CHUNK])
+            self.pending_in = self.pending_in[n:]
+        except BlockingIOError:
+            return
+        except BrokenPipeError:
+            self.pending_in = memoryview(b"")
+        if not self.pending_in:
+            self.sel.unregister(fd)
+            assert self.proc.stdin is not None
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def _read(self, fd: int, what: str) -> None:
+        """Take one chunk of output or status; stop the process when its output is over the cap."""
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            self.sel.unregister(fd)
+            self.open_streams -= 1
+        elif what == "status":
+            self.status += chunk
+        elif not self.outs[what].add(chunk):
+            self.stop(Why.OUTPUT)
+
+    def reap(self) -> tuple[int, resource.struct_rusage]:
+        """Kill the process if it still runs, wait for it, close everything; its wait status."""
+        if not self.exited:
+            self.kill()
+        self.sel.close()
+        os.close(self.pidfd)
+        _, wait_status, rusage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(wait_status)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-    return Outcome(
-        wait_status=wait_status,
-        rusage=rusage,
-        wall_seconds=time.monotonic() - started,
-        stdout=bytes(outs["stdout"].data),
-        stderr=bytes(outs["stderr"].data),
-        stdout_truncated=outs["stdout"].truncated,
-        stderr_truncated=outs["stderr"].truncated,
-        killed_for=killed_for,
-        status_text=bytes(status),
-    )
+        return wait_status, rusage
+
+    def outcome(
+        self, wait_status: int, rusage: resource.struct_rusage, wall_seconds: float
+    ) -> Outcome:
+        return Outcome(
+            wait_status=wait_status,
+            rusage=rusage,
+            wall_seconds=wall_seconds,
+            stdout=bytes(self.outs["stdout"].data),
+            stderr=bytes(self.outs["stderr"].data),
+            stdout_truncated=self.outs["stdout"].truncated,
+            stderr_truncated=self.outs["stderr"].truncated,
+            killed_for=self.killed_for,
+            status_text=bytes(self.status),
+        )
