@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from atoll.core.reef_runtime import RayRuntime
 from atoll.guidance_ttt.bridge import (
     RayActorHealth,
     ReefTrainingBridge,
@@ -28,7 +29,6 @@ from atoll.guidance_ttt.bridge import (
 )
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint
-from atoll.guidance_ttt.reef_runtime import RayRuntime
 
 pytest_plugins = ["support.fixtures"]
 

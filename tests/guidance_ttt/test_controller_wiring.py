@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 from support.guidance_run import ExecutorScript, GuidanceScript, seed_entry, write_task
 
+from atoll.core.reef_runtime import RayRuntime
 from atoll.guidance_ttt import resume
 from atoll.guidance_ttt.bridge import RayActorHealth, ReefTrainingBridge, SearchOnlyBridge
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
@@ -18,7 +19,6 @@ from atoll.guidance_ttt.config import load_config
 from atoll.guidance_ttt.controller import run
 from atoll.guidance_ttt.executor import ExecutorConfigError
 from atoll.guidance_ttt.library import run_dir
-from atoll.guidance_ttt.reef_runtime import RayRuntime
 from atoll.guidance_ttt.resume import RunName
 from atoll.guidance_ttt.rollout_journal import read_step, step_journal_path
 from atoll.guidance_ttt.wiring import BARRIER_POLL_S, ReefRuntimeMissing, open_services

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
 from atoll.guidance_ttt.bridge import CHECKPOINT_MARKER_FILE, JOB_MARKER_FILE
-from atoll.guidance_ttt.config import trainer_checkpoint_dir, trainer_hf_dir
 
 GOOD_METRICS = {
     "train/grad_norm": 0.42,

@@ -10,13 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atoll.guidance_ttt import reef_runtime
-from atoll.guidance_ttt.config import (
-    GuidanceConfig,
-    load_config,
-    trainer_checkpoint_dir,
-    trainer_hf_dir,
-)
+from atoll.core import reef_runtime
+from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
+from atoll.guidance_ttt.config import GuidanceConfig, load_config
 from atoll.stack import validate
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions

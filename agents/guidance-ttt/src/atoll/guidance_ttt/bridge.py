@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from atoll.core.reef_runtime import RayRuntime
 from atoll.guidance_ttt.cancel import Cancellation, RunCancelled
-from atoll.guidance_ttt.reef_runtime import RayRuntime
 
 SERVING_PHASE = "serving"
 

@@ -8,7 +8,7 @@ inside the clients. All clients share the run's `Cancellation`: cancelling it
 aborts their calls in flight, and closing the services closes the task's
 scorer (stopping an embedded judge), so a cancelled run leaves no thread or process behind. With training
 on, the bridge reads Reef's trainer through the Ray cluster named in Reef's
-runtime files (`atoll.guidance_ttt.reef_runtime`).
+runtime files (`atoll.core.reef_runtime`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from atoll.core import reef_env
-from atoll.guidance_ttt import controller, reef_runtime, resume
+from atoll.core import reef_env, reef_runtime
+from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
+from atoll.guidance_ttt import controller, resume
 from atoll.guidance_ttt.bridge import (
     JOB_MARKER_FILE,
     RayActorHealth,
@@ -31,12 +32,7 @@ from atoll.guidance_ttt.bridge import (
     TrainingBridge,
 )
 from atoll.guidance_ttt.cancel import Cancellation
-from atoll.guidance_ttt.config import (
-    ConfigError,
-    GuidanceConfig,
-    trainer_checkpoint_dir,
-    trainer_hf_dir,
-)
+from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.executor import Executor, executor_spec
 from atoll.guidance_ttt.guidance import GuidanceClient, ReefEndpoint

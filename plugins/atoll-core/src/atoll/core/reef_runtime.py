@@ -1,14 +1,20 @@
-"""Where Reef's trainer runs: the Ray cluster, namespace and actor, from Reef's own runtime files.
+"""Where a run's Reef keeps what both its stack and its agents read.
 
-`reef serve` writes each service's resolved configuration to
-`<run dir>/<service>/runtime.yaml` before it starts the service; its `reef`
-section names the Ray cluster the trainer joined (`ray_address`) and where
-the training bridge actor lives (`ray_namespace`, `ray_actor_name`). The
-training gate reads the actor through exactly that cluster, never through
-whatever `ray.init(address="auto")` happens to find on the machine. The Reef
-stack reads the same files with this module, and tells a job's agents where
-Reef's run directory is through `REEF_RUN_DIR`; without it, the run's own
-stack directory (`atoll stack up`'s default) is where the files are looked for.
+A stack renders Reef's configuration and an agent's training gate watches
+the trainer it starts; each must find the other's files in the same place,
+so the places are named here once, next to `atoll.core.reef_env`:
+
+- Reef's durable storage and its trainer's checkpoints live under the run's
+  state directory (`<state_dir>/reef/...`).
+- `atoll stack up` keeps a run's stack in `<state_dir>/stack`, with Reef's own
+  run directory in it (`reef-run`); a job's stack tells its agents where
+  Reef's run directory is through `REEF_RUN_DIR` instead.
+- `reef serve` writes each service's resolved configuration to
+  `<run dir>/<service>/runtime.yaml` before it starts the service; its `reef`
+  section names the Ray cluster the trainer joined (`ray_address`) and where
+  the training bridge actor lives (`ray_namespace`, `ray_actor_name`). The
+  training gate reads the actor through exactly that cluster, never through
+  whatever `ray.init(address="auto")` happens to find on the machine.
 """
 
 from __future__ import annotations
@@ -20,12 +26,13 @@ from pathlib import Path
 import yaml
 
 from atoll.core.reef_env import RUN_DIR_ENV
-from atoll.guidance_ttt.config import default_stack_dir
 
 RUNTIME_FILE = "runtime.yaml"
-# Reef's run directory inside a stack directory.
+#: Reef's run directory inside a stack directory.
 RUN_SUBDIR = "reef-run"
-# The service that drives training; its runtime file is read first.
+#: The stack directory `atoll stack up` uses inside a run's state directory.
+STACK_SUBDIR = "stack"
+#: The service that drives training; its runtime file is read first.
 TRAINING_SERVICE = "slime-driver"
 DEFAULT_NAMESPACE = "reef"
 DEFAULT_ACTOR = "reef-train-bridge"
@@ -38,6 +45,34 @@ class RayRuntime:
     address: str
     namespace: str = DEFAULT_NAMESPACE
     actor: str = DEFAULT_ACTOR
+
+
+def reef_state_dir(state_dir: Path) -> Path:
+    """Reef's durable storage for a run: under the run's own state directory."""
+    return state_dir / "reef"
+
+
+def trainer_checkpoint_dir(state_dir: Path) -> Path:
+    """Where Reef's trainer saves (and reloads) the run's Megatron checkpoints.
+
+    The stack renders it into Reef's serve.yaml and the training gate looks
+    for the trainer's checkpoint marker in it, so both read it from here.
+    """
+    return reef_state_dir(state_dir) / "checkpoints" / "megatron"
+
+
+def trainer_hf_dir(state_dir: Path) -> Path:
+    """Where Reef's trainer publishes each step's adapter, and keeps its durable job marker.
+
+    The stack renders `<this>/{rollout_id}` as the trainer's `save-hf`; Reef
+    keeps the marker of its latest training job beside those directories.
+    """
+    return reef_state_dir(state_dir) / "checkpoints" / "hf"
+
+
+def default_stack_dir(state_dir: Path) -> Path:
+    """Where `atoll stack up` keeps the stack it starts for a run (its state, logs, Reef's run dir)."""
+    return state_dir / STACK_SUBDIR
 
 
 def run_dir(state_dir: Path, environ: Mapping[str, str]) -> Path:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atoll.guidance_ttt.config import GuidanceConfig, default_stack_dir
+from atoll.core.reef_runtime import default_stack_dir
+from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions
 from atoll.stack.render import Placement, reef_address, render, to_yaml

@@ -24,13 +24,15 @@ from urllib.parse import urlsplit
 import yaml
 
 from atoll.core import reef_env
-from atoll.guidance_ttt.config import (
-    GuidanceConfig,
+from atoll.core.reef_runtime import (
+    DEFAULT_ACTOR,
+    DEFAULT_NAMESPACE,
+    RUN_SUBDIR,
     reef_state_dir,
     trainer_checkpoint_dir,
     trainer_hf_dir,
 )
-from atoll.guidance_ttt.reef_runtime import DEFAULT_ACTOR, DEFAULT_NAMESPACE, RUN_SUBDIR
+from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.stack.errors import StackError
 
 TOKEN_REFERENCE = "${" + reef_env.TOKEN_ENV + ":?}"
