@@ -13,7 +13,7 @@
 # What it does: renders serve.yaml from a tiny Guidance-TTT config (Qwen3-0.6B,
 # G=2, R=2, one step, short sequences), starts the stack with `atoll stack up`
 # (Reef + Slime/Megatron under Ray + SGLang), samples the 2x2 grid through Reef
-# and reports a reward per rollout (`python -m atoll.stack.smoke`), waits until
+# and reports a reward per rollout (`python -m atoll.guidance_ttt.gpu_smoke`), waits until
 # Reef shows the step trained, then stops the stack. The stack is stopped on
 # every exit path, Ctrl-C included. Logs: $WORK/stack/logs and $WORK/stack/reef-run.
 set -euo pipefail
@@ -60,5 +60,5 @@ REEF_URL=$("$ATOLL" stack up --config "$WORK/smoke.toml" --stack-dir "$WORK/stac
   --trainer-gpus "$TRAINER_GPUS" --executor-server off)
 echo "gpu_smoke: stack healthy at $REEF_URL after $(($(date +%s) - start)) s"
 "$ATOLL" stack status --stack-dir "$WORK/stack"
-REEF_URL="$REEF_URL" "$PYTHON" -m atoll.stack.smoke --config "$WORK/smoke.toml" --deadline "$DEADLINE_S"
+REEF_URL="$REEF_URL" "$PYTHON" -m atoll.guidance_ttt.gpu_smoke --config "$WORK/smoke.toml" --deadline "$DEADLINE_S"
 echo "gpu_smoke: one step trained; total $(($(date +%s) - start)) s"

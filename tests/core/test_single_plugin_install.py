@@ -1,8 +1,10 @@
-"""A third party installs one plugin with pip, without the rest of atoll.
+"""A third party installs single plugins with pip, without the rest of atoll.
 
-Builds a fresh virtual environment, installs only atoll-core and the
-FrontierCS judge plugin from this checkout into it, and checks that `atoll
-plugins list` there shows exactly those two distributions.
+Builds a fresh virtual environment, installs only atoll-core, the
+FrontierCS judge plugin and the Reef stack from this checkout, and checks
+that `atoll plugins list` there shows exactly those distributions (the stack
+pulls in no agent), and that the stack runs there with no agent installed:
+it renders Reef's configuration from its own settings.
 
 The install runs through `uv pip install`: the same PEP 517 builds and the
 same dependency metadata pip reads, but served from uv's cache that `uv sync`
@@ -38,6 +40,7 @@ def lone_venv(tmp_path_factory, repo):
             str(venv / "bin" / "python"),
             str(repo / "plugins" / "atoll-core"),
             str(repo / "verifiers" / "frontiercs-judge"),
+            str(repo / "stack" / "reef-stack"),
         ],
         capture_output=True,
         text=True,
@@ -47,7 +50,10 @@ def lone_venv(tmp_path_factory, repo):
     return venv
 
 
-def test_only_the_two_installed_plugins_are_listed(lone_venv):
+INSTALLED = ["atoll-core", "atoll-frontiercs-judge", "atoll-reef-stack"]
+
+
+def test_only_the_installed_plugins_are_listed(lone_venv):
     done = subprocess.run(
         [str(lone_venv / "bin" / "atoll"), "plugins", "list", "--json"],
         capture_output=True,
@@ -57,7 +63,7 @@ def test_only_the_two_installed_plugins_are_listed(lone_venv):
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     atoll_rows = [row for row in rows if row["source"] == "atoll"]
-    assert {row["distribution"] for row in atoll_rows} == {"atoll-core", "atoll-frontiercs-judge"}
+    assert sorted({row["distribution"] for row in atoll_rows}) == INSTALLED
 
 
 def test_no_other_member_is_installed(lone_venv):
@@ -72,4 +78,28 @@ def test_no_other_member_is_installed(lone_venv):
         text=True,
         check=True,
     )
-    assert done.stdout.split() == ["atoll-core", "atoll-frontiercs-judge"]
+    assert done.stdout.split() == INSTALLED
+
+
+def test_the_stack_renders_from_its_own_settings_without_an_agent(lone_venv, tmp_path):
+    run_toml = tmp_path / "run.toml"
+    run_toml.write_text(f'groups = 3\nrollouts = 4\nstate_dir = "{tmp_path / "state"}"\n')
+    done = subprocess.run(
+        [str(lone_venv / "bin" / "atoll"), "stack", "render", "--config", str(run_toml), "steps=5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "groups-per-step: 3" in done.stdout and "rollouts-per-group: 4" in done.stdout
+    assert "num-rollout: '5'" in done.stdout
+    run_toml.write_text('executor_preset = "local"\n')  # an agent's setting; no agent reads it here
+    refused = subprocess.run(
+        [str(lone_venv / "bin" / "atoll"), "stack", "render", "--config", str(run_toml)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: unknown setting 'executor_preset'; known settings: ")
+    assert len(refused.stderr.strip().splitlines()) == 1

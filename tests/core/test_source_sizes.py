@@ -27,9 +27,6 @@ EXEMPT_MODULES = {
 # (issue 28): remove each entry once its owner has split it; an entry that no longer applies fails.
 PENDING = {
     "plugins/atoll-core/src/atoll/core/ledger.py": "its placement is being decided (issue 28)",
-    "stack/reef-stack/src/atoll/stack/render.py::_training_sections": (
-        "the stack's render is being rewritten around its own config (issue 28)"
-    ),
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from atoll.guidance_ttt.reef_runtime import RayRuntime
+from atoll.core.reef_runtime import RayRuntime
 from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.services.training_barrier import (

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 from support.guidance_run import ExecutorScript, GuidanceScript, seed_entry, write_task
 
+from atoll.core.reef_runtime import RayRuntime
 from atoll.guidance_ttt.config import load_config
-from atoll.guidance_ttt.reef_runtime import RayRuntime
 from atoll.guidance_ttt.search.controller import run
 from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.executor import ExecutorConfigError

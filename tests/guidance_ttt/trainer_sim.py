@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from atoll.guidance_ttt.config import trainer_checkpoint_dir, trainer_hf_dir
+from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
 from atoll.guidance_ttt.services.training_barrier import CHECKPOINT_MARKER_FILE
 from atoll.guidance_ttt.state.run_dir import JOB_MARKER_FILE
 

@@ -1,4 +1,4 @@
-"""Helpers of the stack tests: a process census by marker, the atoll command.
+"""Helpers of the stack tests: a process census by marker, the atoll command, Guidance-TTT's config.
 
 Every process a test starts carries a unique marker in its environment (Reef
 passes its environment on to its services), so "no process left behind" is
@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from support.processes import processes_with_environment
+
+from atoll.guidance_ttt.agent import stack_settings
+from atoll.stack.config import StackConfig, stack_config
 
 MARK_ENV = "ATOLL_STACK_TEST_MARK"
 
@@ -31,3 +36,8 @@ def atoll(
         env=env,
         timeout=timeout,
     )
+
+
+def guidance_stack_config(settings: Mapping[str, Any]) -> StackConfig:
+    """The stack's config as Guidance-TTT hands it over for these run settings."""
+    return stack_config(stack_settings(settings))

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from stack_support import guidance_stack_config
 
-from atoll.guidance_ttt.config import load_config
 from atoll.stack.commands import executor_command, executor_wanted, reef_command
 from atoll.stack.options import StackOptions
 from atoll.stack.planning import plan
@@ -27,7 +27,7 @@ def _env(venv_bin: Path, **extra: str) -> dict[str, str]:
 def test_training_runs_reef_from_the_checkout_on_gpus_0_and_1(tmp_path, venv_bin):
     home = _checkout(tmp_path)
     planned = plan(
-        load_config(None, {"state_dir": str(tmp_path / "s")}), StackOptions(training=True)
+        guidance_stack_config({"state_dir": str(tmp_path / "s")}), StackOptions(training=True)
     )
     command = reef_command(planned, _env(venv_bin, REEF_HOME=str(home)), tmp_path / "serve.yaml")
     assert command.argv == (str(venv_bin / "reef"), "serve", "-c", str(tmp_path / "serve.yaml"))
@@ -40,7 +40,7 @@ def test_training_runs_reef_from_the_checkout_on_gpus_0_and_1(tmp_path, venv_bin
 def test_an_existing_ray_cluster_is_passed_through(tmp_path, venv_bin):
     home = _checkout(tmp_path)
     planned = plan(
-        load_config(None, {"state_dir": str(tmp_path / "s")}),
+        guidance_stack_config({"state_dir": str(tmp_path / "s")}),
         StackOptions(training=True, reef_home=str(home), trainer_gpus="4,5,6,7"),
     )
     command = reef_command(
@@ -53,7 +53,9 @@ def test_an_existing_ray_cluster_is_passed_through(tmp_path, venv_bin):
 
 def test_search_only_runs_reef_in_upstream_mode_without_gpus(tmp_path, venv_bin):
     planned = plan(
-        load_config(None, {"state_dir": str(tmp_path / "s"), "guidance_model": "Qwen/Qwen3-0.6B"}),
+        guidance_stack_config(
+            {"state_dir": str(tmp_path / "s"), "guidance_model": "Qwen/Qwen3-0.6B"}
+        ),
         StackOptions(training=False, upstream_url="http://127.0.0.1:7001/v1/"),
     )
     command = reef_command(planned, _env(venv_bin), tmp_path / "serve.yaml")
@@ -69,7 +71,7 @@ def test_search_only_runs_reef_in_upstream_mode_without_gpus(tmp_path, venv_bin)
 def test_the_local_executor_serves_gpt_oss_on_gpu_2_at_the_configured_url(
     tmp_path, venv_bin, preset
 ):
-    config = load_config(None, {"state_dir": str(tmp_path / "s"), "executor_preset": preset})
+    config = guidance_stack_config({"state_dir": str(tmp_path / "s"), "executor_preset": preset})
     planned = plan(config, StackOptions(training=True))
     assert executor_wanted(planned)
     command = executor_command(planned, _env(venv_bin))
@@ -87,8 +89,8 @@ def test_the_local_executor_serves_gpt_oss_on_gpu_2_at_the_configured_url(
 
 
 def test_a_remote_executor_preset_starts_no_server(tmp_path):
-    config = load_config(
-        None, {"state_dir": str(tmp_path / "s"), "executor_preset": "openrouter-glm"}
+    config = guidance_stack_config(
+        {"state_dir": str(tmp_path / "s"), "executor_preset": "openrouter-glm"}
     )
     assert not executor_wanted(plan(config, StackOptions(training=True)))
     assert executor_wanted(plan(config, StackOptions(training=True, executor_server="on")))

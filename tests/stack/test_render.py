@@ -1,4 +1,4 @@
-"""serve.yaml rendered from the Guidance-TTT config, checked field by field and by Reef's loader."""
+"""serve.yaml rendered from the config Guidance-TTT hands the stack, checked field by field and by Reef's loader."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from stack_support import guidance_stack_config
 
-from atoll.guidance_ttt import reef_runtime
-from atoll.guidance_ttt.config import (
-    GuidanceConfig,
-    load_config,
-    trainer_checkpoint_dir,
-    trainer_hf_dir,
-)
+from atoll.core import reef_runtime
+from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
 from atoll.stack import validate
+from atoll.stack.config import StackConfig
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions
 from atoll.stack.planning import plan
@@ -34,8 +31,8 @@ CONFIGS = [
 ]  # fmt: skip
 
 
-def _render(tmp_path: Path, overrides: dict, **options) -> tuple[GuidanceConfig, dict, Path]:
-    config = load_config(None, {"state_dir": str(tmp_path / "state"), **overrides})
+def _render(tmp_path: Path, overrides: dict, **options) -> tuple[StackConfig, dict, Path]:
+    config = guidance_stack_config({"state_dir": str(tmp_path / "state"), **overrides})
     planned = plan(config, StackOptions(stack_dir=tmp_path / "stack", **options))
     path = tmp_path / "serve.yaml"
     path.write_text(planned.serve_yaml)
@@ -189,7 +186,7 @@ def _toml(tmp_path: Path) -> Path:
 
 def test_the_training_gate_reads_where_the_rendered_stack_writes(tmp_path: Path) -> None:
     """The trainer's job marker, its checkpoints, its Ray actor and Reef's run dir: one place each."""
-    config = load_config(None, {"state_dir": str(tmp_path / "state")})
+    config = guidance_stack_config({"state_dir": str(tmp_path / "state")})
     planned = plan(config, StackOptions(training=True))  # `atoll stack up`'s own stack dir
     doc = yaml.safe_load(planned.serve_yaml)
     state_dir = config.state_dir.resolve()

@@ -23,12 +23,11 @@ from support.distributions import install_plugin_distribution
 from support.ports import free_port
 
 from atoll.core.records import Kind, Registration, StackUse
-from atoll.core.stack_use import HandedConfig
-from atoll.guidance_ttt.agent import agent_config
-from atoll.guidance_ttt.config import load_config
+from atoll.guidance_ttt.agent import stack_settings
 from atoll.stack import health
+from atoll.stack.config import StackConfig, from_agent, stack_config
 from atoll.stack.errors import StackError
-from atoll.stack.job_plugin import ReefStackPlugin, config_from
+from atoll.stack.job_plugin import ReefStackPlugin
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -147,24 +146,45 @@ def test_guidance_ttt_hands_the_stack_its_own_reading_of_its_options(tmp_path):
         model_name="Qwen/Qwen3-0.6B",
     )
     config = ReefStackPlugin().config_for(_job(AgentConfig(name="oracle"), agent))
-    assert config == agent_config(agent.kwargs, agent.model_name)  # the agent's reading, alias g
+    # the agent's reading (alias g, --model as the guidance model), as the stack's config
+    assert config == stack_config(stack_settings(agent.kwargs, agent.model_name))
     assert (config.groups, config.guidance_model) == (3, "Qwen/Qwen3-0.6B")
     assert config.reef_url == "http://127.0.0.1:9"
+    # Guidance-TTT's default executor is served on this machine, with the gpt-oss parser.
+    assert config.executor_served_locally
+    assert config.executor_reasoning_parser == "gpt-oss"
 
 
 def test_a_job_without_such_an_agent_gets_the_defaults_and_a_config_file_wins(tmp_path):
-    assert ReefStackPlugin().config_for(_job(AgentConfig(name="oracle"))) == load_config(None)
+    defaults = ReefStackPlugin().config_for(_job(AgentConfig(name="oracle")))
+    assert defaults == stack_config(stack_settings({}))  # the installed agent's defaults
     run_toml = tmp_path / "run.toml"
-    run_toml.write_text("groups = 5\n")
+    run_toml.write_text('groups = 5\nexecutor_preset = "openrouter"\n')
     guidance = AgentConfig(name="guidance-ttt", kwargs={"groups": "3"})
     chosen = ReefStackPlugin(config=str(run_toml)).config_for(_job(guidance))
     assert chosen.groups == 5
+    assert not chosen.executor_served_locally  # the agent read its own preset from the file
+    assert chosen.executor_model == "z-ai/glm-5.2"
+
+
+def test_a_config_file_the_agent_refuses_is_its_own_line(tmp_path):
+    run_toml = tmp_path / "run.toml"
+    run_toml.write_text("groups = 0\n")
+    plugin = ReefStackPlugin(config=str(run_toml))
+    with pytest.raises(StackError) as caught:
+        plugin.config_for(_job(AgentConfig(name="oracle")))
+    assert str(caught.value).startswith("setting 'groups': Input should be greater than or equal")
 
 
 def test_a_config_function_must_return_the_stacks_config_or_its_settings():
     agent = Registration(
         "odd", Kind.AGENT, "m:A", "x", "atoll-odd", stack=StackUse("reef-stack", "m:settings")
     )
-    assert config_from(HandedConfig(agent, {"groups": 2})).groups == 2
+    assert from_agent(agent, {"groups": 2}).groups == 2
+    assert from_agent(agent, StackConfig(groups=4)).groups == 4
     with pytest.raises(StackError, match=r"^agent 'odd' \(atoll-odd\): m:settings returned list, "):
-        config_from(HandedConfig(agent, ["groups", 2]))
+        from_agent(agent, ["groups", 2])
+    with pytest.raises(
+        StackError, match=r"^agent 'odd' \(atoll-odd\): unknown setting 'executor_preset'; "
+    ):
+        from_agent(agent, {"executor_preset": "local"})  # an agent's own setting, not the stack's

@@ -35,6 +35,7 @@ from rich.console import Console
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Task, load_contract
 from atoll.guidance_ttt.harbor.trial_outputs import write_outputs
+from atoll.guidance_ttt.presets import preset
 from atoll.guidance_ttt.search import controller
 from atoll.guidance_ttt.search.node import Node
 from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
@@ -42,7 +43,13 @@ from atoll.guidance_ttt.services.scorer import check_installed
 from atoll.guidance_ttt.services.wiring import run_search, with_reef_url
 from atoll.guidance_ttt.state import resume
 
-__all__ = ["GuidanceTTTAgent", "agent_config", "check_training_stack", "with_reef_url"]
+__all__ = [
+    "GuidanceTTTAgent",
+    "agent_config",
+    "check_training_stack",
+    "stack_settings",
+    "with_reef_url",
+]
 
 AGENT_NAME = "guidance-ttt"
 DISTRIBUTION = "atoll-guidance-ttt"
@@ -161,6 +168,43 @@ def agent_config(kwargs: Mapping[str, Any], model_name: str | None = None) -> Gu
     config = from_agent_kwargs(settings)
     state_dir = config.state_dir.expanduser().absolute()
     return config.model_copy(update={"state_dir": state_dir})
+
+
+#: The run config's settings that the Reef stack reads, under the stack's own names.
+STACK_SETTINGS = (
+    "groups",
+    "rollouts",
+    "steps",
+    "max_guidance_tokens",
+    "sequence_length",
+    "lora_rank",
+    "tensor_parallel_size",
+    "guidance_model",
+    "training",
+    "state_dir",
+    "reef_url",
+    "guidance_base_url",
+    "guidance_upstream_model",
+    "executor_base_url",
+    "executor_model",
+)
+
+
+def stack_settings(kwargs: Mapping[str, Any], model_name: str | None = None) -> dict[str, Any]:
+    """What the Reef stack reads of the run config (the agent's `StackUse` handoff).
+
+    A plain mapping of the stack's settings, which the stack validates into
+    its own config type, so that neither distribution imports the other.
+    Whether the executor is served on this machine, and with which reasoning
+    parser, comes from the executor preset.
+    """
+    config = agent_config(kwargs, model_name)
+    server = preset(config.executor_preset).local_server
+    return {
+        **{name: getattr(config, name) for name in STACK_SETTINGS},
+        "executor_served_locally": server is not None,
+        "executor_reasoning_parser": server.reasoning_parser if server is not None else None,
+    }
 
 
 def check_training_stack(config: GuidanceConfig) -> None:

@@ -162,34 +162,6 @@ class GuidanceConfig(BaseModel):
             raise IdentityChanged(f"cannot resume: {change}; start a new state directory instead")
 
 
-def reef_state_dir(state_dir: Path) -> Path:
-    """Reef's durable storage for a run: under the run's own state directory."""
-    return state_dir / "reef"
-
-
-def trainer_checkpoint_dir(state_dir: Path) -> Path:
-    """Where Reef's trainer saves (and reloads) the run's Megatron checkpoints.
-
-    The stack renders it into Reef's serve.yaml and the training gate looks
-    for the trainer's checkpoint marker in it, so both read it from here.
-    """
-    return reef_state_dir(state_dir) / "checkpoints" / "megatron"
-
-
-def trainer_hf_dir(state_dir: Path) -> Path:
-    """Where Reef's trainer publishes each step's adapter, and keeps its durable job marker.
-
-    The stack renders `<this>/{rollout_id}` as the trainer's `save-hf`; Reef
-    keeps the marker of its latest training job beside those directories.
-    """
-    return reef_state_dir(state_dir) / "checkpoints" / "hf"
-
-
-def default_stack_dir(state_dir: Path) -> Path:
-    """Where `atoll stack up` keeps the stack it starts for a run (its state, logs, Reef's run dir)."""
-    return state_dir / "stack"
-
-
 def setting_names() -> list[str]:
     return list(GuidanceConfig.model_fields)
 

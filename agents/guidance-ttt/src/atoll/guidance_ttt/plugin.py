@@ -19,8 +19,8 @@ def atoll_agents() -> list[Registration]:
             # task's contract.json names needs (the judge for a FrontierCS task, none for a
             # checker task; contract.json's default scorer is the judge).
             task_scorer="frontiercs-judge",
-            # Reef's stack, configured by the agent's own reading of its options.
-            stack=StackUse("reef-stack", "atoll.guidance_ttt.agent:agent_config"),
+            # Reef's stack, configured by the agent's own reading of its options (a mapping).
+            stack=StackUse("reef-stack", "atoll.guidance_ttt.agent:stack_settings"),
             # guidance goes through Reef; GPUs only with training=on
             requires=("reef", "gpu"),
         )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from atoll.core.records import Registration
+from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry, RegistryError, load
 from atoll.core.targets import TargetError, import_target
 
@@ -39,6 +39,18 @@ class HandedConfig:
     config: Any
 
 
+class AgentRefused(StackConfigError):
+    """The agent's config function refused its options; `reason` is its own line, unprefixed.
+
+    A job's stack names the agent before it (`str(error)`); a command that
+    reads a file the user named can show the agent's line as it is.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.reason = reason
+
+
 def handed_config(
     plugin: str, agents: Iterable[HarborAgent], registry: Registry | None = None
 ) -> HandedConfig | None:
@@ -48,29 +60,64 @@ def handed_config(
     cannot be imported or that refuses the options is one `StackConfigError`
     naming the agent.
     """
-    try:
-        registry = registry or load()
-    except RegistryError as exc:
-        raise StackConfigError(str(exc)) from None
+    found = declaring_agent(plugin, agents, registry)
+    if found is None:
+        return None
+    agent, record = found
+    return HandedConfig(record, make_config(record, dict(agent.kwargs or {}), agent.model_name))
+
+
+def declaring_agent(
+    plugin: str, agents: Iterable[HarborAgent], registry: Registry | None = None
+) -> tuple[HarborAgent, Registration] | None:
+    """The first of a job's `agents` that declares `plugin`'s stack, with its registration."""
+    registry = _registry(registry)
     for agent in agents:
         record = registry.agent(agent.import_path, agent.name)
-        if record is None or record.stack is None or record.stack.plugin != plugin:
-            continue
-        where = agent_label(record)
-        try:
-            make = import_target(record.stack.config)
-        except TargetError as exc:
-            raise StackConfigError(f"{where}: {exc}") from None
-        options: Mapping[str, Any] = dict(agent.kwargs or {})
-        try:
-            return HandedConfig(record, make(options, agent.model_name))
-        except ValueError as exc:  # the agent refuses its options: its message is the line
-            raise StackConfigError(f"{where}: {exc}") from None
-        except Exception as exc:
-            raise StackConfigError(
-                f"{where}: {record.stack.config} failed: {type(exc).__name__}: {exc}"
-            ) from None
+        if record is not None and record.stack is not None and record.stack.plugin == plugin:
+            return agent, record
     return None
+
+
+def stack_agents(plugin: str, registry: Registry | None = None) -> list[Registration]:
+    """The installed agents whose registration says they run on `plugin`'s stack."""
+    registry = _registry(registry)
+    return [
+        record
+        for record in registry.of_kind(Kind.AGENT)
+        if record.stack is not None and record.stack.plugin == plugin
+    ]
+
+
+def make_config(record: Registration, options: Mapping[str, Any], model_name: str | None) -> Any:
+    """What the agent's config function makes of `options` and `model_name`.
+
+    A function that cannot be imported or that fails is one `StackConfigError`
+    naming the agent; one that refuses the options (a `ValueError`) is an
+    `AgentRefused` that keeps the agent's own line.
+    """
+    if record.stack is None:
+        raise StackConfigError(f"{agent_label(record)} declares no stack")
+    where = agent_label(record)
+    try:
+        make = import_target(record.stack.config)
+    except TargetError as exc:
+        raise StackConfigError(f"{where}: {exc}") from None
+    try:
+        return make(dict(options), model_name)
+    except ValueError as exc:  # the agent refuses its options: its message is the line
+        raise AgentRefused(where, str(exc)) from None
+    except Exception as exc:
+        raise StackConfigError(
+            f"{where}: {record.stack.config} failed: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _registry(registry: Registry | None) -> Registry:
+    try:
+        return registry or load()
+    except RegistryError as exc:
+        raise StackConfigError(str(exc)) from None
 
 
 def agent_label(record: Registration) -> str:

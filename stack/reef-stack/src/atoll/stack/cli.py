@@ -19,10 +19,11 @@ from atoll.core import reef_env
 from atoll.stack.errors import StackError
 
 if TYPE_CHECKING:
+    from atoll.stack.config import StackConfig
     from atoll.stack.planning import Plan
 
 app = typer.Typer(
-    help="Reef + Ray + Slime/Megatron + SGLang for a Guidance-TTT run: render, up, status, down.",
+    help="Reef + Ray + Slime/Megatron + SGLang for a run: render, up, status, down.",
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -32,7 +33,12 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)
 
 
-CONFIG = typer.Option(None, "--config", "-c", help="Guidance-TTT config file (TOML or YAML).")
+CONFIG = typer.Option(
+    None, "--config", "-c", help="Run config file (TOML or YAML), e.g. Guidance-TTT's."
+)
+AGENT = typer.Option(
+    None, "--agent", help="The agent whose run config this is, when several run on the stack."
+)
 OVERRIDES = typer.Argument(None, help="Config overrides as key=value (e.g. groups=4 rollouts=8).")
 TRAINING = typer.Option(None, "--training", help="on|off; default: the config's `training`.")
 UPSTREAM_URL = typer.Option(None, "--upstream-url", help="Guidance endpoint for search-only mode.")
@@ -48,15 +54,13 @@ REEF_HOME = typer.Option(
 
 @app.callback()
 def _group() -> None:
-    """Reef + Ray + Slime/Megatron + SGLang for a Guidance-TTT run."""
+    """Reef + Ray + Slime/Megatron + SGLang for a run."""
 
 
 def _guarded[T](action: Callable[[], T]) -> T:
-    from atoll.guidance_ttt.config import ConfigError
-
     try:
         return action()
-    except (StackError, ConfigError) as exc:
+    except StackError as exc:
         _err.print(f"[bold red]error:[/bold red] {exc}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
@@ -76,8 +80,8 @@ def _plan(
     ready_timeout: float | None = None,
     trainer_gpus: str | None = None,
     executor_server: str | None = None,
+    agent: str | None = None,
 ) -> Plan:
-    from atoll.guidance_ttt.config import load_config
     from atoll.stack.options import options_from_kwargs
     from atoll.stack.planning import plan
 
@@ -87,10 +91,10 @@ def _plan(
         if not sep or not key:
             raise StackError(f"override {item!r} must be key=value")
         pairs[key] = value
-    guidance = load_config(config, pairs)
     options = options_from_kwargs(
         {
             "config": config,
+            "agent": agent,
             "training": training,
             "upstream_url": upstream_url,
             "upstream_model": upstream_model,
@@ -102,7 +106,14 @@ def _plan(
             **({"executor_server": executor_server} if executor_server else {}),
         }
     )
-    return plan(guidance, options)
+    return plan(_load(config, pairs, agent), options)
+
+
+def _load(config: Path | None, overrides: dict[str, str], agent: str | None) -> StackConfig:
+    """The run config as the stack reads it: through the agent that runs on the stack."""
+    from atoll.stack.config import file_reader, load
+
+    return load(config, overrides, file_reader(agent))
 
 
 @app.command()
@@ -115,6 +126,7 @@ def render(
     port: int | None = PORT,
     check: bool = typer.Option(False, "--check", help="Also load it with reef-infra's own loader."),
     reef_home: str | None = REEF_HOME,
+    agent: str | None = AGENT,
 ) -> None:
     """Print Reef's serve.yaml for this config (the token stays a ${REEF_TOKEN} reference)."""
 
@@ -122,8 +134,9 @@ def render(
         import tempfile
 
         planned = _plan(
-            config, overrides, training, upstream_url, upstream_model, port, None, reef_home
-        )
+            config, overrides, training, upstream_url, upstream_model, port, None, reef_home,
+            agent=agent,
+        )  # fmt: skip
         text = planned.serve_yaml
         if check:
             from atoll.stack import validate
@@ -136,9 +149,11 @@ def render(
                     validate.resolve(path, upstream=planned.upstream)
                     checked = "fully resolved"
                 elif reef_home:
+                    import os
+
                     from atoll.stack.preflight import reef_home as checkout
 
-                    validate.resolve(path, reef_home=checkout(reef_home))
+                    validate.resolve(path, reef_home=checkout(reef_home, os.environ))
                     checked = f"fully resolved with the tttd recipe of {reef_home}"
                 else:
                     checked = f"public layout only; set {reef_env.HOME_ENV} to resolve the tttd recipe too"
@@ -167,6 +182,7 @@ def up(
     executor_server: str | None = typer.Option(
         None, "--executor-server", help="auto|on|off: the local executor's SGLang server on GPU 2."
     ),
+    agent: str | None = AGENT,
 ) -> None:
     """Start the stack, print the Reef URL, return when healthy (processes keep running)."""
 
@@ -185,6 +201,7 @@ def up(
             ready_timeout,
             trainer_gpus,
             executor_server,
+            agent,
         )
         state = launcher.up(planned, _err)
         _err.print(
@@ -195,16 +212,18 @@ def up(
     _guarded(action)
 
 
-def _stack_dir(config: Path | None, stack_dir: Path | None) -> Path:
+def _stack_dir(config: Path | None, stack_dir: Path | None, agent: str | None) -> Path:
     if stack_dir is not None:
         return stack_dir
-    from atoll.guidance_ttt.config import load_config
+    from atoll.core.reef_runtime import default_stack_dir
 
-    return load_config(config).state_dir / "stack"
+    return default_stack_dir(_load(config, {}, agent).state_dir)
 
 
 @app.command()
-def status(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> None:
+def status(
+    config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR, agent: str | None = AGENT
+) -> None:
     """Print what runs: Reef's URL and health, each recorded process, the Ray address.
 
     Then every Reef on this machine whose owning job is dead (killed before it
@@ -214,7 +233,7 @@ def status(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> 
     def action() -> None:
         from atoll.stack import launcher, orphans
 
-        for line in launcher.status_lines(_stack_dir(config, stack_dir)):
+        for line in launcher.status_lines(_stack_dir(config, stack_dir, agent)):
             _out.out(line)
         left = orphans.left_behind()
         if not left:
@@ -231,6 +250,7 @@ def status(config: Path | None = CONFIG, stack_dir: Path | None = STACK_DIR) -> 
 def down(
     config: Path | None = CONFIG,
     stack_dir: Path | None = STACK_DIR,
+    agent: str | None = AGENT,
     orphans: bool = typer.Option(
         False,
         "--orphans",
@@ -250,7 +270,7 @@ def down(
             return
         from atoll.stack import launcher
 
-        launcher.down(_stack_dir(config, stack_dir), _err)
+        launcher.down(_stack_dir(config, stack_dir, agent), _err)
 
     _guarded(action)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from atoll.core.reef_env import HOME_ENV
-from atoll.guidance_ttt.config import GuidanceConfig
-from atoll.guidance_ttt.presets import preset
 from atoll.stack import preflight
+from atoll.stack.config import StackConfig
+from atoll.stack.errors import StackError
 from atoll.stack.planning import Plan
 
 
@@ -48,28 +48,39 @@ def reef_command(plan: Plan, env: Mapping[str, str], serve_yaml: Path) -> Comman
 
 
 def executor_wanted(plan: Plan) -> bool:
-    """Start the executor's SGLang server: asked for, or training with a locally served preset."""
+    """Start the executor's SGLang server: asked for, or training with a locally served executor."""
     choice = plan.options.executor_server
     if choice != "auto":
         return choice == "on"
-    return plan.training and preset(plan.config.executor_preset).local_server is not None
+    return plan.training and plan.config.executor_served_locally
 
 
-def executor_root(config: GuidanceConfig) -> str:
+def executor_root(config: StackConfig) -> str:
     """The executor server's root URL (its health endpoint is `/health`)."""
     parts = urlsplit(config.executor_base_url or "")
+    if not parts.scheme or not parts.netloc:
+        raise StackError(
+            "the executor's SGLang server needs the executor's address: set executor_base_url "
+            f"in the run config (got {config.executor_base_url!r}), or pass --executor-server off"
+        )
     return f"{parts.scheme}://{parts.netloc}"
 
 
 def executor_command(plan: Plan, env: Mapping[str, str]) -> Command:
     """SGLang serving the executor model on its own GPU, at the config's executor URL.
 
-    The preset's reasoning parser is passed as the method's launch command
-    does, so that the model's analysis comes back apart from its answer.
+    The executor's reasoning parser (its preset's, for Guidance-TTT) is
+    passed as the method's launch command does, so that the model's analysis
+    comes back apart from its answer.
     """
     parts = urlsplit(executor_root(plan.config))
-    model = plan.config.executor_model or ""
-    argv = (
+    model = plan.config.executor_model
+    if not model:
+        raise StackError(
+            "the executor's SGLang server needs the executor model: set executor_model "
+            "in the run config, or pass --executor-server off"
+        )
+    argv: tuple[str, ...] = (
         sys.executable, "-m", "sglang.launch_server",
         "--model-path", model,
         "--served-model-name", model,
@@ -77,7 +88,6 @@ def executor_command(plan: Plan, env: Mapping[str, str]) -> Command:
         "--port", str(parts.port or 30000),
         "--tp", "1",
     )  # fmt: skip
-    server = preset(plan.config.executor_preset).local_server
-    if server is not None and server.reasoning_parser:
-        argv += ("--reasoning-parser", server.reasoning_parser)
+    if plan.config.executor_reasoning_parser:
+        argv += ("--reasoning-parser", plan.config.executor_reasoning_parser)
     return Command(argv, dict(env, CUDA_VISIBLE_DEVICES=plan.options.executor_gpu))

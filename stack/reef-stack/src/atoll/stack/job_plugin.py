@@ -1,12 +1,14 @@
 """The `reef-stack` Harbor job plugin: Reef up for the job, down at its end.
 
 `harbor run --plugin reef-stack --pk key=value ...` takes the same options as
-`atoll stack up`. The stack's config is `--pk config=FILE` when given, else
+`atoll stack up`. The stack's config (`atoll.stack.config.StackConfig`) is
 the one the job's agent hands over: an agent whose registration declares
 `StackUse("reef-stack", "module:function")` has that function turn its
-Harbor options (`--ak`, `--model`) into a `GuidanceConfig` or a mapping of
-its settings (the first such agent of the job, when several are); else
-the defaults. A Reef that `REEF_URL` names is used as it is (and must
+Harbor options (`--ak`, `--model`) into a `StackConfig` or a mapping of its
+settings (the first such agent of the job, when several are). `--pk
+config=FILE` names the run config instead, which that agent reads (or the
+installed agent that runs on the stack, when the job has none); with neither,
+that agent's defaults. A Reef that `REEF_URL` names is used as it is (and must
 answer). Otherwise, at job start the stack is started (or found running) with
 its state and logs under `<job_dir>/reef-stack`, and `REEF_URL` and
 `REEF_TOKEN` are set in this process's environment for the job's agents. At
@@ -23,7 +25,6 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +41,7 @@ if TYPE_CHECKING:
     from harbor.job import Job
     from harbor.models.job.result import JobResult
 
-    from atoll.core.stack_use import HandedConfig
-    from atoll.guidance_ttt.config import GuidanceConfig
+    from atoll.stack.config import StackConfig
 
 STACK_SUBDIR = "reef-stack"
 
@@ -124,17 +124,21 @@ class ReefStackPlugin(BaseJobPlugin):
         )
         return True
 
-    def config_for(self, job: Job) -> GuidanceConfig:
-        """`--pk config=FILE`, else the config the job's agent hands over, else the defaults."""
-        from atoll.core.stack_use import StackConfigError, handed_config
-        from atoll.guidance_ttt.config import ConfigError, load_config
+    def config_for(self, job: Job) -> StackConfig:
+        """The job's agent's config, read from `--pk config=FILE` when given, else the defaults."""
+        from atoll.core.stack_use import StackConfigError, declaring_agent, handed_config
+        from atoll.stack.config import file_reader, from_agent, load
 
         try:
-            if self.options.config is not None:
-                return load_config(self.options.config)
-            handed = handed_config(JOB_PLUGIN, job.config.agents)
-            return load_config(None) if handed is None else config_from(handed)
-        except (ConfigError, StackConfigError) as exc:
+            if self.options.config is None:
+                handed = handed_config(JOB_PLUGIN, job.config.agents)
+                if handed is not None:
+                    return from_agent(handed.agent, handed.config)
+                return load(None, {}, file_reader(self.options.agent))
+            found = declaring_agent(JOB_PLUGIN, job.config.agents)
+            reader = found[1] if found is not None else file_reader(self.options.agent)
+            return load(self.options.config, {}, reader)
+        except StackConfigError as exc:
             raise StackError(str(exc)) from None
 
     def stop(self) -> None:
@@ -154,22 +158,3 @@ class ReefStackPlugin(BaseJobPlugin):
         self._stopped = True
         atexit.unregister(self.stop)
         self._sigterm.restore()
-
-
-def config_from(handed: HandedConfig) -> GuidanceConfig:
-    """The agent's config as the stack reads it: a GuidanceConfig, or a mapping of its settings."""
-    from atoll.core.stack_use import agent_label
-    from atoll.guidance_ttt.config import ConfigError, GuidanceConfig, load_config
-
-    if isinstance(handed.config, GuidanceConfig):
-        return handed.config
-    if isinstance(handed.config, Mapping):
-        try:
-            return load_config(None, handed.config)
-        except ConfigError as exc:
-            raise StackError(f"{agent_label(handed.agent)}: {exc}") from None
-    target = handed.agent.stack.config if handed.agent.stack else "its stack config"
-    raise StackError(
-        f"{agent_label(handed.agent)}: {target} returned {type(handed.config).__name__}, "
-        "not a GuidanceConfig or a mapping of its settings"
-    )

@@ -22,12 +22,12 @@ from rich.console import Console
 from atoll.core import reef_env
 from atoll.core.docker_engine.files import tail
 from atoll.core.durable import atomic_write_bytes
+from atoll.core.reef_runtime import RUN_SUBDIR
 from atoll.stack import commands, health, preflight, processes, reef_run_dir
 from atoll.stack import state as state_file
 from atoll.stack.errors import StackError
 from atoll.stack.planning import Plan, mode, plan
 from atoll.stack.processes import Recorded
-from atoll.stack.render import RUN_SUBDIR
 from atoll.stack.state import StackState
 
 __all__ = ["Plan", "down", "plan", "status_lines", "up"]

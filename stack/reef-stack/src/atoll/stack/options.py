@@ -1,8 +1,9 @@
 """The stack's own settings: how to start it, never what the run is.
 
 The run's identity (groups, rollouts, lengths, LoRA rank, tensor-parallel
-size, steps, the guidance model) lives only in the Guidance-TTT config; these
-options say where and how the processes run. The command line and the job
+size, steps, the guidance model) lives only in the run's config, which the
+agent hands over (`atoll.stack.config`); these options say where and how the
+processes run. The command line and the job
 plugin's `--pk` keys map one to one onto these fields.
 """
 
@@ -26,7 +27,13 @@ class StackOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    config: Path | None = Field(None, description="The Guidance-TTT config file (YAML or JSON).")
+    config: Path | None = Field(
+        None,
+        description="The run config file (TOML or YAML), read by the agent that runs on the stack.",
+    )
+    agent: str | None = Field(
+        None, description="The agent whose run config `config` is, when several run on the stack."
+    )
     training: bool | None = Field(
         None, description="Train the guidance model; default: the config's."
     )

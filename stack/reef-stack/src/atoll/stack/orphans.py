@@ -35,12 +35,12 @@ from rich.console import Console
 
 from atoll.core.doctor import Finding
 from atoll.core.durable import atomic_write_bytes
+from atoll.core.reef_runtime import RUN_SUBDIR
 from atoll.core.sandbox import owners
 from atoll.stack import owner_index, processes, reef_run_dir
 from atoll.stack import state as state_file
 from atoll.stack.errors import StackError
 from atoll.stack.processes import Recorded
-from atoll.stack.render import RUN_SUBDIR
 from atoll.stack.state import StackState
 
 RECORD = "reef-stack-owner.json"

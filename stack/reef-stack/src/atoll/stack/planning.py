@@ -1,4 +1,4 @@
-"""What `up` will do, decided from the Guidance-TTT config and the stack options.
+"""What `up` will do, decided from the stack's config and the stack options.
 
 The mode (training or search-only), Reef's address, the stack and state
 directories and the health deadline are settled here, before anything starts,
@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atoll.guidance_ttt.config import GuidanceConfig, default_stack_dir
+from atoll.core.reef_runtime import default_stack_dir
+from atoll.stack.config import StackConfig
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions
 from atoll.stack.render import Placement, reef_address, render, to_yaml
@@ -23,7 +24,7 @@ TRAINING_READY_S = 3600.0
 class Plan:
     """Everything `up` will do, decided before anything starts."""
 
-    config: GuidanceConfig
+    config: StackConfig
     options: StackOptions
     training: bool
     placement: Placement
@@ -44,7 +45,7 @@ class Plan:
         )
 
 
-def plan(config: GuidanceConfig, options: StackOptions, *, stack_dir: Path | None = None) -> Plan:
+def plan(config: StackConfig, options: StackOptions, *, stack_dir: Path | None = None) -> Plan:
     """Decide the mode, the address and the directories from the config and the options."""
     training = options.training if options.training is not None else config.training == "on"
     host, port = reef_address(config, options.port)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from atoll.core.sandbox.owners import start_time
 
@@ -42,12 +43,13 @@ class Recorded:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Recorded:
+    def from_json(cls, data: Mapping[str, Any]) -> Recorded:
+        """The record `to_json` wrote (a state file is JSON: its values are typed by their key)."""
         return cls(
             name=str(data["name"]),
-            pid=int(data["pid"]),  # type: ignore[arg-type]
-            start_time=int(data["start_time"]),  # type: ignore[arg-type]
-            argv=tuple(str(a) for a in data.get("argv", ()) or ()),  # type: ignore[union-attr]
+            pid=int(data["pid"]),
+            start_time=int(data["start_time"]),
+            argv=tuple(str(a) for a in data.get("argv", ()) or ()),
             log=str(data.get("log", "")),
         )
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from atoll.guidance_ttt.reef_runtime import read_ray_runtime
+from atoll.core.reef_runtime import read_ray_runtime
 from atoll.stack import processes
 from atoll.stack.processes import Recorded
 

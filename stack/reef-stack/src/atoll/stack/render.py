@@ -1,9 +1,9 @@
-"""Reef's `serve.yaml`, rendered from the one Guidance-TTT config.
+"""Reef's `serve.yaml`, rendered from the stack's config.
 
 The grid (G groups × R rollouts), the step count, the sequence limits, the
-LoRA rank, the tensor-parallel size and the guidance model are read from
-`atoll.guidance_ttt.config.GuidanceConfig` and nowhere else, so the stack and
-the harness cannot disagree about the step they run. What is fixed here is
+LoRA rank, the tensor-parallel size and the guidance model are read from the
+`StackConfig` the run's agent hands over and nowhere else, so the stack and
+the agent cannot disagree about the step they run. What is fixed here is
 the training method itself (LoRA alpha and targets, the optimizer, the KL
 coefficient), which is not a knob of a run.
 
@@ -24,13 +24,15 @@ from urllib.parse import urlsplit
 import yaml
 
 from atoll.core import reef_env
-from atoll.guidance_ttt.config import (
-    GuidanceConfig,
+from atoll.core.reef_runtime import (
+    DEFAULT_ACTOR,
+    DEFAULT_NAMESPACE,
+    RUN_SUBDIR,
     reef_state_dir,
     trainer_checkpoint_dir,
     trainer_hf_dir,
 )
-from atoll.guidance_ttt.reef_runtime import DEFAULT_ACTOR, DEFAULT_NAMESPACE, RUN_SUBDIR
+from atoll.stack.config import StackConfig
 from atoll.stack.errors import StackError
 
 TOKEN_REFERENCE = "${" + reef_env.TOKEN_ENV + ":?}"
@@ -40,11 +42,38 @@ RECORD_ONLY_RECIPE = "recipe"
 #: Reef's own run directory (service logs, resolved configuration) inside the stack directory
 #: is `RUN_SUBDIR`, where the agent's training gate reads the trainer's Ray cluster.
 
-#: The training method of Guidance-TTT (not per-run knobs).
+#: The training method of the tttd recipe (not per-run knobs).
 LORA_ALPHA = 32
 LORA_TARGETS = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
 LEARNING_RATE = "4e-5"
 KL_COEF = "0.1"
+
+#: The optimizer, the loss and the sampling temperature of the method, in Slime's option names.
+TRAINING_METHOD: dict[str, Any] = {
+    "optimizer": "adam",
+    "lr": LEARNING_RATE,
+    "lr-decay-style": "constant",
+    "override-opt-param-scheduler": True,
+    "weight-decay": "0",
+    "adam-beta1": "0.9",
+    "adam-beta2": "0.95",
+    "adam-eps": "1e-8",
+    "clip-grad": "0",
+    "use-rollout-logprobs": True,
+    "kl-coef": KL_COEF,
+    "entropy-coef": "0",
+    "rollout-temperature": "1",
+}
+
+#: Numerics and memory of the trainer, fixed for the method.
+NUMERICS: dict[str, Any] = {
+    "log-probs-chunk-size": "1024",
+    "attention-dropout": "0",
+    "hidden-dropout": "0",
+    "accumulate-allreduce-grads-in-fp32": True,
+    "attention-softmax-in-fp32": True,
+    "attention-backend": "flash",
+}
 
 #: Megatron's description of the Qwen3 family (the default guidance models).
 QWEN3_ARCHITECTURE: dict[str, Any] = {
@@ -81,7 +110,7 @@ class Placement:
         return reef_state_dir(self.state_dir)
 
 
-def reef_address(config: GuidanceConfig, port: int | None) -> tuple[str, int]:
+def reef_address(config: StackConfig, port: int | None) -> tuple[str, int]:
     """Host and port of Reef: the config's `reef_url`, with `port` replacing its port."""
     parts = urlsplit(config.reef_url)
     if parts.scheme != "http" or not parts.hostname:
@@ -91,7 +120,7 @@ def reef_address(config: GuidanceConfig, port: int | None) -> tuple[str, int]:
     return parts.hostname, port or parts.port or 80
 
 
-def render(config: GuidanceConfig, placement: Placement, *, training: bool) -> dict[str, Any]:
+def render(config: StackConfig, placement: Placement, *, training: bool) -> dict[str, Any]:
     """The serve.yaml mapping: the tttd stack when training, else record-only."""
     document: dict[str, Any] = {
         "reef": {
@@ -120,7 +149,7 @@ def _storage(placement: Placement) -> dict[str, str]:
     }
 
 
-def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str, Any]:
+def _training_sections(config: StackConfig, placement: Placement) -> dict[str, Any]:
     gpus = placement.trainer_gpu_count
     tp = config.tensor_parallel_size
     if gpus < 1 or gpus % tp:
@@ -128,65 +157,7 @@ def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str
             f"tensor_parallel_size {tp} does not divide the {gpus} trainer GPUs; "
             "change tensor_parallel_size or the trainer GPUs"
         )
-    checkpoints = placement.reef_state_dir / "checkpoints"
-    batch = config.groups * config.rollouts
     context = config.sequence_length
-    options: dict[str, Any] = {
-        "hf-checkpoint": config.guidance_model,
-        "ref-load": config.guidance_model,
-        "load": str(trainer_checkpoint_dir(placement.state_dir)),
-        "save": str(trainer_checkpoint_dir(placement.state_dir)),
-        "save-hf": str(trainer_hf_dir(placement.state_dir) / "{rollout_id}"),
-        "save-interval": "1",
-        "megatron-to-hf-mode": "bridge",
-        "num-rollout": str(config.steps),
-        "rollout-batch-size": str(config.groups),
-        "n-samples-per-prompt": str(config.rollouts),
-        "global-batch-size": str(batch),
-        "disable-rollout-global-dataset": True,
-        "actor-num-nodes": "1",
-        "actor-num-gpus-per-node": str(gpus),
-        "num-gpus-per-node": str(gpus),
-        "tensor-model-parallel-size": str(tp),
-        "pipeline-model-parallel-size": "1",
-        "context-parallel-size": "1",
-        "expert-model-parallel-size": "1",
-        "expert-tensor-parallel-size": "1",
-        **QWEN3_ARCHITECTURE,
-        "seq-length": str(context),
-        "use-dynamic-batch-size": True,
-        "max-tokens-per-gpu": str(context),
-        "recompute-granularity": "full",
-        "recompute-method": "uniform",
-        "recompute-num-layers": "1",
-        "megatron-lora-rank": str(config.lora_rank),
-        "megatron-lora-alpha": str(LORA_ALPHA),
-        "megatron-lora-dropout": "0",
-        "megatron-lora-target-modules": list(LORA_TARGETS),
-        "check-lora-weight-equal": True,
-        "verify-lora-base-weights": True,
-        "optimizer": "adam",
-        "lr": LEARNING_RATE,
-        "lr-decay-style": "constant",
-        "override-opt-param-scheduler": True,
-        "weight-decay": "0",
-        "adam-beta1": "0.9",
-        "adam-beta2": "0.95",
-        "adam-eps": "1e-8",
-        "clip-grad": "0",
-        "use-rollout-logprobs": True,
-        "kl-coef": KL_COEF,
-        "entropy-coef": "0",
-        "rollout-temperature": "1",
-        "rollout-max-response-len": str(config.max_guidance_tokens),
-        "rollout-max-context-len": str(context),
-        "log-probs-chunk-size": "1024",
-        "attention-dropout": "0",
-        "hidden-dropout": "0",
-        "accumulate-allreduce-grads-in-fp32": True,
-        "attention-softmax-in-fp32": True,
-        "attention-backend": "flash",
-    }
     return {
         "inference": {
             "model-path": config.guidance_model,
@@ -217,17 +188,62 @@ def _training_sections(config: GuidanceConfig, placement: Placement) -> dict[str
                 "seq_length": context,
                 "lora_rank": config.lora_rank,
                 "tensor_parallel_size": tp,
-                "checkpoint_dir": str(checkpoints),
+                "checkpoint_dir": str(placement.reef_state_dir / "checkpoints"),
             },
-            "options": options,
+            "options": _trainer_options(config, placement),
         },
+    }
+
+
+def _trainer_options(config: StackConfig, placement: Placement) -> dict[str, Any]:
+    """Slime/Megatron's command-line options: the run's shape, then the fixed training method."""
+    gpus = placement.trainer_gpu_count
+    context = config.sequence_length
+    return {
+        "hf-checkpoint": config.guidance_model,
+        "ref-load": config.guidance_model,
+        "load": str(trainer_checkpoint_dir(placement.state_dir)),
+        "save": str(trainer_checkpoint_dir(placement.state_dir)),
+        "save-hf": str(trainer_hf_dir(placement.state_dir) / "{rollout_id}"),
+        "save-interval": "1",
+        "megatron-to-hf-mode": "bridge",
+        "num-rollout": str(config.steps),
+        "rollout-batch-size": str(config.groups),
+        "n-samples-per-prompt": str(config.rollouts),
+        "global-batch-size": str(config.groups * config.rollouts),
+        "disable-rollout-global-dataset": True,
+        "actor-num-nodes": "1",
+        "actor-num-gpus-per-node": str(gpus),
+        "num-gpus-per-node": str(gpus),
+        "tensor-model-parallel-size": str(config.tensor_parallel_size),
+        "pipeline-model-parallel-size": "1",
+        "context-parallel-size": "1",
+        "expert-model-parallel-size": "1",
+        "expert-tensor-parallel-size": "1",
+        **QWEN3_ARCHITECTURE,
+        "seq-length": str(context),
+        "use-dynamic-batch-size": True,
+        "max-tokens-per-gpu": str(context),
+        "recompute-granularity": "full",
+        "recompute-method": "uniform",
+        "recompute-num-layers": "1",
+        "megatron-lora-rank": str(config.lora_rank),
+        "megatron-lora-alpha": str(LORA_ALPHA),
+        "megatron-lora-dropout": "0",
+        "megatron-lora-target-modules": list(LORA_TARGETS),
+        "check-lora-weight-equal": True,
+        "verify-lora-base-weights": True,
+        **TRAINING_METHOD,
+        "rollout-max-response-len": str(config.max_guidance_tokens),
+        "rollout-max-context-len": str(context),
+        **NUMERICS,
     }
 
 
 def to_yaml(document: dict[str, Any], *, upstream: tuple[str, str] | None = None) -> str:
     """The file's text; a search-only stack names its upstream flags in a header comment."""
     header = (
-        "# Reef serve.yaml rendered by atoll from the Guidance-TTT config; "
+        "# Reef serve.yaml rendered by atoll from the run's stack config; "
         f"the token is read from ${reef_env.TOKEN_ENV}.\n"
     )
     if upstream is not None:

@@ -6,11 +6,14 @@ starts, by the same code `reef serve` runs: its YAML loader, its public-layout
 translation and its full deployment resolution (which assembles the service
 definitions without starting them). A dotted recipe such as the tttd recipe is
 imported from the Reef checkout, so full resolution needs `reef_home` then.
+reef-infra ships no type information, so its modules are imported by name and
+what they return is checked here rather than trusted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -24,26 +27,32 @@ PLACEHOLDER_TOKEN = "validation-only"
 
 
 def reef_loader() -> Any:
+    """reef-infra's deployment orchestrator; one clear error when reef-infra is missing."""
     try:
-        from reef.service.deploy import orchestrator
+        return importlib.import_module("reef.service.deploy.orchestrator")
     except ImportError:
         raise StackError(
             "reef-infra is not installed; install it (pip install reef-infra) to check serve.yaml"
         ) from None
-    return orchestrator
+
+
+def _reef(module: str) -> Any:
+    return importlib.import_module(module)
 
 
 def load_layout(path: Path) -> dict[str, Any]:
     """The file as Reef reads it, translated to Reef's resolved layout (unknown fields fail)."""
     reef_loader()
-    from reef.core.errors import DeployConfigError
-    from reef.service.deploy.config_utils import load_config
-    from reef.service.deploy.deployment_config import translate_layout
-
+    errors = _reef("reef.core.errors")
+    config_utils = _reef("reef.service.deploy.config_utils")
+    deployment_config = _reef("reef.service.deploy.deployment_config")
     try:
-        return translate_layout(_placeholder(load_config(path, interpolate_env=False)))
-    except DeployConfigError as exc:
+        layout = deployment_config.translate_layout(
+            _placeholder(config_utils.load_config(path, interpolate_env=False))
+        )
+    except errors.DeployConfigError as exc:
         raise StackError(f"reef-infra rejects {path}: {_first_line(exc)}") from None
+    return _mapping(layout, "translate_layout")
 
 
 def resolve(
@@ -60,10 +69,9 @@ def resolve(
     when the Reef checkout is not at hand.
     """
     orchestrator = reef_loader()
-    from reef.core.errors import DeployConfigError
-    from reef.service.deploy.config_utils import load_config
-
-    config = _placeholder(load_config(path, interpolate_env=False))
+    errors = _reef("reef.core.errors")
+    config_utils = _reef("reef.service.deploy.config_utils")
+    config = _placeholder(config_utils.load_config(path, interpolate_env=False))
     if recipe is not None:
         section = dict(config.get("recipe") or {})
         section["implementation"] = recipe
@@ -75,9 +83,15 @@ def resolve(
     try:
         with _on_path(reef_home):
             resolved, _ = orchestrator.resolve_deployment_config(config, overrides, path)
-    except DeployConfigError as exc:
+    except errors.DeployConfigError as exc:
         raise StackError(f"reef-infra rejects {path}: {_first_line(exc)}") from None
-    return resolved
+    return _mapping(resolved, "resolve_deployment_config")
+
+
+def _mapping(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise StackError(f"reef-infra's {what} returned {type(value).__name__}, not a mapping")
+    return dict(value)
 
 
 def _placeholder(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,7 +104,7 @@ def _placeholder(config: Mapping[str, Any]) -> dict[str, Any]:
             return [swap(item) for item in value]
         return value
 
-    return swap(dict(config))
+    return dict(swap(dict(config)))
 
 
 @contextlib.contextmanager

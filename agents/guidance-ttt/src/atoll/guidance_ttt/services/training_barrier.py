@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from atoll.guidance_ttt.reef_runtime import RayRuntime
+from atoll.core.reef_runtime import RayRuntime
 from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 
 SERVING_PHASE = "serving"

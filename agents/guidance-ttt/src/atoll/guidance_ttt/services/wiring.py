@@ -8,7 +8,7 @@ inside the clients. All clients share the run's `Cancellation`: cancelling it
 aborts their calls in flight, and closing the services closes the task's
 scorer (stopping an embedded judge), so a cancelled run leaves no thread or process behind. With training
 on, the bridge reads Reef's trainer through the Ray cluster named in Reef's
-runtime files (`atoll.guidance_ttt.reef_runtime`).
+runtime files (`atoll.core.reef_runtime`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from atoll.core import reef_env
-from atoll.guidance_ttt import reef_runtime
+from atoll.core import reef_env, reef_runtime
 from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.search import controller

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atoll.guidance_ttt.config import trainer_checkpoint_dir, trainer_hf_dir
+from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
 
 # The run's own files, inside the state directory.
 RUN_SUBDIR = "guidance-run"

@@ -1,4 +1,4 @@
-"""One Guidance-TTT training step through a running stack, for `scripts/gpu_smoke.sh`.
+"""One Guidance-TTT training step through a running Reef stack, for `scripts/gpu_smoke.sh`.
 
 It samples the full G × R grid of step 0 through Reef with the same client the
 agent uses, reports a reward per rollout that differs within each group (a
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from atoll.core import reef_env
 from atoll.guidance_ttt.config import load_config
+from atoll.guidance_ttt.prompting.prompts import GUIDANCE_SYSTEM, Prompt
 from atoll.guidance_ttt.search.scored_program import Status, Verification
 from atoll.guidance_ttt.services.reef_guidance import (
     GridSlot,
@@ -27,9 +28,10 @@ from atoll.guidance_ttt.services.reef_guidance import (
 )
 from atoll.guidance_ttt.services.training_barrier import scenario_progress
 
-PROMPT = (
+PROMPT = Prompt(
+    GUIDANCE_SYSTEM,
     "<problem>Place as many unit squares as possible in a 4x4 box.</problem>\n"
-    "Answer with exactly one terminal <guidance>...</guidance> block holding one strategy idea."
+    "Answer with exactly one terminal <guidance>...</guidance> block holding one strategy idea.",
 )
 
 
@@ -76,7 +78,7 @@ def run_step(config_path: Path | None, reef_url: str | None, deadline_s: float) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m atoll.stack.smoke", description=__doc__.splitlines()[0]
+        prog="python -m atoll.guidance_ttt.gpu_smoke", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--config", type=Path, default=None, help="Guidance-TTT config file.")
     parser.add_argument(
