@@ -4,9 +4,9 @@ A preset says where the frozen executor is by default, how it is sampled,
 where its key comes from and how often a transport failure may be retried.
 The run config accepts a preset's name or one of its short aliases and stores
 the canonical name (the identity a resume compares); the executor client
-builds its requests from the same row; the Reef stack reads whether the
-preset is served by a local SGLang server it should start, and with which
-reasoning parser; the agent's README lists the rows, and a test checks that
+builds its requests from the same row; the agent hands the Reef stack
+whether the preset is served by a local SGLang server the stack should start,
+and with which reasoning parser (`agent.stack_settings`); the agent's README lists the rows, and a test checks that
 it lists exactly these.
 """
 
