@@ -1,7 +1,8 @@
 """Run untrusted commands in isolation, the same way on every backend.
 
 Describe the box once (`SandboxSpec`), pick a backend by name
-(`get_backend("bwrap")` or `get_backend("docker")`) and call `run`. What every
+(`get_backend("bwrap")`, `get_backend("docker")`, or a third party's backend
+registered in the entry-point group `atoll_sandbox_backends`) and call `run`. What every
 backend must do is checked by `atoll.core.sandbox.conformance`.
 """
 
