@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import threading
-from importlib import metadata
+from typing import TYPE_CHECKING
 
-from atoll.core import entry_points
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.spec import SandboxError
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 #: The entry-point group: name -> a SandboxBackend class, a function returning one, or an instance.
 GROUP = "atoll_sandbox_backends"
@@ -27,6 +29,8 @@ _lock = threading.RLock()
 
 @functools.cache
 def _registered() -> dict[str, metadata.EntryPoint]:
+    from atoll.core import entry_points  # installed metadata is read on the first name asked for
+
     try:
         return entry_points.named(GROUP)
     except entry_points.EntryPointError as exc:
@@ -54,6 +58,8 @@ def get_backend(name: str) -> SandboxBackend:
 
 
 def _create(entry_point: metadata.EntryPoint) -> SandboxBackend:
+    from atoll.core import entry_points
+
     try:
         target = entry_points.load(GROUP, entry_point)
     except entry_points.EntryPointError as exc:
