@@ -24,7 +24,7 @@ import jsonschema
 
 from atoll.core.digests import tree_sha256
 from atoll.core.durable import canonical_json
-from atoll.judge.client import SOURCE_FILES
+from atoll.judge import SOURCE_FILES
 
 INSTRUCTION_FILE = "instruction.md"
 CONTRACT_FILE = "contract.json"

@@ -6,7 +6,6 @@ a rollout that ended in an infrastructure error exits 1 (its record is kept).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from atoll.core import entry_points
 from atoll.core.termination import sigterm_unwinds
 
 app = typer.Typer(
@@ -27,16 +27,12 @@ image_app = typer.Typer(
 )
 app.add_typer(image_app, name="image")
 
-# `atoll pi train`: mounted from atoll-pi-train when that distribution is installed.
-if importlib.util.find_spec("atoll.pi_train") is not None:
-    from atoll.pi_train.cli import train_app
-
-    app.add_typer(train_app, name="train")
-# `atoll pi bootstrap`: the tool-protocol corpus and its supervised training (atoll-pi-train).
-if importlib.util.find_spec("atoll.pi_train.bootstrap") is not None:
-    from atoll.pi_train.bootstrap.cli import bootstrap_app
-
-    app.add_typer(bootstrap_app, name="bootstrap")
+# Sub-groups other distributions add to `atoll pi` (atoll-pi-train: `train`, `bootstrap`),
+# by the entry-point group `atoll_pi_commands` (name -> a Typer app): this distribution
+# names none of them.
+COMMANDS_GROUP = "atoll_pi_commands"
+for _name, _entry_point in sorted(entry_points.named(COMMANDS_GROUP).items()):
+    app.add_typer(entry_points.load(COMMANDS_GROUP, _entry_point), name=_name)
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)

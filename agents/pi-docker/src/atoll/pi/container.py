@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.core.sandbox.docker_backend import engine_url
-from atoll.core.sandbox.docker_stream import raw_socket
+from atoll.core.sandbox import engine_url, raw_socket
 from atoll.core.sizes import MiB
 
 ROLLOUT_UID = 10001  # the image's `rollout` user: every tool call runs as it

@@ -5,10 +5,16 @@ compares as it does)."""
 from __future__ import annotations
 
 from atoll.euler import LANGUAGES as EULER_LANGUAGES
-from atoll.euler import Store, StoreError, normalize
-from atoll.euler.answers import equals, final_nonempty_line, stated_in
-from atoll.euler.curriculum import CurriculumError
-from atoll.euler.curriculum import load as load_curriculum
+from atoll.euler import (
+    CurriculumError,
+    Store,
+    StoreError,
+    equals,
+    final_nonempty_line,
+    load_curriculum,
+    normalize,
+    stated_in,
+)
 
 __all__ = [
     "EULER_LANGUAGES",

@@ -1,8 +1,9 @@
 """atoll-pi-train's registrations: `atoll tinker`, doctor's checks of the managed Tinker
 environment and the local server.
 
-`atoll pi train` is a sub-group of `atoll pi` (atoll-pi-docker's command),
-which mounts `atoll.pi_train.cli:train_app` when this distribution is installed.
+`atoll pi train` and `atoll pi bootstrap` are sub-groups of `atoll pi` (atoll-pi-docker's
+command), registered in the entry-point group `atoll_pi_commands` (this distribution's
+pyproject.toml), which `atoll pi` mounts.
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def serving_state(run_dir: Path, checkpoint: str | None, tinker_url: str) -> str
     """
     from urllib.parse import urlsplit
 
-    from atoll.core.sandbox.fusion.loopback import is_loopback_host
+    from atoll.core.sandbox.fusion import is_loopback_host
 
     if checkpoint is None or not is_loopback_host(urlsplit(tinker_url).hostname or ""):
         return None
@@ -174,7 +174,7 @@ def _system_prompt_sha256(path: str | None) -> str | None:
 
 
 def _expected_euler_rows(evaluation: Evaluation) -> int:
-    from atoll.euler.evaluate import parse_problems
+    from atoll.euler import parse_problems
 
     try:
         problems = parse_problems(evaluation.problems)
@@ -185,7 +185,7 @@ def _expected_euler_rows(evaluation: Evaluation) -> int:
 
 def _languages(evaluation: Evaluation) -> tuple[str, ...]:
     """--languages as atoll-euler reads them: known names only (the image is checked later)."""
-    from atoll.euler.runtimes import LanguageError, parse_languages
+    from atoll.euler import LanguageError, parse_languages
 
     try:
         return parse_languages(evaluation.languages)
@@ -449,11 +449,10 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
 
 
 def _transfer_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
-    from atoll.euler.transfer import compare
-    from atoll.euler.transfer.manifest import ManifestError
+    from atoll.euler import ManifestError, compare_transfer
 
     try:
-        return compare.compare(baseline, candidate)
+        return compare_transfer(baseline, candidate)
     except ManifestError as exc:
         raise PromoteError(f"the transfer runs are not comparable: {exc}", code=1) from None
 

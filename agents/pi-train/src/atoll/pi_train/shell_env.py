@@ -320,10 +320,10 @@ class Episode:
         return self._note(tool, "ok", result)
 
     def _audit(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        from atoll.pi.audit import audit
+        from atoll.pi import audit_tool_calls
 
         call = _Call(call_id, name, arguments)
-        self.audit_hits += [hit.to_json() for hit in audit([call])]
+        self.audit_hits += [hit.to_json() for hit in audit_tool_calls([call])]
 
     def _refuse(self, tool: str, text: str) -> str:
         self.refused += 1

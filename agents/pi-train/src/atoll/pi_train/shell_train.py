@@ -263,7 +263,7 @@ def train_shell(
     say: Callable[[str], None],
 ) -> Path:
     """GRPO over Pi-shaped file tasks, runs in a SandboxFusion-compatible sandbox."""
-    from atoll.core.sandbox.fusion.loopback import NotLoopbackError, require_loopback_url
+    from atoll.core.sandbox.fusion import NotLoopbackError, require_loopback_url
 
     run.api_key()  # before anything is written: a run without a key never starts
     unknown = sorted(set(settings.languages) - set(RUNTIMES))
@@ -289,8 +289,8 @@ def _shell_run(
     say: Callable[[str], None],
     stack: contextlib.ExitStack[Any],
 ) -> Path:
-    from atoll.core.sandbox.fusion.server import EmbeddedFusionServer
-    from atoll.euler.transfer.suite import SUITE_DIGEST, SUITE_NAME
+    from atoll.core.sandbox.fusion import EmbeddedFusionServer
+    from atoll.euler import SUITE_DIGEST, SUITE_NAME
 
     url = options.sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
     runner = fusion_runner(url)

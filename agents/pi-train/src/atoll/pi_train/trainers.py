@@ -29,7 +29,7 @@ def train_hidden(
     say: Callable[[str], None],
 ) -> Path:
     """GRPO over hidden-variant groups, checked in a SandboxFusion-compatible sandbox."""
-    from atoll.core.sandbox.fusion.loopback import NotLoopbackError, require_loopback_url
+    from atoll.core.sandbox.fusion import NotLoopbackError, require_loopback_url
 
     run.api_key()  # before anything is written: a run without a key never starts
     if sandbox_url is not None:
@@ -53,7 +53,7 @@ def _hidden_run(
     stack: contextlib.ExitStack[Any],
 ) -> Path:
     """The hidden run itself, inside the run-directory lock `stack` holds."""
-    from atoll.core.sandbox.fusion.server import EmbeddedFusionServer
+    from atoll.core.sandbox.fusion import EmbeddedFusionServer
     from atoll.pi_train.families import GENERATOR_VERSION
     from atoll.pi_train.harness import check_submission
 

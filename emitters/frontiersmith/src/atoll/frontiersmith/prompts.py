@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from atoll.frontiersmith.seeds import Seed
-from atoll.judge.compiler import FLAGS
+from atoll.judge import FLAGS
 
 SYSTEM = (
     "You are one stage of FrontierSmith, which turns closed-ended programming problems into "

@@ -63,7 +63,7 @@ def check_ready(settings: SearchSettings, environ: Mapping[str, str] = os.enviro
         if value < 1:
             raise SearchSetupError(f"{flag} must be at least 1, not {value}")
     try:
-        import atoll.guidance_ttt.services.wiring  # noqa: F401
+        from atoll.guidance_ttt import run_search  # noqa: F401
     except ImportError:
         raise SearchSetupError(
             "--search-steps runs Guidance-TTT, which is not installed: "
@@ -133,13 +133,13 @@ def saved_port(state_dir: Path) -> int:
     """
     from urllib.parse import urlsplit
 
-    from atoll.guidance_ttt.state import resume
+    from atoll.guidance_ttt import ResumeError, load_resume
 
     try:
-        saved = resume.load(state_dir)
+        saved = load_resume(state_dir)
         url = urlsplit(str(saved.identity.get("executor_base_url") or "")) if saved else None
         port = url.port if url is not None and url.hostname == "127.0.0.1" else None
-    except (resume.ResumeError, OSError, ValueError):
+    except (ResumeError, OSError, ValueError):
         return 0
     return port or 0
 
@@ -156,9 +156,7 @@ def search_one(
     """A search-only Guidance-TTT run on one bundle; its record, or the error that stopped it."""
     from rich.console import Console
 
-    from atoll.guidance_ttt.agent import agent_config
-    from atoll.guidance_ttt.contract import load_task
-    from atoll.guidance_ttt.services.wiring import run_search
+    from atoll.guidance_ttt import agent_config, load_task, run_search
 
     config = agent_config(
         {

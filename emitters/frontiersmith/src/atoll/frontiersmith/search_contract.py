@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from atoll.checker import Limits
-from atoll.checker.scorer import SCORER_NAME
+from atoll.checker import SCORER_NAME, Limits
 from atoll.core import sizes
-from atoll.judge.compiler import FLAGS
+from atoll.judge import FLAGS
 
 SCORER = SCORER_NAME  # the scorer that grades with the bundle's own grader
 LANGUAGE = "python"

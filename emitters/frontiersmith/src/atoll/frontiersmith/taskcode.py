@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.checker import Contract, grader_source
+from atoll.checker import Compile, Contract, grader_source
 from atoll.checker import Limits as GradingLimits
-from atoll.checker.grader import Compile
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atoll.core.sandbox import Limits, Mount, Network, SandboxError, SandboxSpec, get_backend
 from atoll.core.sizes import KiB, MiB
@@ -116,7 +115,7 @@ def grading_seed(task_name: str) -> int:
 def judge_compile() -> Compile:
     """How a C++ task's grader builds a submission: the FrontierCS judge's own flags and
     compile limits (`atoll.judge.compiler`), so an emitted task compiles as the judge does."""
-    from atoll.judge.compiler import COMPILE_LIMITS, FLAGS
+    from atoll.judge import COMPILE_LIMITS, FLAGS
 
     names = [f.name for f in dataclasses.fields(GradingLimits) if f.name != "source_bytes"]
     return Compile(FLAGS, GradingLimits(**{name: getattr(COMPILE_LIMITS, name) for name in names}))

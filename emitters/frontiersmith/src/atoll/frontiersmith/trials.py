@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.checker.grader import TIMEOUT  # the grader's per-case status for a run past its limits
+from atoll.checker import TIMEOUT  # the grader's per-case status for a run past its limits
 from atoll.core.ledger import Ledger
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
@@ -273,7 +273,7 @@ def _drop_empty(folder: str | None) -> None:
 def _read_outcome(
     label: str, name: str, trial_dir: Path, seconds: float, result: Any
 ) -> TrialOutcome:
-    from atoll.checker.grader import CheckerError, read_scores
+    from atoll.checker import CheckerError, read_scores
 
     base = functools.partial(TrialOutcome, label, name, str(trial_dir), seconds)
     if result.exception_info is not None:

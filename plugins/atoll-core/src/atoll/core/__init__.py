@@ -8,3 +8,40 @@ from atoll.core.hookspecs import hookimpl
 from atoll.core.records import Kind, Registration, StackUse
 
 __all__ = ["Kind", "Registration", "StackUse", "hookimpl"]
+
+# atoll.core is also the library of shared mechanisms: other distributions may import
+# these sub-modules (and, from each, the names in its `__all__`, else the names without
+# a leading underscore) and nothing else of atoll.core. The README's "Public face" says
+# what each is for; tests/test_public_faces.py holds every distribution to it.
+__public_modules__ = (
+    "digests",
+    "docker_engine",
+    "doctor",
+    "durable",
+    "entry_points",
+    "environments.box",
+    "environments.dockerfile",
+    "environments.local",
+    "environments.trial_root",
+    "executables",
+    "hookspecs",
+    "lazy",
+    "ledger",
+    "llm",
+    "processes",
+    "records",
+    "reef_env",
+    "reef_runtime",
+    "registry",
+    "run_defaults",
+    "sandbox",
+    "sandbox.cgroups",
+    "sandbox.fusion",
+    "sandbox.owners",
+    "sandbox.userns",
+    "scoring",
+    "sizes",
+    "stack_use",
+    "task_dirs",
+    "termination",
+)

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from atoll.core.entry_points import EntryPointError
 from atoll.core.harbor_commands import harbor_command_names
 from atoll.core.records import Kind, Registration
 from atoll.core.registry import Registry, RegistryError, TaskSourceError, UnknownName, load
@@ -202,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         TargetError,
         TaskSourceError,
         ScorerNotInstalled,
+        EntryPointError,
     ) as exc:
         return _fail(str(exc))
 

@@ -1,6 +1,7 @@
 """`atoll sandbox check`: run the adversarial conformance suite against a sandbox backend.
 
-A backend is named as `get_backend` knows it (`bwrap`, `docker`) or by the
+A backend is named as `get_backend` knows it (`bwrap`, `docker`, or a name a
+distribution registers in the entry-point group `atoll_sandbox_backends`) or by the
 import path of a third party's backend (`my_pkg.sandbox:MyBackend`: a
 SandboxBackend class, a function returning one, or an instance). Exit status
 0 means every check passed (or did not apply), 1 that some check failed, 2
@@ -94,7 +95,8 @@ def check_command(
         "bwrap",
         "--backend",
         "-b",
-        help="A backend name (bwrap, docker) or a third-party backend's import path module:Class.",
+        help="A backend name (bwrap, docker, or a registered third-party one) "
+        "or a third-party backend's import path module:Class.",
     ),
     only: list[str] = typer.Option(
         [], "--only", help="Run just this check (repeatable); see --list."

@@ -20,7 +20,7 @@ from filelock import FileLock
 from rich.console import Console
 
 from atoll.core import reef_env
-from atoll.core.docker_engine.files import tail
+from atoll.core.docker_engine import tail
 from atoll.core.durable import atomic_write_bytes
 from atoll.core.reef_runtime import RUN_SUBDIR
 from atoll.stack import commands, health, preflight, processes, reef_run_dir

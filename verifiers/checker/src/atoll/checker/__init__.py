@@ -15,6 +15,10 @@ The public Python API (stable; the FrontierSmith pipeline builds on it):
 - `CheckerError` (infrastructure failure, never a score) and its subclass
   `SelfCheckFailed` (`.check`, `.detail`).
 - `grader_source() -> bytes`: the grader file every bundle carries as tests/grader.py.
+- `Compile` (how a contract's solution is compiled), `TIMEOUT` (the status of a case
+  that ran out of time) and `SCORER_NAME` (the name of the checker's search scorer).
+- The public sub-module `atoll.checker.layout`: the files of a task bundle and
+  where each goes (`BundleFile`, `LayoutError`).
 
 Everything here but `grade_task` and `grader_source` lives in `atoll.checker.grader`,
 a single standard-library file that bundles carry and run in their containers.
@@ -32,9 +36,11 @@ if TYPE_CHECKING:
     from atoll.checker.grader import (
         GRADER_VERSION,
         STATUSES,
+        TIMEOUT,
         CaseResult,
         Check,
         CheckerError,
+        Compile,
         Contract,
         Example,
         GradeReport,
@@ -46,39 +52,51 @@ if TYPE_CHECKING:
         read_scores,
         self_check,
     )
+    from atoll.checker.scorer import SCORER_NAME
 
 # The grader is imported on first use: every `atoll` call loads this package (its hook
 # module is in it).
 __getattr__ = exports(
     __name__,
-    dict.fromkeys(
-        (
-            "GRADER_VERSION",
-            "STATUSES",
-            "CaseResult",
-            "Check",
-            "CheckerError",
-            "Contract",
-            "Example",
-            "GradeReport",
-            "Limits",
-            "SelfCheckFailed",
-            "SelfCheckReport",
-            "grade",
-            "load_contract",
-            "read_scores",
-            "self_check",
+    {
+        **dict.fromkeys(
+            (
+                "GRADER_VERSION",
+                "STATUSES",
+                "TIMEOUT",
+                "CaseResult",
+                "Check",
+                "CheckerError",
+                "Compile",
+                "Contract",
+                "Example",
+                "GradeReport",
+                "Limits",
+                "SelfCheckFailed",
+                "SelfCheckReport",
+                "grade",
+                "load_contract",
+                "read_scores",
+                "self_check",
+            ),
+            "atoll.checker.grader",
         ),
-        "atoll.checker.grader",
-    ),
+        "SCORER_NAME": "atoll.checker.scorer",
+    },
 )
+
+# Sub-modules other distributions may import as well (the README's "Public face").
+__public_modules__ = ("layout",)
 
 __all__ = [
     "GRADER_VERSION",
+    "SCORER_NAME",
     "STATUSES",
+    "TIMEOUT",
     "CaseResult",
     "Check",
     "CheckerError",
+    "Compile",
     "Contract",
     "Example",
     "GradeReport",

@@ -28,8 +28,8 @@ from typing import Any
 from atoll.guidance_ttt.agent import AGENT_NAME, agent_config
 from atoll.guidance_ttt.config import ConfigError
 from atoll.guidance_ttt.services.training_barrier import REEF_MODE, SEARCH_ONLY_MODE
-from atoll.judge.provision import JudgeForTrials, JudgeNotReady
-from atoll.judge.scorer import SCORER_NAME as JUDGE_SCORER
+from atoll.judge import SCORER_NAME as JUDGE_SCORER
+from atoll.judge import JudgeForTrials, JudgeNotReady
 
 AGENT_IMPORT_PATH = "atoll.guidance_ttt.agent:GuidanceTTTAgent"
 LOCAL_ENVIRONMENT = "atoll.core.environments.local:LocalEnvironment"

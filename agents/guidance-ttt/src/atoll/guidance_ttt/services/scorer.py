@@ -30,8 +30,7 @@ from atoll.core.scoring import (
 )
 from atoll.guidance_ttt.contract import Task, TaskContract
 from atoll.guidance_ttt.search.scored_program import Status, Verification
-from atoll.judge.embedded import JUDGE_URL_ENV
-from atoll.judge.scorer import judge_url
+from atoll.judge import JUDGE_URL_ENV, judge_url
 
 __all__ = [
     "JUDGE_URL_ENV",

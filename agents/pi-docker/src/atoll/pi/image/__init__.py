@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from atoll.core.docker_engine.base_image import MIRROR_ENV, image_id
-from atoll.core.docker_engine.paths import BASE_IMAGE
+from atoll.core.docker_engine import BASE_IMAGE, MIRROR_ENV, image_id
 from atoll.pi.container import ContainerError, resolve_image
 
 TAG = "atoll/pi-rollout:bookworm"

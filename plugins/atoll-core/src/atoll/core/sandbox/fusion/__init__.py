@@ -9,12 +9,26 @@ is how a caller refuses to send code anywhere else.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from atoll.core.lazy import exports
 from atoll.core.sandbox.fusion.loopback import (
     NotLoopbackError,
     is_loopback_host,
     require_loopback_url,
 )
-from atoll.core.sandbox.fusion.server import DEFAULT_PORT, EmbeddedFusionServer, FusionServer
+
+if TYPE_CHECKING:
+    from atoll.core.sandbox.fusion.server import DEFAULT_PORT, EmbeddedFusionServer, FusionServer
+
+# The server (its HTTP and request-model imports) loads on first use: a caller that only
+# refuses a non-loopback URL does not pay for it.
+__getattr__ = exports(
+    __name__,
+    dict.fromkeys(
+        ("DEFAULT_PORT", "EmbeddedFusionServer", "FusionServer"), "atoll.core.sandbox.fusion.server"
+    ),
+)
 
 __all__ = [
     "DEFAULT_PORT",

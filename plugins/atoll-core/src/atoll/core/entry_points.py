@@ -1,0 +1,51 @@
+"""Named extensions other distributions install: one entry-point group, loaded by name.
+
+A group (`atoll_sandbox_backends`, `atoll_pi_commands`, ...) maps short names
+to `module:attribute` targets. Listing a group reads installed metadata only;
+a target is imported when its name is asked for. A name two distributions
+claim, or a target that fails to import, is one `EntryPointError` naming the
+distribution to fix.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+
+class EntryPointError(Exception):
+    """A group's entry point is ambiguous or cannot be loaded; the message names its distribution."""
+
+
+def distribution_of(entry_point: metadata.EntryPoint) -> str:
+    """The name of the distribution that declared `entry_point`."""
+    return entry_point.dist.metadata["Name"] if entry_point.dist else "(unknown distribution)"
+
+
+def named(group: str) -> dict[str, metadata.EntryPoint]:
+    """The group's entry points by name; EntryPointError if two distributions claim one name."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for entry_point in metadata.entry_points(group=group):
+        other = found.get(entry_point.name)
+        if other is not None and other.value != entry_point.value:
+            raise EntryPointError(
+                f"{group} entry point {entry_point.name!r} is declared by both "
+                f"{distribution_of(other)} ({other.value}) and "
+                f"{distribution_of(entry_point)} ({entry_point.value}); uninstall one"
+            )
+        found[entry_point.name] = entry_point
+    return found
+
+
+def load(group: str, entry_point: metadata.EntryPoint) -> Any:
+    """The object `entry_point` names; EntryPointError naming its distribution if it cannot load."""
+    try:
+        return entry_point.load()
+    except Exception as exc:  # whatever a broken third-party module raises on import
+        text = str(exc).strip().splitlines()
+        reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        raise EntryPointError(
+            f"{group} entry point {entry_point.name!r} ({entry_point.value}) from "
+            f"{distribution_of(entry_point)} cannot be loaded ({reason}); "
+            f"reinstall {distribution_of(entry_point)} with its dependencies"
+        ) from exc
