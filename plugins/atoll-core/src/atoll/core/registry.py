@@ -23,6 +23,7 @@ from typing import Any
 import pluggy
 
 from atoll.core import hookspecs
+from atoll.core.entry_points import distribution_of
 from atoll.core.records import Kind, Registration
 
 ENTRY_POINT_GROUP = "atoll"
@@ -281,9 +282,9 @@ def plugin_manager(selection: PluginSelection | None = None) -> AtollPluginManag
     manager = AtollPluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     entry_points = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
-    selection.check([(ep.name, _distribution_name(ep)) for ep in entry_points])
+    selection.check([(ep.name, distribution_of(ep)) for ep in entry_points])
     for ep in entry_points:
-        distribution = _distribution_name(ep)
+        distribution = distribution_of(ep)
         if manager.has_plugin(ep.name) or not selection.admits(ep.name, distribution):
             continue
         where = f"plugin {ep.value} ({distribution})"
@@ -313,10 +314,6 @@ def plugin_manager(selection: PluginSelection | None = None) -> AtollPluginManag
 
 
 HOOK_NAMES = tuple(sorted(name for name in vars(hookspecs) if name.startswith("atoll_")))
-
-
-def _distribution_name(ep: metadata.EntryPoint) -> str:
-    return ep.dist.metadata["Name"] if ep.dist else "(unknown)"
 
 
 def _first_line(exc: BaseException) -> str:
