@@ -4,7 +4,9 @@ A group (`atoll_sandbox_backends`, `atoll_pi_commands`, ...) maps short names
 to `module:attribute` targets. Listing a group reads installed metadata only;
 a target is imported when its name is asked for. A name two distributions
 claim, or a target that fails to import, is one `EntryPointError` naming the
-distribution to fix.
+distribution to fix. `ATOLL_PLUGINS` and `ATOLL_DISABLE_PLUGINS` choose here
+too, by distribution name: a distribution left out of the plugins contributes
+nothing to any group either (the host's own entries always count).
 """
 
 from __future__ import annotations
@@ -24,8 +26,14 @@ def distribution_of(entry_point: metadata.EntryPoint) -> str:
 
 def named(group: str) -> dict[str, metadata.EntryPoint]:
     """The group's entry points by name; EntryPointError if two distributions claim one name."""
+    from atoll.core.registry import PluginSelection  # the registry imports this module
+
+    selection = PluginSelection.from_environment()
     found: dict[str, metadata.EntryPoint] = {}
     for entry_point in metadata.entry_points(group=group):
+        distribution = distribution_of(entry_point)
+        if not selection.admits(distribution, distribution):
+            continue
         other = found.get(entry_point.name)
         if other is not None and other.value != entry_point.value:
             raise EntryPointError(
