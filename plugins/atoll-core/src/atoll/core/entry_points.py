@@ -11,6 +11,7 @@ nothing to any group either (the host's own entries always count).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
@@ -26,13 +27,10 @@ def distribution_of(entry_point: metadata.EntryPoint) -> str:
 
 def named(group: str) -> dict[str, metadata.EntryPoint]:
     """The group's entry points by name; EntryPointError if two distributions claim one name."""
-    from atoll.core.registry import PluginSelection  # the registry imports this module
-
-    selection = PluginSelection.from_environment()
     found: dict[str, metadata.EntryPoint] = {}
+    admitted = _admitted_distributions()
     for entry_point in metadata.entry_points(group=group):
-        distribution = distribution_of(entry_point)
-        if not selection.admits(distribution, distribution):
+        if not admitted(distribution_of(entry_point)):
             continue
         other = found.get(entry_point.name)
         if other is not None and other.value != entry_point.value:
@@ -43,6 +41,26 @@ def named(group: str) -> dict[str, metadata.EntryPoint]:
             )
         found[entry_point.name] = entry_point
     return found
+
+
+def _admitted_distributions() -> Callable[[str], bool]:
+    """Whether `ATOLL_PLUGINS`/`ATOLL_DISABLE_PLUGINS` let a distribution contribute.
+
+    Those variables take distribution names or the names of `atoll` plugins, so a
+    distribution counts by its own name and by each plugin name it registers.
+    """
+    from atoll.core.registry import ENTRY_POINT_GROUP, PluginSelection  # it imports this module
+
+    selection = PluginSelection.from_environment()
+    plugins: dict[str, set[str]] = {}
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        plugins.setdefault(distribution_of(entry_point), set()).add(entry_point.name)
+
+    def admitted(distribution: str) -> bool:
+        names = plugins.get(distribution) or {distribution}
+        return any(selection.admits(name, distribution) for name in names)
+
+    return admitted
 
 
 def load(group: str, entry_point: metadata.EntryPoint) -> Any:
