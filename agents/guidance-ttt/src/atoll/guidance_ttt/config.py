@@ -1,7 +1,8 @@
 """The one configuration of a Guidance-TTT run.
 
-The agent, the run controller and the Reef stack plugin (which renders Reef's
-serve.yaml from it) all read this model, so every knob is defined here once.
+The agent and the run controller read this model, and the agent hands the
+Reef stack the part it renders Reef's serve.yaml from (`agent.stack_settings`),
+so every knob is defined here once.
 It loads from a TOML or YAML file and takes overrides from Harbor agent
 kwargs (`--ak key=value`), whose values may arrive as strings. The identity
 subset is what a resume must find unchanged.

@@ -1,4 +1,4 @@
-"""The executor presets: one table read by config validation, the executor client, the stack and the docs.
+"""The executor presets: one table read by config validation, the executor client, the stack handoff and the docs.
 
 A preset says where the frozen executor is by default, how it is sampled,
 where its key comes from and how often a transport failure may be retried.

@@ -36,6 +36,7 @@ __public_modules__ = (
     "run_defaults",
     "sandbox",
     "sandbox.cgroups",
+    "sandbox.conformance",
     "sandbox.fusion",
     "sandbox.owners",
     "sandbox.userns",

@@ -1,8 +1,9 @@
 """Starting, inspecting and stopping the stack: Reef, its trainer and the local executor.
 
 `up` starts `reef serve -c serve.yaml` (from the Reef checkout when training,
-so the `recipes/` cookbook is importable), and on GPU machines with the local
-executor preset also an SGLang server for the executor, each in its own
+so the `recipes/` cookbook is importable), and on GPU machines, when the
+agent's settings say the executor is served on this machine, also an SGLang
+server for it, each in its own
 process group with its pid recorded in the stack's state file before anything
 waits on it. A failed or interrupted start stops what it started. A Reef that
 already answers at the configured URL, an executor already serving, and a Ray

@@ -32,7 +32,7 @@ def atoll_commands() -> list[Registration]:
             "stack",
             Kind.COMMAND,
             "atoll.stack.cli:app",
-            "Render, start, inspect and stop the Reef stack of a Guidance-TTT run.",
+            "Render, start, inspect and stop the Reef stack an agent (e.g. Guidance-TTT) runs on.",
             requires=REQUIRES,
         )
     ]
