@@ -52,13 +52,18 @@ def reef_state_dir(state_dir: Path) -> Path:
     return state_dir / "reef"
 
 
+def trainer_checkpoints_root(state_dir: Path) -> Path:
+    """Reef's trainer's own checkpoint directory (its `checkpoint_dir`): both kinds live below."""
+    return reef_state_dir(state_dir) / "checkpoints"
+
+
 def trainer_checkpoint_dir(state_dir: Path) -> Path:
     """Where Reef's trainer saves (and reloads) the run's Megatron checkpoints.
 
     The stack renders it into Reef's serve.yaml and the training gate looks
     for the trainer's checkpoint marker in it, so both read it from here.
     """
-    return reef_state_dir(state_dir) / "checkpoints" / "megatron"
+    return trainer_checkpoints_root(state_dir) / "megatron"
 
 
 def trainer_hf_dir(state_dir: Path) -> Path:
@@ -67,7 +72,7 @@ def trainer_hf_dir(state_dir: Path) -> Path:
     The stack renders `<this>/{rollout_id}` as the trainer's `save-hf`; Reef
     keeps the marker of its latest training job beside those directories.
     """
-    return reef_state_dir(state_dir) / "checkpoints" / "hf"
+    return trainer_checkpoints_root(state_dir) / "hf"
 
 
 def default_stack_dir(state_dir: Path) -> Path:

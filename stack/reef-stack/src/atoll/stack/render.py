@@ -30,6 +30,7 @@ from atoll.core.reef_runtime import (
     RUN_SUBDIR,
     reef_state_dir,
     trainer_checkpoint_dir,
+    trainer_checkpoints_root,
     trainer_hf_dir,
 )
 from atoll.stack.config import StackConfig
@@ -188,7 +189,7 @@ def _training_sections(config: StackConfig, placement: Placement) -> dict[str, A
                 "seq_length": context,
                 "lora_rank": config.lora_rank,
                 "tensor_parallel_size": tp,
-                "checkpoint_dir": str(placement.reef_state_dir / "checkpoints"),
+                "checkpoint_dir": str(trainer_checkpoints_root(placement.state_dir)),
             },
             "options": _trainer_options(config, placement),
         },
