@@ -3,7 +3,7 @@
 The archive of step s is committed only once the guidance model was really
 updated on step s's grid, so every check here fails closed: a missing field, a
 non-finite number or a step Reef lists as failed is an error, never a pass.
-Reef is reached through one small interface (`TrainingBridge`) with two
+Reef is reached through one small interface (`TrainingBarrier`) with two
 implementations: the real one (Reef's `GET /reef/status` plus the training
 bridge actor's health) and a search-only one that trains nothing. Search-only
 is a choice the user makes; it is recorded everywhere and never a fallback.
@@ -271,7 +271,7 @@ def _step_number(item: Any) -> int:
     return item
 
 
-class TrainingBridge(Protocol):
+class TrainingBarrier(Protocol):
     """What the run controller needs from the trainer."""
 
     mode: str
@@ -289,7 +289,7 @@ class TrainingBridge(Protocol):
         ...
 
 
-class SearchOnlyBridge:
+class SearchOnlyBarrier:
     """Trains nothing: the search runs with a frozen guidance model, by explicit choice."""
 
     mode = SEARCH_ONLY_MODE
@@ -353,7 +353,7 @@ class _Origin:
         return self.step + 1 if self.trained_ahead else self.step
 
 
-class ReefTrainingBridge:
+class ReefTrainingBarrier:
     """Reef trains: poll its status until the step is trained, then gate the actor's report."""
 
     mode = REEF_MODE
@@ -402,7 +402,7 @@ class ReefTrainingBridge:
         if origin is None or expected.step < origin.step:
             raise TrainingInvariantFailed(
                 f"the training barrier of step {expected.step} was reached before the run "
-                "told the bridge where it starts"
+                "told the barrier where it starts"
             )
         deadline = time.monotonic() + self.timeout_s
         while True:
