@@ -133,7 +133,7 @@ def _barrier(trainer: SimulatedTrainer, **kwargs) -> ReefTrainingBarrier:
         trainer.status,
         trainer.scenario,
         health=trainer.health,
-        checkpoint_dir=trainer.checkpoint_dir,
+        checkpoint_marker=trainer.checkpoint_marker,
         poll_interval_s=0.01,
         **kwargs,
     )

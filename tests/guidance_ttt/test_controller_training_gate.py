@@ -141,7 +141,8 @@ def test_failed_step_is_an_invariant_failure_not_a_wait(tmp_path):
 
 
 def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
-    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3")
+    marker = tmp_path / "latest_checkpointed_iteration.txt"
+    marker.write_text("3")
     statuses = iter([_status(2), _status(2), _status(2), _status(3), _status(3), _status(3)])
     before = _health() | {"completed_train_steps": 2, "last_train_rollout_id": 1}
     healths = iter([before, _health() | {"phase": "updating_weights"}, _health()])
@@ -149,7 +150,7 @@ def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
         lambda: next(statuses),
         "tttd",
         health=lambda: next(healths),
-        checkpoint_dir=tmp_path,
+        checkpoint_marker=marker,
         poll_interval_s=0.01,
         timeout_s=30,
     )

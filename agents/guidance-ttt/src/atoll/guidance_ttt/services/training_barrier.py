@@ -35,8 +35,6 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 
 SERVING_PHASE = "serving"
 
-# Megatron writes this file into its save directory once a checkpoint is durable.
-CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
 # The status of the trainer's job marker (`RunDir.trainer_job_marker`) once its commit is durable.
 JOB_COMMITTED = "COMPLETE"
 
@@ -354,7 +352,11 @@ class _Origin:
 
 
 class ReefTrainingBarrier:
-    """Reef trains: poll its status until the step is trained, then gate the actor's report."""
+    """Reef trains: poll its status until the step is trained, then gate the actor's report.
+
+    `checkpoint_marker` and `job_marker` are the trainer's durable files
+    (`RunDir.trainer_checkpoint_marker`, `RunDir.trainer_job_marker`).
+    """
 
     mode = REEF_MODE
 
@@ -364,7 +366,7 @@ class ReefTrainingBarrier:
         scenario: str,
         *,
         health: Callable[[], Mapping[str, Any]],
-        checkpoint_dir: Path | None = None,
+        checkpoint_marker: Path | None = None,
         job_marker: Path | None = None,
         poll_interval_s: float = 5.0,
         timeout_s: float = 4 * 3600.0,
@@ -373,9 +375,7 @@ class ReefTrainingBarrier:
         self._status = status
         self._cancellation = cancellation
         self._health = health
-        self._checkpoint_marker = (
-            checkpoint_dir / CHECKPOINT_MARKER_FILE if checkpoint_dir else None
-        )
+        self._checkpoint_marker = checkpoint_marker
         self._job_marker = job_marker
         self._origin: _Origin | None = None
         self.scenario = scenario

@@ -130,21 +130,21 @@ def training_barrier(
     """Search-only when training is off; else Reef's status plus the actor in Reef's Ray cluster."""
     if config.training == "off":
         return SearchOnlyBarrier()
-    state_dir = config.state_dir.expanduser().resolve()
-    run_dir = reef_runtime.run_dir(state_dir, environ)
-    runtime = reef_runtime.read_ray_runtime(run_dir)
+    paths = RunDir(config.state_dir.expanduser().resolve())
+    reef_run_dir = paths.reef_run_dir(environ)
+    runtime = reef_runtime.read_ray_runtime(reef_run_dir)
     if runtime is None:
         raise ReefRuntimeMissing(
             f"training=on reads the Ray cluster of Reef's trainer from Reef's runtime files, and "
-            f"{run_dir} has none: start Reef with the reef-stack job plugin or `atoll stack up`, "
+            f"{reef_run_dir} has none: start Reef with the reef-stack job plugin or `atoll stack up`, "
             f"or set {reef_env.RUN_DIR_ENV} to the run directory of the Reef that trains this run"
         )
     return ReefTrainingBarrier(
         guidance.status,
         scenario,
         health=RayActorHealth(runtime),
-        checkpoint_dir=RunDir(state_dir).trainer_checkpoints,
-        job_marker=RunDir(state_dir).trainer_job_marker,
+        checkpoint_marker=paths.trainer_checkpoint_marker,
+        job_marker=paths.trainer_job_marker,
         poll_interval_s=BARRIER_POLL_S,
         cancellation=cancellation,
     )
