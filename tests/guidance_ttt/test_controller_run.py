@@ -24,8 +24,8 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.executor import Executor, executor_spec
 from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.services.training_barrier import (
-    ReefTrainingBridge,
-    SearchOnlyBridge,
+    ReefTrainingBarrier,
+    SearchOnlyBarrier,
     TrainingGateFailed,
 )
 from atoll.guidance_ttt.state import resume
@@ -77,7 +77,7 @@ def _committed_step(tmp_path) -> int:
     return json.loads(path.read_text())["archive"]["step"]
 
 
-def _run(config, services, bridge=None, console=None):
+def _run(config, services, barrier=None, console=None):
     return run(
         config,
         services["task"],
@@ -85,7 +85,7 @@ def _run(config, services, bridge=None, console=None):
         guidance=services["guidance"],
         executor=services["executor"],
         scorer=services["scorer"],
-        bridge=bridge or SearchOnlyBridge(),
+        barrier=barrier or SearchOnlyBarrier(),
         name=services["name"],
         console=console or Console(file=io.StringIO()),
     )
@@ -120,7 +120,7 @@ def test_resume_refuses_a_changed_identity_or_training_mode(tmp_path, services):
         f"cannot resume: groups changed from 2 to 3 in state dir {tmp_path / 'state'}; "
         "start a new state directory or restore the old settings"
     )
-    with pytest.raises(ConfigError, match="search-only bridge exactly when training is 'off'"):
+    with pytest.raises(ConfigError, match="search-only barrier exactly when training is 'off'"):
         _run(_config(tmp_path, steps=2, training="on"), services)
 
 
@@ -128,12 +128,12 @@ def _trainer(tmp_path, services, reef_server) -> SimulatedTrainer:
     return SimulatedTrainer(reef_server, services["scenario"], tmp_path / "state", 2, 2)
 
 
-def _bridge(trainer: SimulatedTrainer, **kwargs) -> ReefTrainingBridge:
-    return ReefTrainingBridge(
+def _barrier(trainer: SimulatedTrainer, **kwargs) -> ReefTrainingBarrier:
+    return ReefTrainingBarrier(
         trainer.status,
         trainer.scenario,
         health=trainer.health,
-        checkpoint_dir=trainer.checkpoint_dir,
+        checkpoint_marker=trainer.checkpoint_marker,
         poll_interval_s=0.01,
         **kwargs,
     )
@@ -144,13 +144,13 @@ def test_a_resumed_training_run_counts_the_steps_its_restarted_trainer_made(
     tmp_path, services, reef_server
 ):
     trainer = _trainer(tmp_path, services, reef_server)
-    first = _run(_config(tmp_path, steps=1, training="on"), services, bridge=_bridge(trainer))
+    first = _run(_config(tmp_path, steps=1, training="on"), services, barrier=_barrier(trainer))
     assert [s.training for s in first.summaries] == ["reef"]
     assert trainer.health()["completed_train_steps"] == 1
 
     # The resumed job starts a new Reef: its actor has completed no step yet.
     trainer.restart()
-    more = _run(_config(tmp_path, steps=3, training="on"), services, bridge=_bridge(trainer))
+    more = _run(_config(tmp_path, steps=3, training="on"), services, barrier=_barrier(trainer))
     assert [s.step for s in more.summaries] == [0, 1, 2]
     assert [s.grad_norm for s in more.summaries] == [0.42, 0.42, 0.42]
     assert trainer.health()["completed_train_steps"] == 2 and trainer.trained == 3
@@ -163,13 +163,13 @@ def test_a_failed_training_gate_leaves_the_archive_uncommitted(tmp_path, service
     trainer.metrics["train/grad_norm"] = 0.0  # the optimizer made no update
     config = _config(tmp_path, steps=1, training="on")
     with pytest.raises(TrainingGateFailed, match="grad norm"):
-        _run(config, services, bridge=_bridge(trainer))
+        _run(config, services, barrier=_barrier(trainer))
     assert _committed_step(tmp_path) == 0
     assert resume.load(tmp_path / "state").next_step == 0
     # The same update is refused again on resume; nothing is sampled afresh.
     reports = len(reef_server.records(services["scenario"], "report"))
     with pytest.raises(TrainingGateFailed, match="grad norm"):
-        _run(config, services, bridge=_bridge(trainer))
+        _run(config, services, barrier=_barrier(trainer))
     assert len(reef_server.records(services["scenario"], "report")) == reports == 4
     assert _committed_step(tmp_path) == 0
 
@@ -187,7 +187,7 @@ def _stop_once_reef_trained(config, services, trainer: SimulatedTrainer) -> None
             guidance=services["guidance"],
             executor=services["executor"],
             scorer=services["scorer"],
-            bridge=_bridge(trainer, cancellation=cancellation),
+            barrier=_barrier(trainer, cancellation=cancellation),
             name=services["name"],
             cancellation=cancellation,
             console=Console(file=io.StringIO()),
@@ -207,7 +207,7 @@ def test_a_run_stopped_after_reef_trained_its_step_resumes_and_commits_that_step
     if restarted:
         trainer.restart()
     reports = len(reef_server.records(services["scenario"], "report"))
-    result = _run(config, services, bridge=_bridge(trainer, job_marker=trainer.job_marker))
+    result = _run(config, services, barrier=_barrier(trainer, job_marker=trainer.job_marker))
     # Step 0 is checked (from the same trainer's report, or its durable job marker), not
     # sampled again; step 1 is trained by the trainer that runs now.
     assert [s.step for s in result.summaries] == [0, 1]
@@ -227,7 +227,7 @@ def test_a_trainer_ahead_whose_update_cannot_be_verified_is_refused(
     trainer.restart()
     trainer.job_marker.write_text(json.dumps({"status": "UPDATING_WEIGHTS", "rollout_id": 0}))
     with pytest.raises(TrainingGateFailed, match="not a committed update"):
-        _run(config, services, bridge=_bridge(trainer, job_marker=trainer.job_marker))
+        _run(config, services, barrier=_barrier(trainer, job_marker=trainer.job_marker))
     assert _committed_step(tmp_path) == 0
 
 
@@ -239,9 +239,9 @@ def test_a_trainer_at_another_step_is_refused(tmp_path, services):
             "scenarios": {services["scenario"]: {"scenario_step": 5, "processor": {}}},
         }
 
-    bridge = ReefTrainingBridge(status, services["scenario"], health=dict)
+    barrier = ReefTrainingBarrier(status, services["scenario"], health=dict)
     with pytest.raises(TrainerOutOfStep, match="completed 5 steps"):
-        _run(_config(tmp_path, steps=1, training="on"), services, bridge=bridge)
+        _run(_config(tmp_path, steps=1, training="on"), services, barrier=barrier)
 
 
 @pytest.mark.slow

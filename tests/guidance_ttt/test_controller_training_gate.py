@@ -17,8 +17,8 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.reef_guidance import GuidanceClient, ReefEndpoint
 from atoll.guidance_ttt.services.training_barrier import (
     RayActorHealth,
-    ReefTrainingBridge,
-    SearchOnlyBridge,
+    ReefTrainingBarrier,
+    SearchOnlyBarrier,
     StepExpectation,
     TrainingCommit,
     TrainingGateFailed,
@@ -126,37 +126,38 @@ def _status(step: int, failed: list | None = None, error: str | None = None) -> 
 
 
 def test_failed_step_is_an_invariant_failure_not_a_wait(tmp_path):
-    bridge = ReefTrainingBridge(
+    barrier = ReefTrainingBarrier(
         lambda: _status(2, failed=[{"step": 2, "reason": "releases"}]),
         "tttd",
         health=_health,
         poll_interval_s=0.01,
         timeout_s=30,
     )
-    bridge.start(2)
+    barrier.start(2)
     with pytest.raises(TrainingInvariantFailed, match="failed_steps"):
-        bridge.await_training(EXPECTED)
+        barrier.await_training(EXPECTED)
     with pytest.raises(TrainingInvariantFailed, match="Reef reports an error: boom"):
         scenario_progress(_status(0, error="boom"), "tttd")
 
 
 def test_barrier_waits_for_training_and_serving_then_gates(tmp_path):
-    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3")
+    marker = tmp_path / "latest_checkpointed_iteration.txt"
+    marker.write_text("3")
     statuses = iter([_status(2), _status(2), _status(2), _status(3), _status(3), _status(3)])
     before = _health() | {"completed_train_steps": 2, "last_train_rollout_id": 1}
     healths = iter([before, _health() | {"phase": "updating_weights"}, _health()])
-    bridge = ReefTrainingBridge(
+    barrier = ReefTrainingBarrier(
         lambda: next(statuses),
         "tttd",
         health=lambda: next(healths),
-        checkpoint_dir=tmp_path,
+        checkpoint_marker=marker,
         poll_interval_s=0.01,
         timeout_s=30,
     )
-    bridge.start(2)
-    commit = bridge.await_training(EXPECTED)
+    barrier.start(2)
+    commit = barrier.await_training(EXPECTED)
     assert commit is not None and commit.phase == "serving"
-    assert bridge.mode == "reef"
+    assert barrier.mode == "reef"
 
 
 @pytest.mark.slow
@@ -167,18 +168,18 @@ def test_barrier_against_real_reef_times_out_clearly(reef_server):
         model="m",
         max_completion_tokens=8,
     )
-    bridge = ReefTrainingBridge(
+    barrier = ReefTrainingBarrier(
         client.status, "never-trained", health=_health, poll_interval_s=0.05, timeout_s=0.3
     )
-    assert bridge.trainer_step() == 0
-    bridge.start(2)
+    assert barrier.trainer_step() == 0
+    barrier.start(2)
     with pytest.raises(TrainingTimeout, match="did not finish training step 2"):
-        bridge.await_training(EXPECTED)
+        barrier.await_training(EXPECTED)
 
 
 def test_a_cancel_ends_the_barrier_wait_at_once():
     cancellation = Cancellation()
-    bridge = ReefTrainingBridge(
+    barrier = ReefTrainingBarrier(
         lambda: _status(2),  # never trains
         "tttd",
         health=_health,
@@ -186,20 +187,20 @@ def test_a_cancel_ends_the_barrier_wait_at_once():
         timeout_s=600,
         cancellation=cancellation,
     )
-    bridge.start(2)
+    barrier.start(2)
     threading.Timer(0.2, cancellation.cancel).start()
     started = time.monotonic()
     with pytest.raises(RunCancelled, match="waiting for Reef to train"):
-        bridge.await_training(EXPECTED)
+        barrier.await_training(EXPECTED)
     assert time.monotonic() - started < 5  # not the 60 s poll interval
 
 
-def test_search_only_bridge_trains_nothing_and_says_so():
-    bridge = SearchOnlyBridge()
-    assert bridge.mode == "search-only"
-    assert bridge.trainer_step() is None
-    bridge.start(0)
-    assert bridge.await_training(EXPECTED) is None
+def test_search_only_barrier_trains_nothing_and_says_so():
+    barrier = SearchOnlyBarrier()
+    assert barrier.mode == "search-only"
+    assert barrier.trainer_step() is None
+    barrier.start(0)
+    assert barrier.await_training(EXPECTED) is None
 
 
 @pytest.mark.skipif(
@@ -211,15 +212,15 @@ def test_without_the_ray_extra_the_actor_read_says_what_to_install():
 
 
 def test_a_barrier_before_the_start_is_refused():
-    bridge = ReefTrainingBridge(lambda: _status(3), "tttd", health=_health)
-    with pytest.raises(TrainingInvariantFailed, match="before the run told the bridge"):
-        bridge.await_training(EXPECTED)
+    barrier = ReefTrainingBarrier(lambda: _status(3), "tttd", health=_health)
+    with pytest.raises(TrainingInvariantFailed, match="before the run told the barrier"):
+        barrier.await_training(EXPECTED)
 
 
 def test_a_trainer_without_a_step_count_cannot_be_gated():
-    bridge = ReefTrainingBridge(lambda: _status(2), "tttd", health=lambda: {"ok": True})
+    barrier = ReefTrainingBarrier(lambda: _status(2), "tttd", health=lambda: {"ok": True})
     with pytest.raises(TrainingInvariantFailed, match="completed_train_steps=None"):
-        bridge.start(2)
+        barrier.start(2)
 
 
 def _job_marker(path: Path, **overrides) -> Path:

@@ -18,8 +18,8 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.executor import ExecutorConfigError
 from atoll.guidance_ttt.services.training_barrier import (
     RayActorHealth,
-    ReefTrainingBridge,
-    SearchOnlyBridge,
+    ReefTrainingBarrier,
+    SearchOnlyBarrier,
 )
 from atoll.guidance_ttt.services.wiring import BARRIER_POLL_S, ReefRuntimeMissing, open_services
 from atoll.guidance_ttt.state import resume
@@ -57,7 +57,7 @@ def test_a_configured_run_reaches_every_service(
     scenario = name.scenario
     output = io.StringIO()
     with open_services(config, task, scenario=scenario) as services:
-        assert isinstance(services.bridge, SearchOnlyBridge)
+        assert isinstance(services.barrier, SearchOnlyBarrier)
         result = run(
             config,
             task,
@@ -65,7 +65,7 @@ def test_a_configured_run_reaches_every_service(
             guidance=services.guidance,
             executor=services.executor,
             scorer=services.scorer,
-            bridge=services.bridge,
+            barrier=services.barrier,
             name=name,
             console=Console(file=output, force_terminal=True, width=120),
         )
@@ -90,7 +90,7 @@ def _reef_runtime_file(run_dir, address: str = "10.1.2.3:6379") -> None:
 
 
 @pytest.mark.slow
-def test_training_on_selects_reefs_bridge_and_a_missing_key_is_one_clear_error(
+def test_training_on_selects_reefs_barrier_and_a_missing_key_is_one_clear_error(
     tmp_path, monkeypatch, reef_server, judge_url
 ):
     monkeypatch.setenv("FRONTIERCS_JUDGE_URL", judge_url)
@@ -102,9 +102,9 @@ def test_training_on_selects_reefs_bridge_and_a_missing_key_is_one_clear_error(
     # Where `atoll stack up` puts Reef's run directory for this run.
     _reef_runtime_file(tmp_path / "state" / "stack" / "reef-run")
     with open_services(config, task, scenario="s", reef_token=reef_server.token) as services:
-        assert isinstance(services.bridge, ReefTrainingBridge)
-        assert services.bridge.trainer_step() == 0
-        health = services.bridge._health
+        assert isinstance(services.barrier, ReefTrainingBarrier)
+        assert services.barrier.trainer_step() == 0
+        health = services.barrier._health
         assert isinstance(health, RayActorHealth)
         assert health.runtime == RayRuntime("10.1.2.3:6379", "reef-ns", "bridge-actor")
     config = load_config(overrides={**base, "executor_preset": "openrouter-glm"})
@@ -138,7 +138,7 @@ def test_training_reads_the_ray_cluster_from_the_runtime_file_reef_run_dir_names
     )
     _reef_runtime_file(tmp_path / "job" / "reef-stack" / "reef-run", "10.9.9.9:6380")
     with open_services(config, task, scenario="s", environ=environ) as services:
-        assert services.bridge._health.runtime.address == "10.9.9.9:6380"
+        assert services.barrier._health.runtime.address == "10.9.9.9:6380"
 
 
 @pytest.mark.slow
@@ -222,10 +222,10 @@ def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
         ) as services,
         pytest.raises(RunCancelled),
     ):
-        # The wired bridge, with the Ray actor's health standing in for a trainer that never
+        # The wired barrier, with the Ray actor's health standing in for a trainer that never
         # trains (Ray needs the GPU stack).
-        assert isinstance(services.bridge, ReefTrainingBridge)
-        services.bridge._health = lambda: {
+        assert isinstance(services.barrier, ReefTrainingBarrier)
+        services.barrier._health = lambda: {
             "ok": True,
             "phase": "serving",
             "completed_train_steps": 0,
@@ -237,7 +237,7 @@ def test_a_run_cancelled_at_the_training_barrier_stops_within_one_poll(
             guidance=services.guidance,
             executor=services.executor,
             scorer=services.scorer,
-            bridge=services.bridge,
+            barrier=services.barrier,
             name=name,
             cancellation=cancellation,
             console=Console(file=io.StringIO()),

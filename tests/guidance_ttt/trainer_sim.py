@@ -21,9 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
-from atoll.guidance_ttt.services.training_barrier import CHECKPOINT_MARKER_FILE
-from atoll.guidance_ttt.state.run_dir import JOB_MARKER_FILE
+from atoll.guidance_ttt.state.run_dir import RunDir
 
 GOOD_METRICS = {
     "train/grad_norm": 0.42,
@@ -44,8 +42,8 @@ class SimulatedTrainer:
         self.scenario = scenario
         self.groups = groups
         self.rollouts = rollouts
-        self.checkpoint_dir = trainer_checkpoint_dir(state_dir)
-        self.job_marker = trainer_hf_dir(state_dir) / JOB_MARKER_FILE
+        self.checkpoint_marker = RunDir(state_dir).trainer_checkpoint_marker
+        self.job_marker = RunDir(state_dir).trainer_job_marker
         self.trained = 0  # durable: Reef's scenario step
         self.metrics = dict(GOOD_METRICS)  # what the next update reports
         self.on_train: Callable[[int], None] | None = None
@@ -92,8 +90,8 @@ class SimulatedTrainer:
                 return
             step = self.trained
             metrics = {**self.metrics, "train/global_batch_size": self._batch(step)}
-            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            (self.checkpoint_dir / CHECKPOINT_MARKER_FILE).write_text(f"{step + 1}\n")
+            self.checkpoint_marker.parent.mkdir(parents=True, exist_ok=True)
+            self.checkpoint_marker.write_text(f"{step + 1}\n")
             self.job_marker.parent.mkdir(parents=True, exist_ok=True)
             self.job_marker.write_text(
                 json.dumps(

@@ -49,7 +49,7 @@ from atoll.guidance_ttt.services.cancel import Cancellation
 from atoll.guidance_ttt.services.training_barrier import (
     SEARCH_ONLY_MODE,
     StepExpectation,
-    TrainingBridge,
+    TrainingBarrier,
 )
 from atoll.guidance_ttt.state import resume
 from atoll.guidance_ttt.state.durable_archive import Library
@@ -102,7 +102,7 @@ def run(
     guidance: GuidanceService,
     executor: ExecutorService,
     scorer: ScoringService,
-    bridge: TrainingBridge,
+    barrier: TrainingBarrier,
     name: resume.RunName | None = None,
     start: resume.RunStart | None = None,
     cancellation: Cancellation | None = None,
@@ -112,22 +112,22 @@ def run(
 
     `start` is what the caller read of the state directory before it built
     the services (`resume.read_start`); None reads it here. `name` is the
-    run's id and Reef scenario, which the guidance client and the bridge were
+    run's id and Reef scenario, which the guidance client and the barrier were
     built for; None takes the start's (the saved name, or a new one for a
     first start). `cancellation` stops the run: it raises `RunCancelled` once
     the calls in flight are aborted and journaled.
     """
     console = console or Console(stderr=True)
     cancellation = cancellation or Cancellation()
-    if (config.training == "off") != (bridge.mode == SEARCH_ONLY_MODE):
+    if (config.training == "off") != (barrier.mode == SEARCH_ONLY_MODE):
         raise ConfigError(
-            f"training is {config.training!r} but the training bridge is {bridge.mode!r}; "
-            "use the search-only bridge exactly when training is 'off'"
+            f"training is {config.training!r} but the training barrier is {barrier.mode!r}; "
+            "use the search-only barrier exactly when training is 'off'"
         )
     state_dir = config.state_dir
     start = start or resume.read_start(state_dir)
     opened = resume.RunStart(start.saved, name or start.name)
-    library, state = _open(config, task, seed, bridge, opened, console)
+    library, state = _open(config, task, seed, barrier, opened, console)
     try:
         if state.next_step > config.steps:
             raise RunAlreadyComplete(
@@ -139,7 +139,7 @@ def run(
         if state.next_step == config.steps:
             _log_handed_in(console, state, library.archive.best)
         else:
-            services = (guidance, executor, scorer, bridge)
+            services = (guidance, executor, scorer, barrier)
             _run_steps(config, task, library, state, services, cancellation, console)
         result = RunResult(state.run_id, state.training, library.archive.best, state.summaries)
         atomic_write_json(RunDir(state_dir).result, result.to_json())
@@ -153,14 +153,14 @@ def _run_steps(
     task: Task,
     library: Library,
     state: resume.ResumeState,
-    services: tuple[GuidanceService, ExecutorService, ScoringService, TrainingBridge],
+    services: tuple[GuidanceService, ExecutorService, ScoringService, TrainingBarrier],
     cancellation: Cancellation,
     console: Console,
 ) -> None:
     """Run and commit steps `state.next_step` .. `config.steps - 1`, advancing `state`."""
     state_dir = config.state_dir
-    guidance, executor, scorer, bridge = services
-    bridge.start(state.next_step)
+    guidance, executor, scorer, barrier = services
+    barrier.start(state.next_step)
     context = StepContext(
         task=task,
         library=library,
@@ -176,13 +176,13 @@ def _run_steps(
             judge=config.judge_concurrency,
         ),
         cancellation=cancellation,
-        complete_grid=bridge.mode != SEARCH_ONLY_MODE,
+        complete_grid=barrier.mode != SEARCH_ONLY_MODE,
     )
     for step in range(state.next_step, config.steps):
         cancellation.check(f"step {step}")
         summary = _step_with_progress(context, step, console)
         library.finish_step(step)
-        commit = bridge.await_training(
+        commit = barrier.await_training(
             StepExpectation(
                 step=step,
                 groups=config.groups,
@@ -191,7 +191,7 @@ def _run_steps(
                 non_constant_groups=summary.non_constant_groups,
             )
         )
-        summary.training = bridge.mode
+        summary.training = barrier.mode
         if commit is not None:
             summary.grad_norm = commit.grad_norm
             summary.train_metrics = commit.metrics
@@ -207,14 +207,14 @@ def _open(
     config: GuidanceConfig,
     task: Task,
     seed: Entry,
-    bridge: TrainingBridge,
+    barrier: TrainingBarrier,
     start: resume.RunStart,
     console: Console,
 ) -> tuple[Library, resume.ResumeState]:
     state_dir = config.state_dir
     saved, name = start.saved, start.name
     if saved is None:
-        _check_trainer(bridge, 0, open_step_complete=False)
+        _check_trainer(barrier, 0, open_step_complete=False)
         has_steps = any(RunDir(state_dir).steps.glob("*"))
         if Library.discard_unstarted(state_dir, has_steps=has_steps):
             console.print(
@@ -228,19 +228,19 @@ def _open(
         state = resume.ResumeState(
             run_id=name.run_id,
             scenario=name.scenario,
-            training=bridge.mode,
+            training=barrier.mode,
             identity=config.identity(),
             next_step=0,
             task=task.identity(),
         )
         resume.save(state_dir, state)
         console.print(
-            f"guidance-ttt: new run {state.run_id} ({bridge.mode}, Reef scenario "
+            f"guidance-ttt: new run {state.run_id} ({barrier.mode}, Reef scenario "
             f"{state.scenario}) in {state_dir}",
             **PLAIN,
         )
         return library, state
-    saved.check(config, bridge.mode, name, task)
+    saved.check(config, barrier.mode, name, task)
     library = Library.restore_committed(state_dir)
     try:
         resume.catch_up(state_dir, saved, library.archive.step)
@@ -249,7 +249,7 @@ def _open(
             open_step = saved.next_step
             journal = read_step(RunDir(state_dir).step_journal(open_step), open_step)
             complete = len(journal.finished) == config.groups * config.rollouts
-            _check_trainer(bridge, open_step, open_step_complete=complete)
+            _check_trainer(barrier, open_step, open_step_complete=complete)
             console.print(
                 f"guidance-ttt: resuming run {saved.run_id} ({saved.training}) at step {open_step}",
                 **PLAIN,
@@ -261,12 +261,12 @@ def _open(
     return library, saved
 
 
-def _check_trainer(bridge: TrainingBridge, step: int, *, open_step_complete: bool) -> None:
-    trained = bridge.trainer_step()
+def _check_trainer(barrier: TrainingBarrier, step: int, *, open_step_complete: bool) -> None:
+    trained = barrier.trainer_step()
     if trained is None or trained == step:
         return
     if open_step_complete and trained == step + 1:
-        # Reef trained the open step before its archive was committed: the bridge checks that
+        # Reef trained the open step before its archive was committed: the barrier checks that
         # update (from the trainer's report or its durable job marker) before the commit.
         return
     raise TrainerOutOfStep(

@@ -3,7 +3,7 @@
 The archive of step s is committed only once the guidance model was really
 updated on step s's grid, so every check here fails closed: a missing field, a
 non-finite number or a step Reef lists as failed is an error, never a pass.
-Reef is reached through one small interface (`TrainingBridge`) with two
+Reef is reached through one small interface (`TrainingBarrier`) with two
 implementations: the real one (Reef's `GET /reef/status` plus the training
 bridge actor's health) and a search-only one that trains nothing. Search-only
 is a choice the user makes; it is recorded everywhere and never a fallback.
@@ -35,8 +35,6 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 
 SERVING_PHASE = "serving"
 
-# Megatron writes this file into its save directory once a checkpoint is durable.
-CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
 # The status of the trainer's job marker (`RunDir.trainer_job_marker`) once its commit is durable.
 JOB_COMMITTED = "COMPLETE"
 
@@ -271,7 +269,7 @@ def _step_number(item: Any) -> int:
     return item
 
 
-class TrainingBridge(Protocol):
+class TrainingBarrier(Protocol):
     """What the run controller needs from the trainer."""
 
     mode: str
@@ -289,7 +287,7 @@ class TrainingBridge(Protocol):
         ...
 
 
-class SearchOnlyBridge:
+class SearchOnlyBarrier:
     """Trains nothing: the search runs with a frozen guidance model, by explicit choice."""
 
     mode = SEARCH_ONLY_MODE
@@ -353,8 +351,12 @@ class _Origin:
         return self.step + 1 if self.trained_ahead else self.step
 
 
-class ReefTrainingBridge:
-    """Reef trains: poll its status until the step is trained, then gate the actor's report."""
+class ReefTrainingBarrier:
+    """Reef trains: poll its status until the step is trained, then gate the actor's report.
+
+    `checkpoint_marker` and `job_marker` are the trainer's durable files
+    (`RunDir.trainer_checkpoint_marker`, `RunDir.trainer_job_marker`).
+    """
 
     mode = REEF_MODE
 
@@ -364,7 +366,7 @@ class ReefTrainingBridge:
         scenario: str,
         *,
         health: Callable[[], Mapping[str, Any]],
-        checkpoint_dir: Path | None = None,
+        checkpoint_marker: Path | None = None,
         job_marker: Path | None = None,
         poll_interval_s: float = 5.0,
         timeout_s: float = 4 * 3600.0,
@@ -373,9 +375,7 @@ class ReefTrainingBridge:
         self._status = status
         self._cancellation = cancellation
         self._health = health
-        self._checkpoint_marker = (
-            checkpoint_dir / CHECKPOINT_MARKER_FILE if checkpoint_dir else None
-        )
+        self._checkpoint_marker = checkpoint_marker
         self._job_marker = job_marker
         self._origin: _Origin | None = None
         self.scenario = scenario
@@ -402,7 +402,7 @@ class ReefTrainingBridge:
         if origin is None or expected.step < origin.step:
             raise TrainingInvariantFailed(
                 f"the training barrier of step {expected.step} was reached before the run "
-                "told the bridge where it starts"
+                "told the barrier where it starts"
             )
         deadline = time.monotonic() + self.timeout_s
         while True:

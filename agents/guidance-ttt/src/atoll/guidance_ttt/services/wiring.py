@@ -1,4 +1,4 @@
-"""Build a run's services from its config: guidance through Reef, executor, scorer, training bridge.
+"""Build a run's services from its config: guidance through Reef, executor, scorer, training barrier.
 
 One place decides which concrete client each setting selects, so the agent,
 the command line and tests start a run the same way. Credentials and service
@@ -7,7 +7,7 @@ own process environment overlaid with Harbor's `--ae` variables) and stay
 inside the clients. All clients share the run's `Cancellation`: cancelling it
 aborts their calls in flight, and closing the services closes the task's
 scorer (stopping an embedded judge), so a cancelled run leaves no thread or process behind. With training
-on, the bridge reads Reef's trainer through the Ray cluster named in Reef's
+on, the barrier reads Reef's trainer through the Ray cluster named in Reef's
 runtime files (`atoll.core.reef_runtime`).
 """
 
@@ -37,9 +37,9 @@ from atoll.guidance_ttt.services.scorer import (
 )
 from atoll.guidance_ttt.services.training_barrier import (
     RayActorHealth,
-    ReefTrainingBridge,
-    SearchOnlyBridge,
-    TrainingBridge,
+    ReefTrainingBarrier,
+    SearchOnlyBarrier,
+    TrainingBarrier,
 )
 from atoll.guidance_ttt.state import resume
 from atoll.guidance_ttt.state.run_dir import RunDir
@@ -58,7 +58,7 @@ class Services:
     guidance: GuidanceClient
     executor: Executor
     scorer: Scorer
-    bridge: TrainingBridge
+    barrier: TrainingBarrier
     cancellation: Cancellation
 
 
@@ -110,41 +110,41 @@ def open_services(
     if judge:
         environ = {**environ, JUDGE_URL_ENV: judge}
     try:
-        bridge = training_bridge(config, guidance, scenario, environ, cancellation)
+        barrier = training_barrier(config, guidance, scenario, environ, cancellation)
         with open_task_scorer(task, RunDir(config.state_dir).scorer_state, environ) as scorer:
             # A closed scorer fails its next poll: no wait outlives a cancel.
             cancellation.on_cancel(scorer.close)
-            yield Services(guidance, executor, scorer, bridge, cancellation)
+            yield Services(guidance, executor, scorer, barrier, cancellation)
     finally:
         guidance.close()
         executor.close()
 
 
-def training_bridge(
+def training_barrier(
     config: GuidanceConfig,
     guidance: GuidanceClient,
     scenario: str,
     environ: Mapping[str, str],
     cancellation: Cancellation,
-) -> TrainingBridge:
+) -> TrainingBarrier:
     """Search-only when training is off; else Reef's status plus the actor in Reef's Ray cluster."""
     if config.training == "off":
-        return SearchOnlyBridge()
-    state_dir = config.state_dir.expanduser().resolve()
-    run_dir = reef_runtime.run_dir(state_dir, environ)
-    runtime = reef_runtime.read_ray_runtime(run_dir)
+        return SearchOnlyBarrier()
+    paths = RunDir(config.state_dir.expanduser().resolve())
+    reef_run_dir = paths.reef_run_dir(environ)
+    runtime = reef_runtime.read_ray_runtime(reef_run_dir)
     if runtime is None:
         raise ReefRuntimeMissing(
             f"training=on reads the Ray cluster of Reef's trainer from Reef's runtime files, and "
-            f"{run_dir} has none: start Reef with the reef-stack job plugin or `atoll stack up`, "
+            f"{reef_run_dir} has none: start Reef with the reef-stack job plugin or `atoll stack up`, "
             f"or set {reef_env.RUN_DIR_ENV} to the run directory of the Reef that trains this run"
         )
-    return ReefTrainingBridge(
+    return ReefTrainingBarrier(
         guidance.status,
         scenario,
         health=RayActorHealth(runtime),
-        checkpoint_dir=RunDir(state_dir).trainer_checkpoints,
-        job_marker=RunDir(state_dir).trainer_job_marker,
+        checkpoint_marker=paths.trainer_checkpoint_marker,
+        job_marker=paths.trainer_job_marker,
         poll_interval_s=BARRIER_POLL_S,
         cancellation=cancellation,
     )
@@ -183,7 +183,7 @@ def run_search(
             guidance=services.guidance,
             executor=services.executor,
             scorer=services.scorer,
-            bridge=services.bridge,
+            barrier=services.barrier,
             start=start,
             cancellation=services.cancellation,
             console=console,

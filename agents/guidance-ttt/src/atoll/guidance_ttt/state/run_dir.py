@@ -4,19 +4,21 @@ A run keeps all it needs to resume under its state directory: its own files
 in `guidance-run/` (the archive, its journal and committed copy, the resume
 state, each step's rollout journal and summary, the final result), Reef's
 records and the trainer's checkpoints in `reef/`, and the stack `atoll stack
-up` starts for it in `stack/`. Modules ask a `RunDir` for the path they read
-or write instead of joining file names onto the state directory themselves,
-so the layout the README lists is the layout this module spells. The `reef/`
-and `stack/` locations are the run config's (`atoll.guidance_ttt.config`),
-which the Reef stack reads too; `RunDir` names the trainer's files through it.
+up` starts for it in `stack/` (with Reef's own run directory in it). Modules
+ask a `RunDir` for the path they read or write instead of joining file names
+onto the state directory themselves, so the layout the README lists is the
+layout this module spells. The `reef/` and `stack/` locations are
+`atoll.core.reef_runtime`'s, which the Reef stack uses too; `RunDir` names
+them, and the trainer's files in them, through it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from atoll.core.reef_runtime import trainer_checkpoint_dir, trainer_hf_dir
+from atoll.core import reef_runtime
 
 # The run's own files, inside the state directory.
 RUN_SUBDIR = "guidance-run"
@@ -32,6 +34,8 @@ SUMMARY_SUFFIX = ".summary.json"
 # Reef's trainer records its latest training job (status, rollout id, metrics) in this
 # file beside its published adapters, and only settles it once the job's commit is durable.
 JOB_MARKER_FILE = ".reef-latest-job.json"
+# Megatron writes this file into its save directory once a checkpoint is durable.
+CHECKPOINT_MARKER_FILE = "latest_checkpointed_iteration.txt"
 
 
 def run_dir(state_dir: Path) -> Path:
@@ -108,9 +112,26 @@ class RunDir:
     @property
     def trainer_checkpoints(self) -> Path:
         """The trainer's Megatron checkpoints, whose marker says an update is durable."""
-        return trainer_checkpoint_dir(self.state_dir)
+        return reef_runtime.trainer_checkpoint_dir(self.state_dir)
+
+    @property
+    def trainer_checkpoint_marker(self) -> Path:
+        """The file Megatron writes into `trainer_checkpoints` once a checkpoint is durable."""
+        return self.trainer_checkpoints / CHECKPOINT_MARKER_FILE
 
     @property
     def trainer_job_marker(self) -> Path:
         """The trainer's record of its latest training job, settled once its commit is durable."""
-        return trainer_hf_dir(self.state_dir) / JOB_MARKER_FILE
+        return reef_runtime.trainer_hf_dir(self.state_dir) / JOB_MARKER_FILE
+
+    @property
+    def stack_dir(self) -> Path:
+        """The stack `atoll stack up` starts for the run: its state, logs and Reef's run directory."""
+        return reef_runtime.default_stack_dir(self.state_dir)
+
+    def reef_run_dir(self, environ: Mapping[str, str]) -> Path:
+        """Reef's run directory: `REEF_RUN_DIR` in `environ` (a job's stack), else `stack_dir`'s.
+
+        Reef writes its runtime files there, which name the Ray cluster its trainer joined.
+        """
+        return reef_runtime.run_dir(self.state_dir, environ)
