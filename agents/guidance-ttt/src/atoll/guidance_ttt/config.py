@@ -10,14 +10,12 @@ subset is what a resume must find unchanged.
 
 from __future__ import annotations
 
-import tomllib
 import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -28,6 +26,7 @@ from pydantic import (
 )
 
 from atoll.core import reef_env
+from atoll.core.settings_files import SettingsFileError, read_settings_file
 from atoll.guidance_ttt.presets import DEFAULT_PRESET, UnknownPreset, preset, spellings
 
 
@@ -169,25 +168,10 @@ def setting_names() -> list[str]:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """The settings in a `.toml`, `.yaml` or `.yml` file (a mapping of setting to value)."""
-    suffix = path.suffix.lower()
-    if suffix not in (".toml", ".yaml", ".yml"):
-        raise ConfigError(f"{path}: unknown config format; use a .toml, .yaml or .yml file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        if suffix == ".toml":
-            data: Any = tomllib.loads(text)
-        else:
-            data = yaml.safe_load(text)
-            data = {} if data is None else data
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        detail = str(exc).splitlines()[0]
-        raise ConfigError(f"{path}: not valid {suffix[1:].upper()} ({detail})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must be a mapping of setting names to values")
-    return data
+        return read_settings_file(path)
+    except SettingsFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_config(

@@ -41,6 +41,7 @@ __public_modules__ = (
     "sandbox.owners",
     "sandbox.userns",
     "scoring",
+    "settings_files",
     "sizes",
     "stack_use",
     "task_dirs",

@@ -17,17 +17,16 @@ reads the file itself as a mapping of its own settings.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from atoll.core import reef_env
 from atoll.core.records import Registration
 from atoll.core.registry import Registry
+from atoll.core.settings_files import SettingsFileError, read_settings_file
 from atoll.core.stack_use import (
     AgentRefused,
     StackConfigError,
@@ -204,22 +203,10 @@ def load(
 
 def read_file(path: Path) -> dict[str, Any]:
     """The settings in a `.toml`, `.yaml` or `.yml` file (a mapping of setting to value)."""
-    suffix = path.suffix.lower()
-    if suffix not in (".toml", ".yaml", ".yml"):
-        raise StackError(f"{path}: unknown config format; use a .toml, .yaml or .yml file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StackError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        data: Any = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        detail = str(exc).splitlines()[0]
-        raise StackError(f"{path}: not valid {suffix[1:].upper()} ({detail})") from None
-    data = {} if data is None else data
-    if not isinstance(data, dict):
-        raise StackError(f"{path}: must be a mapping of setting names to values")
-    return data
+        return read_settings_file(path)
+    except SettingsFileError as exc:
+        raise StackError(str(exc)) from None
 
 
 def _describe(exc: ValidationError, given: Mapping[str, Any]) -> str:
