@@ -120,6 +120,16 @@ def test_another_rule_or_setting_is_another_promotion(
     assert other != first
 
 
+def test_rollouts_at_a_time_are_not_part_of_the_promotion(
+    run: Path, rule: Path, store: Path
+) -> None:
+    """--workers changes how long a side takes, not what is measured: a resume may change it."""
+    one = promote.plan(_request(run, rule, store))
+    four = promote.plan(_request(run, rule, store, workers=4))
+    assert four.directory == one.directory
+    assert "workers" not in json.dumps(four.manifest)
+
+
 def test_a_run_without_a_training_manifest_takes_the_model_from_the_flags(
     rule: Path, store: Path, tmp_path: Path
 ) -> None:

@@ -330,7 +330,8 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
     argv = [
         "pi", "train", "promote", str(run), "--checkpoint", checkpoint, "--rule", str(rule),
         "--store", str(store), "--problems", "1", "--languages", "python", "--samples", "1",
-        "--transfer-samples", "1", "--max-turns", "2", "--timeout", "600", "--max-tokens", MAX_TOKENS,
+        "--transfer-samples", "1", "--workers", "4", "--max-turns", "2", "--timeout", "600",
+        "--max-tokens", MAX_TOKENS,
         "--system-prompt", str(system_prompt),
     ]  # fmt: skip
     done = run_atoll(venv_bin, server_env, *argv, timeout=1500)
@@ -370,6 +371,8 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
         assert record["euler"][side]["rows_sha256"] is not None
         assert record["inputs"][f"{side}_transfer_manifest_sha256"] is not None
     assert not (run / "promoted.json").exists()
+    # --workers reaches the evaluations (the transfer suite's four tasks run side by side).
+    assert ", 4 at a time" in (promotion / "candidate" / "euler.log").read_text()
 
     # A rerun reports the decision it made; nothing is sampled again.
     again = run_atoll(venv_bin, server_env, *argv, timeout=300)

@@ -77,6 +77,9 @@ class Request:
     base_model: str | None = None
     renderer: str | None = None
     baseline_checkpoint: str | None = None
+    # Rollouts at a time in each evaluation. Not part of the evaluation's identity: it
+    # changes how long a side takes, never what is measured (atoll-euler's own rule).
+    workers: int = 1
 
 
 def _now() -> str:
@@ -336,15 +339,11 @@ def _euler_rows(directory: Path) -> list[dict[str, Any]]:
 
 
 def _evaluate_side(
-    made: Plan,
-    side: str,
-    checkpoint: str | None,
-    evaluation: Evaluation,
-    tinker_url: str,
-    say: Callable[[str], None],
+    made: Plan, side: str, checkpoint: str | None, request: Request, say: Callable[[str], None]
 ) -> None:
     from atoll.pi_train.local_server import free_port
 
+    evaluation, tinker_url = request.evaluation, request.tinker_url
     side_dir = made.directory / side
     transfer_dir, euler_dir = side_dir / "transfer", side_dir / "euler"
     transfer_left = not _transfer_done(transfer_dir)
@@ -366,7 +365,7 @@ def _evaluate_side(
     common = [
         "--base-url", spec.base_url, "--model", spec.name, "--api-key-env", KEY_VARIABLE,
         "--languages", evaluation.languages, "--max-turns", str(evaluation.max_turns),
-        "--timeout", str(evaluation.timeout),
+        "--timeout", str(evaluation.timeout), "--workers", str(request.workers),
     ]  # fmt: skip
     if evaluation.system_prompt is not None:
         common += ["--system-prompt", evaluation.system_prompt]
@@ -541,7 +540,7 @@ def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
                 ("baseline", request.baseline_checkpoint),
                 ("candidate", request.checkpoint),
             ):
-                _evaluate_side(made, side, checkpoint, request.evaluation, request.tinker_url, say)
+                _evaluate_side(made, side, checkpoint, request, say)
             record = decide(made)
             atomic_write_json(record_path, record)
             if record["promoted"]:

@@ -34,6 +34,9 @@ def promote(
     transfer_samples: int = typer.Option(
         4, "--transfer-samples", min=1, help="Transfer attempts per task x language."
     ),
+    workers: int = typer.Option(
+        1, "--workers", min=1, help="Rollouts run at a time in each evaluation."
+    ),
     max_turns: int = typer.Option(30, "--max-turns", min=1, help="Model turns per rollout."),
     timeout: float = typer.Option(900.0, "--timeout", min=1, help="Seconds per rollout."),
     max_tokens: int | None = typer.Option(
@@ -84,6 +87,7 @@ def promote(
         base_model=None if base_model is None else resolved_base_model(base_model),
         renderer=renderer,
         baseline_checkpoint=baseline_checkpoint,
+        workers=workers,
     )
     from atoll.core.termination import sigterm_unwinds
 
