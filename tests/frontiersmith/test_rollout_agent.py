@@ -129,7 +129,8 @@ def test_a_rollout_that_hits_its_timeout_is_recorded_failed_with_the_timeout(
         if "response_format" in request:  # a FrontierSmith stage
             return model.script(request)
         stalled.append(request)
-        return Reply(content="still thinking", delay_s=25)  # past the rollout's 8 s
+        # Past the rollout's 8 s whenever Pi asks; the server's exit waits for this reply.
+        return Reply(content="still thinking", delay_s=12)
 
     with ScriptedOpenAIServer(answer) as server:
         done = emit(

@@ -35,8 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox_fusion import RunCodeRequest, run_code  # type: ignore[import-untyped]
-
 from atoll.core.sandbox.fusion import require_loopback_url
 from atoll.pi_train.pi_tools import (
     TOOL_NAMES,
@@ -111,6 +109,9 @@ Runner = Callable[[Runtime, dict[str, bytes], float], RunResult]
 def fusion_runner(sandbox_url: str) -> Runner:
     """A runner over a SandboxFusion-compatible sandbox on loopback (NotLoopbackError otherwise)."""
     require_loopback_url(sandbox_url)
+    # Imported here, not at the top: its HTTP stack (aiohttp) would cost every `atoll`
+    # start that loads the shell command's options about 0.3 s.
+    from sandbox_fusion import RunCodeRequest, run_code  # type: ignore[import-untyped]
 
     def run(runtime: Runtime, files: dict[str, bytes], timeout_s: float) -> RunResult:
         request = RunCodeRequest(
