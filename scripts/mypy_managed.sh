@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Strict types for pi-train's managed/ scripts, against the managed Python 3.11
+# Strict types for the managed/ scripts (pi-train's and Guidance-TTT's), against the managed Python 3.11
 # environment they run in (`uv run atoll tinker install` builds it): the
 # workspace's `uv run mypy` checks every other module of src and leaves these out,
 # because tinker, tinker-cookbook and SkyRL tx are installed only there.
@@ -10,11 +10,14 @@ found = env.installed()
 if found is None:
     raise SystemExit("the managed Tinker environment is missing: run `uv run atoll tinker install`")
 print(found.python)')"
-managed=agents/pi-train/src/atoll/pi_train/managed
-modules=()
-for script in "$managed"/*.py; do
-    name="$(basename "$script" .py)"
-    [[ "$name" == __init__ ]] || modules+=(-m "$name")
+config="$PWD/agents/pi-train/mypy-managed.ini"
+# pi-train's managed scripts, and Guidance-TTT's Tinker policy server, which runs there too.
+for managed in agents/pi-train/src/atoll/pi_train/managed \
+    agents/guidance-ttt/src/atoll/guidance_ttt/training/managed; do
+    modules=()
+    for script in "$managed"/*.py; do
+        name="$(basename "$script" .py)"
+        [[ "$name" == __init__ ]] || modules+=(-m "$name")
+    done
+    (cd "$managed" && MYPYPATH=. uv run mypy --config-file "$config" --python-executable "$python" "${modules[@]}")
 done
-cd "$managed"
-MYPYPATH=. exec uv run mypy --config-file ../../../../mypy-managed.ini --python-executable "$python" "${modules[@]}"

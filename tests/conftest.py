@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,30 @@ def repo() -> Path:
 def venv_bin() -> Path:
     """The bin directory of the environment the tests run in (for its console scripts)."""
     return Path(sys.executable).parent
+
+
+# One tiny model and one local Tinker server for every test that trains or samples on
+# Tinker (pi-train's and Guidance-TTT's): each module starting its own SkyRL tx would pay
+# the engine's start and its shape compiles again. The server's teardown checks that
+# `atoll tinker local down` leaves no process behind.
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory, venv_bin: Path) -> Path:
+    """The seed-3 tiny Qwen3 model and its tokenizer, built once."""
+    from support.tinker_local import make_tiny_model
+
+    return make_tiny_model(venv_bin, dict(os.environ), tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def server_env(
+    tmp_path_factory: pytest.TempPathFactory, venv_bin: Path, tiny_model: Path
+) -> Iterator[dict[str, str]]:
+    """The environment with the shared local server's exports (TINKER_BASE_URL, TINKER_API_KEY)."""
+    from support.tinker_local import local_server
+
+    with local_server(
+        venv_bin, dict(os.environ), tmp_path_factory.mktemp("local"), tiny_model
+    ) as env:
+        yield env

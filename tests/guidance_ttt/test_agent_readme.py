@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atoll.guidance_ttt.config import IDENTITY_FIELDS, GuidanceConfig
+from atoll.guidance_ttt.config import IDENTITY_FIELDS, TINKER_IDENTITY_FIELDS, GuidanceConfig
 from atoll.guidance_ttt.presets import PRESETS
 
 README = Path(__file__).parents[2] / "agents" / "guidance-ttt" / "README.md"
@@ -31,7 +31,7 @@ def test_every_setting_is_documented_once_with_its_identity_mark():
     rows = _table("## Settings")
     assert [_code(row[0]) for row in rows] == list(GuidanceConfig.model_fields)
     starred = [_code(row[0]) for row in rows if row[0].endswith("*")]
-    assert sorted(starred) == sorted(IDENTITY_FIELDS)
+    assert sorted(starred) == sorted(IDENTITY_FIELDS + TINKER_IDENTITY_FIELDS)
 
 
 def test_the_executor_presets_table_is_the_presets_table():

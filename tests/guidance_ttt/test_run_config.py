@@ -76,7 +76,7 @@ def test_agent_kwargs_as_harbor_passes_them(tmp_path: Path) -> None:
         ({"gropus": "8"}, "unknown setting 'gropus'; known settings: groups, rollouts"),
         ({"groups": "eight"}, "setting 'groups': Input should be a valid integer"),
         ({"groups": "0"}, "setting 'groups': Input should be greater than or equal to 1"),
-        ({"training": "maybe"}, "setting 'training': Input should be 'on' or 'off'"),
+        ({"training": "maybe"}, "setting 'training': Input should be 'on', 'off' or 'tinker'"),
         (
             {"executor_preset": "gpt"},
             "setting 'executor_preset': unknown executor preset 'gpt'; choose one of "
@@ -161,3 +161,42 @@ def test_identity_subset_and_first_change() -> None:
 
 def test_fields_are_documented() -> None:
     assert all(field.description for field in GuidanceConfig.model_fields.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "other"),
+    [
+        ("tinker_base_model", "Qwen/Qwen3-4B"),
+        ("renderer", "qwen3_disable_thinking"),
+        ("learning_rate", 1e-4),
+        ("kl_coef", 0.0),
+    ],
+)
+def test_what_the_tinker_trainer_makes_of_samples_is_identity_of_tinker_runs_only(
+    name: str, other: object
+) -> None:
+    tinker = load_config(None, {"training": "tinker", "groups": 4})
+    changed = load_config(None, {"training": "tinker", "groups": 4, name: other})
+    assert name in tinker.identity()
+    assert changed.identity_change(tinker.identity()) == (
+        f"{name} changed from {tinker.identity()[name]!r} to {other!r}"
+    )
+    # A search-only run never reads them: changing one does not block its resume.
+    off = load_config(None, {"training": "off", "groups": 4})
+    assert name not in off.identity()
+    assert (
+        load_config(None, {"training": "off", "groups": 4, name: other}).identity_change(
+            off.identity()
+        )
+        is None
+    )
+
+
+def test_training_on_tinker_settings() -> None:
+    config = load_config(None, {"training": "tinker", "tinker_policy_port": 31000})
+    assert config.tinker_base_model == config.guidance_model
+    assert config.tinker_policy_url == "http://127.0.0.1:31000/v1"
+    with pytest.raises(ConfigError, match="rollouts must be at least 2 when training"):
+        load_config(None, {"training": "tinker", "rollouts": 1})
+    with pytest.raises(ConfigError, match="guidance_base_url is not used with training=tinker"):
+        load_config(None, {"training": "tinker", "guidance_base_url": "http://127.0.0.1:9/v1"})

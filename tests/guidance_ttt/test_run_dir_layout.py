@@ -29,6 +29,8 @@ GOLDEN = {
     "trainer_checkpoint_marker": "reef/checkpoints/megatron/latest_checkpointed_iteration.txt",
     "trainer_job_marker": "reef/checkpoints/hf/.reef-latest-job.json",
     "stack_dir": "stack",
+    "tinker_checkpoints": "guidance-run/tinker-checkpoints.jsonl",
+    "tinker_policy_log": "guidance-run/tinker-policy.log",
 }
 
 
@@ -51,6 +53,7 @@ def test_step_files_and_reefs_run_dir_keep_their_names():
     layout = RunDir(STATE)
     assert _relative(layout.step_journal(7)) == "guidance-run/steps/step-00007.jsonl"
     assert _relative(layout.step_summary(12)) == "guidance-run/steps/step-00012.summary.json"
+    assert _relative(layout.step_training(3)) == "guidance-run/steps/step-00003.training.json"
     assert _relative(layout.reef_run_dir({})) == "stack/reef-run"
 
 

@@ -28,6 +28,8 @@ from atoll.stack import health
 from atoll.stack.config import StackConfig, from_agent, stack_config
 from atoll.stack.errors import StackError
 from atoll.stack.job_plugin import ReefStackPlugin
+from atoll.stack.options import StackOptions
+from atoll.stack.planning import plan
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -188,3 +190,12 @@ def test_a_config_function_must_return_the_stacks_config_or_its_settings():
         StackError, match=r"^agent 'odd' \(atoll-odd\): unknown setting 'executor_preset'; "
     ):
         from_agent(agent, {"executor_preset": "local"})  # an agent's own setting, not the stack's
+
+
+def test_training_on_tinker_hands_the_stack_a_record_only_reef_in_front_of_the_policy(tmp_path):
+    settings = {"training": "tinker", "tinker_policy_port": "31001", "state_dir": str(tmp_path)}
+    config = stack_config(stack_settings(settings, "Qwen/Qwen3-8B"))
+    # atoll trains through Tinker, so Reef only records: upstream mode, to the run's policy.
+    assert config.training == "off"
+    assert config.guidance_base_url == "http://127.0.0.1:31001/v1"
+    assert plan(config, StackOptions()).upstream == ("http://127.0.0.1:31001", "Qwen/Qwen3-8B")

@@ -200,8 +200,13 @@ def stack_settings(kwargs: Mapping[str, Any], model_name: str | None = None) -> 
     """
     config = agent_config(kwargs, model_name)
     server = preset(config.executor_preset).local_server
+    settings = {name: getattr(config, name) for name in STACK_SETTINGS}
+    if config.training == "tinker":
+        # atoll trains through Tinker: Reef records every call and score in upstream mode,
+        # in front of the run's own Tinker policy server, which the agent starts.
+        settings.update(training="off", guidance_base_url=config.tinker_policy_url)
     return {
-        **{name: getattr(config, name) for name in STACK_SETTINGS},
+        **settings,
         "executor_served_locally": server is not None,
         "executor_reasoning_parser": server.reasoning_parser if server is not None else None,
     }
@@ -209,6 +214,11 @@ def stack_settings(kwargs: Mapping[str, Any], model_name: str | None = None) -> 
 
 def check_training_stack(config: GuidanceConfig) -> None:
     """Fail before the first sample, not after a whole step, when training cannot be observed."""
+    if config.training == "tinker" and importlib.util.find_spec("atoll.pi_train") is None:
+        raise TrainingUnavailable(
+            "training=tinker runs its trainer in atoll-pi-train's managed Tinker environment, "
+            "which is not installed: install atoll-guidance-ttt[tinker]"
+        )
     if config.training == "on" and importlib.util.find_spec("ray") is None:
         raise TrainingUnavailable(
             "training=on waits for Reef's trainer through Ray, which is not installed: install "

@@ -54,6 +54,9 @@ IDENTITY_FIELDS = (
     "tensor_parallel_size",
     "prompt_mode",
 )
+# What atoll's own trainer makes of the samples: identity of a training=tinker run only
+# (the other modes never read them, so a change there changes nothing).
+TINKER_IDENTITY_FIELDS = ("tinker_base_model", "renderer", "learning_rate", "kl_coef")
 
 
 class GuidanceConfig(BaseModel):
@@ -86,8 +89,41 @@ class GuidanceConfig(BaseModel):
     guidance_concurrency: int = Field(64, ge=1, description="Concurrent guidance requests.")
     executor_concurrency: int = Field(32, ge=1, description="Concurrent executor requests.")
     judge_concurrency: int = Field(8, ge=1, description="Concurrent judge submissions.")
-    training: Literal["on", "off"] = Field(
-        "on", description="'off' runs the search without Reef training (no barrier gate)."
+    training: Literal["on", "off", "tinker"] = Field(
+        "on",
+        description="'on': Reef trains on its GPU stack; 'tinker': atoll trains through the "
+        "Tinker API; 'off': search-only, nothing is trained.",
+    )
+    tinker_base_url: str | None = Field(
+        None,
+        description="Tinker service for training=tinker (default: $TINKER_BASE_URL, else hosted "
+        "Tinker); the key comes from TINKER_API_KEY only.",
+    )
+    tinker_base_model: str | None = Field(
+        None,
+        description="Base model trained with training=tinker: a hosted model name, or a local "
+        "directory for the local server (default: guidance_model).",
+    )
+    renderer: str = Field(
+        "qwen3",
+        min_length=1,
+        description="tinker-cookbook renderer of the guidance prompt (qwen3: thinking on).",
+    )
+    learning_rate: float = Field(4e-5, gt=0, description="Adam learning rate (training=tinker).")
+    kl_coef: float = Field(
+        0.1, ge=0, description="KL-to-base coefficient of the advantage (training=tinker)."
+    )
+    tinker_load_checkpoint: str | None = Field(
+        None,
+        description="Tinker training state whose weights start the LoRA, e.g. a supervised "
+        "warm start (training=tinker; default: the base model).",
+    )
+    tinker_policy_port: int = Field(
+        30001,
+        ge=1,
+        le=65535,
+        description="Loopback port of the Tinker policy server that Reef proxies guidance to "
+        "(training=tinker).",
     )
     executor_preset: str = Field(
         DEFAULT_PRESET,
@@ -123,7 +159,7 @@ class GuidanceConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fill_executor(self) -> Self:
-        if self.training == "on" and self.rollouts < 2:
+        if self.training in ("on", "tinker") and self.rollouts < 2:
             raise ValueError(
                 f"rollouts must be at least 2 when training (got {self.rollouts}): Reef's tttd "
                 "recipe learns from reward differences within a group; use training=off for R=1"
@@ -139,16 +175,33 @@ class GuidanceConfig(BaseModel):
             object.__setattr__(self, "executor_model", defaults.model)
         if self.guidance_upstream_model is None:
             object.__setattr__(self, "guidance_upstream_model", self.guidance_model)
+        if self.tinker_base_model is None:
+            object.__setattr__(self, "tinker_base_model", self.guidance_model)
+        if self.training == "tinker" and "guidance_base_url" in self.model_fields_set:
+            raise ValueError(
+                "guidance_base_url is not used with training=tinker: Reef proxies guidance to "
+                "the run's own Tinker policy server (set tinker_policy_port to move it)"
+            )
         return self
+
+    @property
+    def tinker_policy_url(self) -> str:
+        """Where the run's Tinker policy server answers (training=tinker), as Reef's upstream."""
+        return f"http://127.0.0.1:{self.tinker_policy_port}/v1"
+
+    def identity_fields(self) -> tuple[str, ...]:
+        if self.training == "tinker":
+            return IDENTITY_FIELDS + TINKER_IDENTITY_FIELDS
+        return IDENTITY_FIELDS
 
     def identity(self) -> dict[str, Any]:
         """The settings a resumed run must share with the run it continues."""
-        return {name: getattr(self, name) for name in IDENTITY_FIELDS}
+        return {name: getattr(self, name) for name in self.identity_fields()}
 
     def identity_change(self, saved: Mapping[str, Any]) -> str | None:
         """The first identity field whose saved value differs, described; None if none does."""
         current = self.identity()
-        for name in IDENTITY_FIELDS:
+        for name in self.identity_fields():
             if name not in saved:
                 return f"{name} is missing from the saved run"
             if saved[name] != current[name]:

@@ -21,7 +21,21 @@ def atoll_agents() -> list[Registration]:
             task_scorer="frontiercs-judge",
             # Reef's stack, configured by the agent's own reading of its options (a mapping).
             stack=StackUse("reef-stack", "atoll.guidance_ttt.agent:stack_settings"),
-            # guidance goes through Reef; GPUs only with training=on
-            requires=("reef", "gpu"),
+            # guidance goes through Reef; GPUs only with training=on; the managed Tinker
+            # environment and a key only with training=tinker
+            requires=("reef", "gpu", "tinker-training"),
+        )
+    ]
+
+
+@hookimpl
+def atoll_doctor_checks() -> list[Registration]:
+    return [
+        Registration(
+            "tinker-training",
+            Kind.CHECK,
+            "atoll.guidance_ttt.doctor:check_tinker_training",
+            "What Guidance-TTT's training=tinker needs: atoll-pi-train's managed Tinker "
+            "environment and TINKER_API_KEY.",
         )
     ]

@@ -27,7 +27,7 @@ from typing import Any
 
 from atoll.guidance_ttt.agent import AGENT_NAME, agent_config
 from atoll.guidance_ttt.config import ConfigError
-from atoll.guidance_ttt.services.training_barrier import REEF_MODE, SEARCH_ONLY_MODE
+from atoll.guidance_ttt.services.training_barrier import REEF_MODE, SEARCH_ONLY_MODE, TINKER_MODE
 from atoll.judge import SCORER_NAME as JUDGE_SCORER
 from atoll.judge import JudgeForTrials, JudgeNotReady
 
@@ -80,7 +80,7 @@ def episode_call(
     )
     tags = {
         "agent": AGENT_NAME,
-        "training": REEF_MODE if config.training == "on" else SEARCH_ONLY_MODE,
+        "training": {"on": REEF_MODE, "tinker": TINKER_MODE}.get(config.training, SEARCH_ONLY_MODE),
         "groups": config.groups,
         "rollouts": config.rollouts,
         "steps": config.steps,

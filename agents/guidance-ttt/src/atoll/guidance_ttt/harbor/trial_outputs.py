@@ -1,5 +1,8 @@
 """The trial's record of a run: per-step JSON lines, a score plot, a run summary, Harbor's context.
 
+With `training=tinker` the trial also gets the update's metrics per step and
+a plot of reward, loss and KL; other training modes write neither file.
+
 Everything here is rebuilt from the run's durable state after the controller
 returns (or fails), so the files always describe exactly the committed steps.
 The training mode is written into each of them: a search-only run must never
@@ -17,17 +20,21 @@ from atoll.core.durable import atomic_write_bytes, atomic_write_json
 from atoll.guidance_ttt.config import GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.harbor.score_plot import plot_scores
+from atoll.guidance_ttt.harbor.training_plot import metrics_line, plot_training
+from atoll.guidance_ttt.services.training_barrier import TINKER_MODE
 from atoll.guidance_ttt.state.run_report import RunReport, read_report
 
 STEPS_FILE = "steps.jsonl"
 PLOT_FILE = "scores.png"
 RUN_FILE = "run.json"
+METRICS_FILE = "metrics.jsonl"
+TRAINING_PLOT_FILE = "training.png"
 
 
 def write_outputs(
     config: GuidanceConfig, task: Task, logs_dir: Path, context: AgentContext
 ) -> RunReport:
-    """Write the step lines, plot and run summary into `logs_dir` and fill `context`."""
+    """Write the step lines, plot(s) and run summary into `logs_dir` and fill `context`."""
     report = read_report(config.state_dir)
     lines = "".join(
         json.dumps({**row.to_json(), "training_mode": report.training}, sort_keys=True) + "\n"
@@ -40,6 +47,8 @@ def write_outputs(
         score_label=task.contract.raw_score_label,
         title=f"Guidance-TTT run {report.run_id} ({report.training})",
     )
+    if report.training == TINKER_MODE:
+        write_training_outputs(report, logs_dir, score_label=task.contract.raw_score_label)
     summary = {
         **report.to_json(),
         "state_dir": str(config.state_dir),
@@ -55,6 +64,18 @@ def write_outputs(
     atomic_write_json(logs_dir / RUN_FILE, summary)
     fill_context(context, report)
     return report
+
+
+def write_training_outputs(report: RunReport, logs_dir: Path, *, score_label: str) -> None:
+    """A Tinker run's per-step update metrics (`metrics.jsonl`) and their plot (`training.png`)."""
+    lines = "".join(json.dumps(metrics_line(row), sort_keys=True) + "\n" for row in report.rows)
+    atomic_write_bytes(logs_dir / METRICS_FILE, lines.encode("utf-8"))
+    plot_training(
+        report.rows,
+        logs_dir / TRAINING_PLOT_FILE,
+        score_label=score_label,
+        title=f"Guidance-TTT run {report.run_id}: Tinker updates",
+    )
 
 
 def fill_context(context: AgentContext, report: RunReport) -> None:

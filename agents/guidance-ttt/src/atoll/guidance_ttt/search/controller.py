@@ -47,6 +47,7 @@ from atoll.guidance_ttt.search.step import (
 )
 from atoll.guidance_ttt.services.cancel import Cancellation
 from atoll.guidance_ttt.services.training_barrier import (
+    REEF_MODE,
     SEARCH_ONLY_MODE,
     StepExpectation,
     TrainingBarrier,
@@ -176,7 +177,9 @@ def _run_steps(
             judge=config.judge_concurrency,
         ),
         cancellation=cancellation,
-        complete_grid=barrier.mode != SEARCH_ONLY_MODE,
+        # Reef's tttd recipe trains only a complete grid; atoll's Tinker trainer skips a slot
+        # whose guidance call failed (nothing was sampled to train on).
+        complete_grid=barrier.mode == REEF_MODE,
     )
     for step in range(state.next_step, config.steps):
         cancellation.check(f"step {step}")

@@ -136,6 +136,56 @@ class GridSlot:
 
 
 @dataclass(frozen=True)
+class SampledTokens:
+    """Exactly what the policy sampled: the tokens an update trains on, and who sampled them.
+
+    A policy server that trains (atoll's Tinker policy) answers with the
+    prompt's token ids, the completion's token ids with their sampled
+    logprobs, and the name of the sampler weights in `system_fingerprint`;
+    Reef records that answer whole. Any other endpoint leaves this None.
+    """
+
+    prompt: tuple[int, ...]
+    completion: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    sampler: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompt": list(self.prompt),
+            "completion": list(self.completion),
+            "logprobs": list(self.logprobs),
+            "sampler": self.sampler,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SampledTokens:
+        return cls(
+            prompt=tuple(int(t) for t in data["prompt"]),
+            completion=tuple(int(t) for t in data["completion"]),
+            logprobs=tuple(float(x) for x in data["logprobs"]),
+            sampler=str(data["sampler"]),
+        )
+
+    @classmethod
+    def from_answer(cls, body: Mapping[str, Any]) -> SampledTokens | None:
+        """The sampled tokens an answer carries; None when it carries none or they disagree."""
+        try:
+            choice = body["choices"][0]
+            prompt = tuple(int(t) for t in body["prompt_token_ids"])
+            completion = tuple(int(t) for t in choice["token_ids"])
+            logprobs = tuple(float(entry["logprob"]) for entry in choice["logprobs"]["content"])
+            sampler = body["system_fingerprint"]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+        if not prompt or not completion or len(logprobs) != len(completion):
+            return None
+        if not isinstance(sampler, str) or not sampler:
+            return None
+        return cls(prompt, completion, logprobs, sampler)
+
+
+@dataclass(frozen=True)
 class GuidanceSample:
     """One guidance answer and the receipt Reef recorded it under."""
 
@@ -144,13 +194,22 @@ class GuidanceSample:
     reasoning: str | None
     finish_reason: str | None
     completion_tokens: int | None
+    tokens: SampledTokens | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"receipt": self.receipt, **answer_to_json(self)}
+        data = {"receipt": self.receipt, **answer_to_json(self)}
+        if self.tokens is not None:
+            data["tokens"] = self.tokens.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GuidanceSample:
-        return cls(receipt=str(data["receipt"]), **answer_from_json(data))
+        tokens = data.get("tokens")
+        return cls(
+            receipt=str(data["receipt"]),
+            **answer_from_json(data),
+            tokens=None if tokens is None else SampledTokens.from_json(tokens),
+        )
 
 
 def report_payload(
@@ -309,5 +368,6 @@ def _json(response: httpx.Response) -> dict[str, Any]:
 
 def _sample(body: Mapping[str, Any], receipt: str) -> GuidanceSample:
     """The answer Reef recorded; a malformed body is an empty answer (it fails parsing, reward 0)."""
-    fields = answer_fields(body if isinstance(body, Mapping) else {})
-    return GuidanceSample(receipt=receipt, **fields)
+    body = body if isinstance(body, Mapping) else {}
+    fields = answer_fields(body)
+    return GuidanceSample(receipt=receipt, **fields, tokens=SampledTokens.from_answer(body))

@@ -55,6 +55,7 @@ METRIC_LORA_B_L1 = "train/lora_b_l1"
 
 REEF_MODE = "reef"
 SEARCH_ONLY_MODE = "search-only"
+TINKER_MODE = "tinker"  # atoll's own trainer on the Tinker API (atoll.guidance_ttt.training)
 
 
 class TrainingGateFailed(RuntimeError):

@@ -13,6 +13,7 @@ runtime files (`atoll.core.reef_runtime`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -110,8 +111,16 @@ def open_services(
     if judge:
         environ = {**environ, JUDGE_URL_ENV: judge}
     try:
-        barrier = training_barrier(config, guidance, scenario, environ, cancellation)
-        with open_task_scorer(task, RunDir(config.state_dir).scorer_state, environ) as scorer:
+        with contextlib.ExitStack() as stack:
+            if config.training == "tinker":
+                barrier: TrainingBarrier = stack.enter_context(
+                    tinker_barrier(config, environ, cancellation)
+                )
+            else:
+                barrier = training_barrier(config, guidance, scenario, environ, cancellation)
+            scorer = stack.enter_context(
+                open_task_scorer(task, RunDir(config.state_dir).scorer_state, environ)
+            )
             # A closed scorer fails its next poll: no wait outlives a cancel.
             cancellation.on_cancel(scorer.close)
             yield Services(guidance, executor, scorer, barrier, cancellation)
@@ -148,6 +157,51 @@ def training_barrier(
         poll_interval_s=BARRIER_POLL_S,
         cancellation=cancellation,
     )
+
+
+@contextmanager
+def tinker_barrier(
+    config: GuidanceConfig, environ: Mapping[str, str], cancellation: Cancellation
+) -> Iterator[TrainingBarrier]:
+    """training=tinker: the run's Tinker policy server, started from its checkpoint chain."""
+    from atoll.guidance_ttt.training.tinker_barrier import (
+        TinkerTrainingBarrier,
+        TinkerUpdate,
+        policy_start,
+    )
+    from atoll.guidance_ttt.training.tinker_policy import (
+        PolicySettings,
+        loopback,
+        serving_policy,
+    )
+
+    paths = RunDir(config.state_dir.expanduser().resolve())
+    url = tinker_url(config, environ)
+    base_model = str(config.tinker_base_model)
+    settings = PolicySettings(
+        base_model=base_model,
+        renderer=config.renderer,
+        tinker_url=url,
+        lora_rank=config.lora_rank,
+        port=config.tinker_policy_port,
+        served_name=config.guidance_upstream_model or config.guidance_model,
+    )
+    start = policy_start(paths, base_model, config.tinker_load_checkpoint)
+    with serving_policy(settings, start, paths.tinker_policy_log, environ, cancellation) as policy:
+        update = TinkerUpdate(config.learning_rate, config.kl_coef, loopback(url))
+        yield TinkerTrainingBarrier(policy, paths, update, start)
+
+
+def tinker_url(config: GuidanceConfig, environ: Mapping[str, str]) -> str:
+    """The Tinker service: the setting, else `TINKER_BASE_URL`, else hosted Tinker."""
+    if config.tinker_base_url:
+        return config.tinker_base_url
+    named = environ.get("TINKER_BASE_URL")
+    if named:
+        return named
+    from atoll.pi_train import default_tinker_url
+
+    return default_tinker_url()
 
 
 def run_search(

@@ -31,6 +31,10 @@ RESULT_FILE = "result.json"
 STEPS_DIR = "steps"
 STEP_JOURNAL_SUFFIX = ".jsonl"
 SUMMARY_SUFFIX = ".summary.json"
+# training=tinker: each step's training batch, the durable checkpoint chain, the policy's log.
+TRAINING_SUFFIX = ".training.json"
+TINKER_CHECKPOINTS_FILE = "tinker-checkpoints.jsonl"
+TINKER_POLICY_LOG = "tinker-policy.log"
 # Reef's trainer records its latest training job (status, rollout id, metrics) in this
 # file beside its published adapters, and only settles it once the job's commit is durable.
 JOB_MARKER_FILE = ".reef-latest-job.json"
@@ -103,6 +107,20 @@ class RunDir:
 
     def step_summary(self, step: int) -> Path:
         return step_summary_path(self.directory, step)
+
+    def step_training(self, step: int) -> Path:
+        """training=tinker: the step's batch (tokens, logprobs, rewards, advantages, sampler)."""
+        return self.directory / STEPS_DIR / f"step-{step:05d}{TRAINING_SUFFIX}"
+
+    @property
+    def tinker_checkpoints(self) -> Path:
+        """training=tinker: one row per trained step, written once its state and sampler are saved."""
+        return self.directory / TINKER_CHECKPOINTS_FILE
+
+    @property
+    def tinker_policy_log(self) -> Path:
+        """training=tinker: the Tinker policy server's output."""
+        return self.directory / TINKER_POLICY_LOG
 
     @property
     def scorer_state(self) -> Path:

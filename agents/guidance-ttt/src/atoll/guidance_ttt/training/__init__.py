@@ -1,0 +1,1 @@
+"""The method's update: advantages, training data and the Tinker trainer of `training=tinker`."""

@@ -1,0 +1,1 @@
+"""Scripts the managed Python 3.11 environment (tinker, tinker-cookbook) runs for Guidance-TTT."""
