@@ -11,9 +11,13 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from atoll.core.durable import atomic_write_bytes
 from atoll.guidance_ttt.state.run_report import StepRow
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def plot_scores(rows: Sequence[StepRow], path: Path, *, score_label: str, title: str) -> Path:
@@ -36,6 +40,11 @@ def plot_scores(rows: Sequence[StepRow], path: Path, *, score_label: str, title:
         axes.set_xticks(steps)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best")
+    return save_png(figure, path)
+
+
+def save_png(figure: Figure, path: Path) -> Path:
+    """Lay out `figure` and write it to `path` as a PNG, atomically."""
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

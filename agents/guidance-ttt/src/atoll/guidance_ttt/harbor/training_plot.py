@@ -11,13 +11,12 @@ backend so that it never needs a display, and writes the PNG atomically.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from atoll.core.durable import atomic_write_bytes
+from atoll.guidance_ttt.harbor.score_plot import save_png
 from atoll.guidance_ttt.state.run_report import StepRow
 
 # Keys copied from the step's `train_metrics` as they were recorded (None when absent).
@@ -88,12 +87,7 @@ def plot_training(rows: Sequence[StepRow], path: Path, *, score_label: str, titl
         axes.grid(True, alpha=0.3)
         if steps:
             axes.set_xticks(steps)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, buffer.getvalue())
-    return path
+    return save_png(figure, path)
 
 
 def _series(lines: Sequence[dict[str, Any]], key: str) -> list[float]:
