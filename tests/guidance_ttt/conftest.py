@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,3 +15,39 @@ from atoll.guidance_ttt.contract import Task, load_task
 @pytest.fixture
 def task(tmp_path: Path) -> Task:
     return load_task(write_task(tmp_path / "task"))
+
+
+# training=tinker: a tiny guidance model that writes well-formed guidance, served by a
+# local Tinker server of its own (one SkyRL tx server serves one base model), for the
+# whole session; built only when a test asks for it.
+
+
+@pytest.fixture(scope="session")
+def tinker_task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tinker_run import polyomino_task
+
+    directory = tmp_path_factory.mktemp("polyomino") / "task"
+    polyomino_task(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def guidance_model(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, tinker_task_dir: Path
+) -> Path:
+    from tinker_run import guidance_base_model
+
+    out = tmp_path_factory.mktemp("guidance-model") / "model"
+    return guidance_base_model(tiny_model, load_task(tinker_task_dir), out)
+
+
+@pytest.fixture(scope="session")
+def guidance_server_env(
+    tmp_path_factory: pytest.TempPathFactory, venv_bin: Path, guidance_model: Path
+) -> Iterator[dict[str, str]]:
+    """The environment naming a local Tinker server that serves `guidance_model`."""
+    from support.tinker_local import local_server
+
+    state = tmp_path_factory.mktemp("guidance-local")
+    with local_server(venv_bin, dict(os.environ), state, guidance_model) as env:
+        yield env

@@ -8,7 +8,7 @@ training state that `tinker_load_checkpoint` starts the run's LoRA from.
 
 Reads a JSON job on stdin (base_url, base_model, renderer, lora_rank,
 learning_rate, steps, name, examples: [{messages, answer}]) and prints
-{"state_path": ..., "losses": [...]} on stdout.
+{"state_path": ...} on stdout.
 """
 
 from __future__ import annotations
@@ -38,13 +38,11 @@ def main() -> None:
         base_model=job["base_model"], rank=int(job["lora_rank"])
     )
     adam = tinker.AdamParams(learning_rate=float(job["learning_rate"]))
-    losses = []
     for _ in range(int(job["steps"])):
-        result = trainer.forward_backward(datums, loss_fn="cross_entropy").result()
+        trainer.forward_backward(datums, loss_fn="cross_entropy").result()
         trainer.optim_step(adam).result()
-        losses.append(float(result.metrics.get("loss:sum", float("nan"))))
     path = trainer.save_state(job["name"]).result().path
-    print(json.dumps({"state_path": path, "losses": losses}))
+    print(json.dumps({"state_path": path}))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from atoll.guidance_ttt.services.training_barrier import (
 from atoll.guidance_ttt.state.jsonl_journal import Journal, JournalCorrupt, read_journal
 from atoll.guidance_ttt.state.run_dir import RunDir
 from atoll.guidance_ttt.state.step_journal import read_step
+from atoll.guidance_ttt.training import failpoints
 from atoll.guidance_ttt.training.batch import batch_from_journal
 from atoll.guidance_ttt.training.tinker_policy import PolicyStart, TinkerPolicy
 
@@ -169,6 +170,7 @@ class TinkerTrainingBarrier:
             journal.append(row)
         finally:
             journal.close()
+        failpoints.reached(failpoints.AFTER_CHECKPOINT_ROW, expected.step)
         return _commit(expected.step, row)
 
 

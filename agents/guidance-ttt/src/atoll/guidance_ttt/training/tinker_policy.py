@@ -12,6 +12,7 @@ committed steps made.
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -183,6 +184,7 @@ def serving_policy(
     # The server would demand this bearer token of Reef and the barrier, which send none.
     child_env.pop("ATOLL_SERVE_API_KEY", None)
     log.parent.mkdir(parents=True, exist_ok=True)
+    _wait_port_free(settings.port, cancellation)
     with log.open("ab") as sink:
         process = subprocess.Popen(
             _argv(env.python, settings, start),
@@ -199,6 +201,21 @@ def serving_policy(
     finally:
         policy.close()
         stop_group(process.pid, 15.0, reap=process.poll)
+
+
+def _wait_port_free(port: int, cancellation: Cancellation, wait_s: float = 15.0) -> None:
+    """Give a killed run's policy server the moments it takes to notice and leave the port."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        cancellation.check("starting the Tinker policy")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                return
+        time.sleep(0.25)
+    raise PolicyUnavailable(
+        f"port {port} (tinker_policy_port) is taken by another process; stop it or choose "
+        "another port with --ak tinker_policy_port=PORT (and point Reef's upstream there)"
+    )
 
 
 def _wait_ready(

@@ -30,8 +30,10 @@ state (with its optimizer) of the last step the caller recorded.
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import os
+import signal
 import threading
 import time
 import uuid
@@ -44,6 +46,8 @@ from fastapi.responses import JSONResponse
 from tinker_cookbook import renderers
 from tinker_cookbook.tokenizer_utils import get_tokenizer
 
+# atoll.guidance_ttt.training.failpoints: a crash-consistency test names `<point>:<step>`.
+FAILPOINT_VARIABLE = "ATOLL_GUIDANCE_TTT_FAILPOINT"
 ADAM_BETAS = (0.9, 0.95)
 ADAM_EPS = 1e-8
 
@@ -72,11 +76,32 @@ class Policy:
         self.sampler = self.trainer.save_weights_and_get_sampling_client()
         self._base: Any = None
         self.lock = threading.Lock()
+        self._local = threading.local()
+
+    def local_renderer(self) -> Any:
+        """This thread's own renderer over its own copy of the tokenizer.
+
+        A fast (Rust) tokenizer refuses use from two threads at once ("Already
+        borrowed"), requests are served on a thread pool, and the tinker SDK
+        holds the shared instance too: each serving thread renders, parses and
+        decodes with a copy nobody else touches.
+        """
+        renderer = getattr(self._local, "renderer", None)
+        if renderer is None:
+            renderer = renderers.get_renderer(self.args.renderer, copy.deepcopy(self.tokenizer))
+            self._local.renderer = renderer
+        return renderer
 
     def base_sampler(self) -> Any:
         if self._base is None:
             self._base = self.service.create_sampling_client(base_model=self.args.base_model)
         return self._base
+
+
+def _failpoint(point: str, step: int) -> None:
+    """SIGKILL this server where a crash-consistency test asked for it."""
+    if os.environ.get(FAILPOINT_VARIABLE) == f"{point}:{step}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _messages(body: dict[str, Any]) -> list[renderers.Message]:
@@ -105,31 +130,32 @@ def _max_tokens(body: dict[str, Any]) -> int:
     return value
 
 
-def _text(policy: Policy, tokens: list[int]) -> tuple[str, str | None]:
+def _text(renderer: Any, tokens: list[int]) -> tuple[str, str | None]:
     """The answer's visible text and its reasoning, as the renderer parses them."""
     try:
-        message, _ = policy.renderer.parse_response(tokens)
-        openai = policy.renderer.to_openai_message(message)
+        message, _ = renderer.parse_response(tokens)
+        openai = renderer.to_openai_message(message)
         content = openai.get("content") or ""
         if not isinstance(content, str):
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         return content, openai.get("reasoning_content") or None
     except Exception:  # the model's text, as written, when the renderer cannot parse it
-        stops = {x for x in policy.renderer.get_stop_sequences() if isinstance(x, int)}
+        stops = {x for x in renderer.get_stop_sequences() if isinstance(x, int)}
         kept = tokens[:-1] if tokens and tokens[-1] in stops else tokens
-        return policy.tokenizer.decode(kept, skip_special_tokens=False), None
+        return renderer.tokenizer.decode(kept, skip_special_tokens=False), None
 
 
 def _completion(policy: Policy, body: dict[str, Any]) -> dict[str, Any]:
     if body.get("stream"):
         raise HTTPException(400, "streaming is not served: the exact sample is returned whole")
-    prompt = policy.renderer.build_generation_prompt(_messages(body))
+    renderer = policy.local_renderer()
+    prompt = renderer.build_generation_prompt(_messages(body))
     params = tinker.SamplingParams(
         max_tokens=_max_tokens(body),
         temperature=float(body.get("temperature", 1.0)),
         top_p=float(body.get("top_p", 1.0)),
         top_k=int(body.get("top_k", -1)),
-        stop=policy.renderer.get_stop_sequences(),
+        stop=renderer.get_stop_sequences(),
     )
     with policy.lock:  # never sample from a sampler that a training step is replacing
         sampler, name = policy.sampler, policy.sampler_name
@@ -142,7 +168,8 @@ def _completion(policy: Policy, body: dict[str, Any]) -> dict[str, Any]:
     logprobs = [float(x) for x in (sequence.logprobs or [])]
     if len(logprobs) != len(tokens):
         raise HTTPException(502, "Tinker returned no logprob for every sampled token")
-    content, reasoning = _text(policy, tokens)
+    content, reasoning = _text(renderer, tokens)
+    pieces = [renderer.tokenizer.decode([t]) for t in tokens]
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning:
         message["reasoning_content"] = reasoning
@@ -162,8 +189,8 @@ def _completion(policy: Policy, body: dict[str, Any]) -> dict[str, Any]:
                 "token_ids": tokens,
                 "logprobs": {
                     "content": [
-                        {"token": policy.tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
-                        for t, lp in zip(tokens, logprobs, strict=True)
+                        {"token": piece, "logprob": lp, "top_logprobs": []}
+                        for piece, lp in zip(pieces, logprobs, strict=True)
                     ]
                 },
             }
@@ -292,9 +319,11 @@ def _train(policy: Policy, body: dict[str, Any]) -> dict[str, Any]:
             ).result()
             seconds["optim_step"] = time.monotonic() - tick
             metrics["updated"] = True
+        _failpoint("policy-after-optim-step", step)  # where it is, or would be
         tick = time.monotonic()
         state_path = policy.trainer.save_state(name).result().path
         sampler_path = policy.trainer.save_weights_for_sampler(name).result().path
+        _failpoint("policy-after-save", step)
         sampler = policy.trainer.create_sampling_client(sampler_path)
         seconds["save"] = time.monotonic() - tick
         policy.sampler, policy.sampler_name = sampler, sampler_path
@@ -389,6 +418,22 @@ def build_app(policy: Policy) -> FastAPI:
     return app
 
 
+def _exit_with_parent(parent: int) -> None:
+    """End this server once the run that started it is gone (killed, it could not stop us).
+
+    The run starts the server in a process group of its own; a SIGKILL of
+    the run would otherwise leave it holding the run's port, and the resumed
+    run could not start its own.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Guidance-TTT's policy on Tinker (atoll)")
     parser.add_argument("--base-model", required=True)
@@ -406,6 +451,7 @@ def main() -> None:
     parser.add_argument("--trained-steps", type=int, default=0)
     parser.add_argument("--sampler-name", default=None)
     args = parser.parse_args()
+    _exit_with_parent(os.getppid())
     policy = Policy(args)
     uvicorn.run(build_app(policy), host="127.0.0.1", port=args.port, log_level="warning")
 
