@@ -148,10 +148,10 @@ def main(
     steps: int = typer.Option(10, "--steps"),
     groups: int = typer.Option(2, "--groups"),
     rollouts: int = typer.Option(8, "--rollouts"),
-    learning_rate: float = typer.Option(2e-3, "--learning-rate"),
-    kl_coef: float = typer.Option(0.0, "--kl-coef"),
+    learning_rate: float = typer.Option(3e-4, "--learning-rate"),
+    kl_coef: float = typer.Option(0.1, "--kl-coef"),
 ) -> None:
-    console = Console()
+    console = Console(width=100)
     atoll = str(Path(sys.executable).parent / "atoll")
     with tempfile.TemporaryDirectory() as name:
         scratch = Path(name)
@@ -191,8 +191,22 @@ def main(
             f"{o['mean']:.3f}",
         )
     console.print(table)
+    window = min(3, steps)
+    for mode, curve in curves.items():
+        first, last = curve[:window], curve[-window:]
+        console.print(
+            f"{mode}: mean reward {_mean(r['mean'] for r in first):.2f} over the first {window} "
+            f"steps, {_mean(r['mean'] for r in last):.2f} over the last {window}; share of "
+            f"{best!r} {_mean(r['words'].get(best, 0) / r['total'] for r in first):.2f} -> "
+            f"{_mean(r['words'].get(best, 0) / r['total'] for r in last):.2f}"
+        )
     means = {w: round(sum(v) / len(v), 3) for w, v in paid.items()}
     console.print(f"mean reward by word over both runs: {json.dumps(means, sort_keys=True)}")
+
+
+def _mean(values: Iterator[float]) -> float:
+    found = list(values)
+    return sum(found) / len(found)
 
 
 if __name__ == "__main__":
