@@ -3,12 +3,18 @@
 The run is killed (SIGKILL, at a named failpoint) after the policy's
 optimizer step and before its save, after the save and before the run
 recorded it, or after the checkpoint row and before the archive commit; the
-same command then finishes the run. What must hold: every step is in the
-checkpoint chain exactly once; the interrupted step trains again from the
-previous step's saved state (its optimizer step is never applied twice) on
-the same batch, or, once its row was written, is committed without training
-again; no guidance call is ever sent twice; and the next step samples only
-from the weights its predecessor saved.
+same command then finishes the run. What must hold: the final archive is
+exactly the archive of an unbroken run with the same settings; every step is
+in the checkpoint chain exactly once; the interrupted step trains again from
+the previous step's saved state (its optimizer step is never applied twice)
+on the same batch, or, once its row was written, is committed without
+training again; no guidance call is ever sent twice; and the next step
+samples only from the weights its predecessor saved.
+
+Both runs start from one saved training state and seed each guidance sample
+by its slot (`sampling_seed`), and the local Tinker server samples and trains
+deterministically on CPU, so the unbroken run is a reference the resumed run
+must match node for node.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import Any
 
 import pytest
 from support.openai_server import ScriptedOpenAIServer
-from tinker_run import WordExecutor, reef_in_front_of_policy, tinker_settings
+from tinker_run import WordExecutor, lora_start, reef_in_front_of_policy, tinker_settings
 
+from atoll.guidance_ttt.contract import load_task
 from atoll.guidance_ttt.state.run_dir import RunDir
 from atoll.guidance_ttt.state.step_journal import read_step
 from atoll.guidance_ttt.training.failpoints import VARIABLE
@@ -50,6 +57,100 @@ def drive(
     )
 
 
+def canonical(state: Path) -> dict[str, Any]:
+    """The committed archive as content, not ids: each node by its program, summary, guidance,
+    score and step and its parent's the same way (rollouts finish in any order, so two equal
+    runs may number the same children differently), and the best node's program."""
+    archive = json.loads(RunDir(state).committed_archive.read_text())["archive"]
+    by_id = {node["id"]: node for node in archive["nodes"]}
+
+    def key(node_id: int | None) -> Any:
+        if node_id is None:
+            return None
+        node = by_id[node_id]
+        entry = node["entry"]
+        return (
+            entry["program"],
+            entry["summary"],
+            entry.get("guidance"),
+            node.get("raw_score"),
+            node.get("timestep"),
+            key(node.get("parent")),
+        )
+
+    nodes = sorted((repr(key(node_id)) for node_id in by_id), key=str)
+    return {"nodes": nodes, "best": repr(key(archive.get("best_id")))}
+
+
+def samples(state: Path, steps: int) -> dict[tuple[int, int, int], list[int]]:
+    """Every slot's sampled completion tokens."""
+    found = {}
+    for step in range(steps):
+        journal = read_step(RunDir(state).step_journal(step), step)
+        for (group, rollout), sample in journal.samples.items():
+            assert sample.tokens is not None
+            found[(step, group, rollout)] = list(sample.tokens.completion)
+    return found
+
+
+def run_args(
+    state: Path,
+    reef: Any,
+    port: int,
+    executor_url: str,
+    judge_url: str,
+    task_dir: Path,
+    model: Path,
+    start: str,
+) -> dict[str, Any]:
+    settings = tinker_settings(
+        state, model, port, executor_url, sampling_seed=7, tinker_load_checkpoint=start
+    )
+    return {
+        "task_dir": str(task_dir),
+        "reef_url": reef.url,
+        "judge_url": judge_url,
+        "settings": settings,
+    }
+
+
+@pytest.fixture(scope="module")
+def start_state(
+    guidance_server_env: dict[str, str], guidance_model: Path, tinker_task_dir: Path
+) -> str:
+    return lora_start(guidance_server_env, guidance_model, load_task(tinker_task_dir), "kill-start")
+
+
+@pytest.fixture(scope="module")
+def unbroken(
+    tmp_path_factory: pytest.TempPathFactory,
+    guidance_server_env: dict[str, str],
+    guidance_model: Path,
+    tinker_task_dir: Path,
+    judge_url: str,
+    start_state: str,
+) -> dict[str, Any]:
+    """The same run, never killed: its archive and every slot's sampled tokens."""
+    work = tmp_path_factory.mktemp("unbroken")
+    with (
+        reef_in_front_of_policy(work / "reef") as (reef, port),
+        ScriptedOpenAIServer(WordExecutor()) as executor,
+    ):
+        args = run_args(
+            work / "state",
+            reef,
+            port,
+            executor.base_url,
+            judge_url,
+            tinker_task_dir,
+            guidance_model,
+            start_state,
+        )
+        done = drive(work, args, {**os.environ, **guidance_server_env, "REEF_TOKEN": reef.token})
+        assert done.returncode == 0, done.stderr
+    return {"archive": canonical(work / "state"), "samples": samples(work / "state", 3)}
+
+
 def rows(state: Path) -> list[dict[str, Any]]:
     chain = RunDir(state).tinker_checkpoints
     return [json.loads(line) for line in chain.read_text().splitlines()] if chain.exists() else []
@@ -69,6 +170,8 @@ def test_a_run_killed_in_a_steps_training_resumes_without_training_anything_twic
     guidance_model: Path,
     tinker_task_dir: Path,
     judge_url: str,
+    start_state: str,
+    unbroken: dict[str, Any],
     point: str,
     row_written: bool,
 ) -> None:
@@ -78,15 +181,16 @@ def test_a_run_killed_in_a_steps_training_resumes_without_training_anything_twic
         reef_in_front_of_policy(tmp_path / "reef") as (reef, port),
         ScriptedOpenAIServer(WordExecutor()) as executor,
     ):
-        settings = tinker_settings(state, guidance_model, port, executor.base_url)
-        # Training only moves when a group's rewards differ: a rate that surely moves it.
-        settings["learning_rate"] = 1e-2
-        args = {
-            "task_dir": str(tinker_task_dir),
-            "reef_url": reef.url,
-            "judge_url": judge_url,
-            "settings": settings,
-        }
+        args = run_args(
+            state,
+            reef,
+            port,
+            executor.base_url,
+            judge_url,
+            tinker_task_dir,
+            guidance_model,
+            start_state,
+        )
         env = {**os.environ, **guidance_server_env, "REEF_TOKEN": reef.token}
         killed = drive(tmp_path, args, {**env, VARIABLE: f"{point}:1"})
         assert killed.returncode != 0, killed.stderr
@@ -98,6 +202,12 @@ def test_a_run_killed_in_a_steps_training_resumes_without_training_anything_twic
         assert json.loads(resumed.stdout) == {"steps": 3}
     final = rows(state)
     assert [r["step"] for r in final] == [0, 1, 2]
+    # Token for token, every step sampled what the unbroken run sampled: the retrained weights
+    # are the unbroken run's, and the archive is the same.
+    assert samples(state, 3) == unbroken["samples"]
+    assert canonical(state) == unbroken["archive"]
+    # The interrupted step made an optimizer step, and the next one sampled from its result.
+    assert final[1]["metrics"]["updated"] is True
     if row_written:  # committed from its row, never trained again
         assert final[1] == chain[1]
     # The interrupted step trained on the very batch it was first given.

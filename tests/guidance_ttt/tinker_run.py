@@ -60,16 +60,19 @@ def polyomino_task(directory: Path) -> Task:
 
 
 def guidance_prompts(task: Task) -> list[list[dict[str, str]]]:
-    """Guidance prompts like a run's: the seed's, and a child's the word executor wrote."""
-    summaries = [
-        (POLYOMINO / "solution" / "summary.txt").read_text(),
-        summary_for(WORDS["wide"]),
+    """Guidance prompts as a run writes them: the seed's, and a child's the word executor wrote.
+
+    The scores and messages are those the two-case judge gives these programs,
+    so that the prompts the model is taught on are the prompts it is asked.
+    """
+    parents = [
+        ((POLYOMINO / "solution" / "summary.txt").read_text(), 24.4900958),
+        (summary_for(WORDS["tall"]), 45.9308802),
     ]
     prompts = []
-    for summary in summaries:
-        entry = Entry(
-            program="", summary=summary, verification=Verification(Status.VALID, 60.0, 60.0, "ok")
-        )
+    for summary, score in parents:
+        verification = Verification(Status.VALID, score, score, "2 ok")
+        entry = Entry(program="", summary=summary, verification=verification)
         prompts.append(guidance_request(guidance_prompt(task, entry), "tiny", 1)["messages"])
     return prompts
 
@@ -101,8 +104,8 @@ def guidance_base_model(tiny_model: Path, task: Task, out: Path) -> Path:
         "renderer": RENDERER,
         "prompts": guidance_prompts(task),
         "answers": [f"<guidance>{word}</guidance>" for word in WORDS],
-        "steps": 120,
-        "learning_rate": 1e-2,
+        "steps": 250,
+        "learning_rate": 5e-3,
         "seed": 0,
     }
     _managed("guidance_tiny_model.py", job, os.environ)

@@ -118,6 +118,13 @@ class GuidanceConfig(BaseModel):
         description="Tinker training state whose weights start the LoRA, e.g. a supervised "
         "warm start (training=tinker; default: the base model).",
     )
+    sampling_seed: int | None = Field(
+        None,
+        ge=0,
+        description="Seed each guidance sample by its slot (step, group, rollout): the same "
+        "weights and prompt give the same guidance, so a resumed run samples what an unbroken "
+        "one would (default: unseeded; the endpoint must honour OpenAI's `seed`).",
+    )
     tinker_policy_port: int = Field(
         30001,
         ge=1,

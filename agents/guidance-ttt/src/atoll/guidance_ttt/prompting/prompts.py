@@ -12,6 +12,7 @@ removed before it is shown.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -176,9 +177,16 @@ the complete new program
     return Prompt(executor_system(task), user)
 
 
-def guidance_request(prompt: Prompt, model: str, max_completion_tokens: int) -> dict[str, Any]:
-    """The chat-completions body for one guidance sample (sampling fixed by the method)."""
-    return {
+def guidance_request(
+    prompt: Prompt, model: str, max_completion_tokens: int, seed: int | None = None
+) -> dict[str, Any]:
+    """The chat-completions body for one guidance sample (sampling fixed by the method).
+
+    `seed`, when the run sets `sampling_seed`, makes the sample a function of
+    the weights, the prompt and the slot: a resumed run samples what an
+    unbroken one would have.
+    """
+    body = {
         "model": model,
         "messages": prompt.messages(),
         "temperature": 1.0,
@@ -188,6 +196,15 @@ def guidance_request(prompt: Prompt, model: str, max_completion_tokens: int) -> 
         "stream": False,
         "chat_template_kwargs": {"enable_thinking": True},
     }
+    if seed is not None:
+        body["seed"] = seed
+    return body
+
+
+def slot_seed(sampling_seed: int, step: int, group: int, rollout: int) -> int:
+    """The seed of one grid slot's guidance sample: stable, distinct per slot, 31 bits."""
+    digest = hashlib.sha256(f"{sampling_seed}:{step}:{group}:{rollout}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _without_code(text: str) -> str:

@@ -180,6 +180,7 @@ def _run_steps(
         # Reef's tttd recipe trains only a complete grid; atoll's Tinker trainer skips a slot
         # whose guidance call failed (nothing was sampled to train on).
         complete_grid=barrier.mode == REEF_MODE,
+        sampling_seed=config.sampling_seed,
     )
     for step in range(state.next_step, config.steps):
         cancellation.check(f"step {step}")

@@ -23,7 +23,12 @@ from typing import Any, Protocol
 
 from atoll.guidance_ttt.contract import Direction, Task
 from atoll.guidance_ttt.prompting.answer_parsing import parse_executor, parse_guidance
-from atoll.guidance_ttt.prompting.prompts import Prompt, executor_prompt, guidance_prompt
+from atoll.guidance_ttt.prompting.prompts import (
+    Prompt,
+    executor_prompt,
+    guidance_prompt,
+    slot_seed,
+)
 from atoll.guidance_ttt.search.archive import Rollout
 from atoll.guidance_ttt.search.node import Node
 from atoll.guidance_ttt.search.scored_program import Entry, Status, Verification
@@ -46,7 +51,7 @@ from atoll.guidance_ttt.state.step_journal import (
 
 
 class GuidanceService(Protocol):
-    def sample(self, prompt: Prompt) -> GuidanceSample: ...
+    def sample(self, prompt: Prompt, seed: int | None = None) -> GuidanceSample: ...
 
     def report(self, payload: dict[str, Any], receipt: str) -> str: ...
 
@@ -94,6 +99,8 @@ class StepContext:
     cancellation: Cancellation = field(default_factory=Cancellation)
     # Training needs every slot reported: a slot without a receipt stops the step at once.
     complete_grid: bool = False
+    # Seeds each slot's guidance sample (`slot_seed`); None: unseeded.
+    sampling_seed: int | None = None
 
 
 @dataclass
@@ -324,7 +331,11 @@ class _Runner:
         self.journal.attempt(group, rollout, attempt)
         try:
             with self._guidance_slots:
-                sample = self.context.guidance.sample(prompt)
+                if self.context.sampling_seed is None:
+                    sample = self.context.guidance.sample(prompt)
+                else:
+                    seed = slot_seed(self.context.sampling_seed, self.step, group, rollout)
+                    sample = self.context.guidance.sample(prompt, seed=seed)
         except RunCancelled as exc:  # the request never left: nothing for Reef to hold
             self.journal.attempt_failed(
                 group, rollout, attempt, answer_lost=False, error=str(exc), cancelled=True

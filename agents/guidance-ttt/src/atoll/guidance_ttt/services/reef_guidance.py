@@ -279,11 +279,11 @@ class GuidanceClient:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, prompt: Prompt) -> dict[str, Any]:
+    def request(self, prompt: Prompt, seed: int | None = None) -> dict[str, Any]:
         """The exact chat-completions body sent for `prompt`."""
-        return guidance_request(prompt, self.model, self.max_completion_tokens)
+        return guidance_request(prompt, self.model, self.max_completion_tokens, seed)
 
-    def sample(self, prompt: Prompt) -> GuidanceSample:
+    def sample(self, prompt: Prompt, seed: int | None = None) -> GuidanceSample:
         """One inference through Reef, sent once.
 
         Raises GuidanceUnavailable with `answer_lost` True when the request
@@ -293,7 +293,7 @@ class GuidanceClient:
         try:
             response = self._http.post(
                 CHAT_PATH,
-                json=self.request(prompt),
+                json=self.request(prompt, seed),
                 headers={SCENARIO_HEADER: self.scenario},
                 timeout=httpx.Timeout(self.timeout_s),
             )

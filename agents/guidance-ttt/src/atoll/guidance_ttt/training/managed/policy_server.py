@@ -150,7 +150,9 @@ def _completion(policy: Policy, body: dict[str, Any]) -> dict[str, Any]:
         raise HTTPException(400, "streaming is not served: the exact sample is returned whole")
     renderer = policy.local_renderer()
     prompt = renderer.build_generation_prompt(_messages(body))
+    seed = body.get("seed")
     params = tinker.SamplingParams(
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         max_tokens=_max_tokens(body),
         temperature=float(body.get("temperature", 1.0)),
         top_p=float(body.get("top_p", 1.0)),
