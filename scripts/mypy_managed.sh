@@ -19,5 +19,5 @@ for managed in agents/pi-train/src/atoll/pi_train/managed \
         name="$(basename "$script" .py)"
         [[ "$name" == __init__ ]] || modules+=(-m "$name")
     done
-    (cd "$managed" && MYPYPATH=. uv run mypy --config-file "$config" --python-executable "$python" "${modules[@]}")
+    (cd "$managed" && MYPYPATH=.:.. uv run mypy --config-file "$config" --python-executable "$python" "${modules[@]}")
 done

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from atoll.pi_train.env import ensure as ensure_managed_env
     from atoll.pi_train.env import env_dir as managed_env_dir
     from atoll.pi_train.env import installed as installed_managed_env
-    from atoll.pi_train.local_server import LOCAL_API_KEY, stop_group
+    from atoll.pi_train.local_server import LOCAL_API_KEY, log_tail, stop_group
     from atoll.pi_train.run import default_base_url as default_tinker_url
     from atoll.pi_train.run import trainer_environment
 
@@ -29,6 +29,7 @@ __getattr__ = exports(
         "installed_managed_env": "atoll.pi_train.env:installed",
         "LOCAL_API_KEY": "atoll.pi_train.local_server",
         "stop_group": "atoll.pi_train.local_server",
+        "log_tail": "atoll.pi_train.local_server",
         "default_tinker_url": "atoll.pi_train.run:default_base_url",
         "trainer_environment": "atoll.pi_train.run",
     },
@@ -41,6 +42,7 @@ __all__ = [
     "default_tinker_url",
     "ensure_managed_env",
     "installed_managed_env",
+    "log_tail",
     "managed_env_dir",
     "stop_group",
     "trainer_environment",

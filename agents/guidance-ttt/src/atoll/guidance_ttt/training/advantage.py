@@ -18,8 +18,10 @@ float32 tensors: where β is well conditioned the advantages agree to
 float32's precision; where the search ends on a rounding (two members, or
 ties at the top) β differs but the advantages keep their shape.
 
-This module is plain Python, with nothing of Tinker in it, so that any
-training path can share it; the Tinker trainer computes its advantages here.
+This module is plain Python (the standard library only, Python 3.11 and up)
+so that both sides of training=tinker run the same arithmetic: the agent
+computes the advantages here, and the policy server, in the managed Python
+3.11 environment, imports `kl_shaped` from this file.
 """
 
 from __future__ import annotations

@@ -221,13 +221,15 @@ def _wait_port_free(port: int, cancellation: Cancellation, wait_s: float = 15.0)
 def _wait_ready(
     process: subprocess.Popen[bytes], policy: TinkerPolicy, log: Path, cancellation: Cancellation
 ) -> None:
+    from atoll.pi_train import log_tail
+
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         cancellation.check("starting the Tinker policy")
         if process.poll() is not None:
             raise PolicyUnavailable(
                 f"the Tinker policy server exited while starting (status {process.returncode}); "
-                f"its log {log} ends:\n{_tail(log)}"
+                f"its log {log} ends:\n{log_tail(log)}"
             )
         with contextlib.suppress(PolicyUnavailable, PolicyRefused, httpx.HTTPError):
             policy.status()
@@ -235,15 +237,8 @@ def _wait_ready(
         time.sleep(0.5)
     raise PolicyUnavailable(
         f"the Tinker policy server did not answer within {START_DEADLINE_S:.0f} s; "
-        f"its log {log} ends:\n{_tail(log)}"
+        f"its log {log} ends:\n{log_tail(log)}"
     )
-
-
-def _tail(log: Path, lines: int = 12) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 def loopback(url: str) -> bool:

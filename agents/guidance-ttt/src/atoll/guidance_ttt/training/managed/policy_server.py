@@ -34,17 +34,24 @@ import copy
 import math
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
-import tinker
-import uvicorn
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
-from tinker_cookbook import renderers
-from tinker_cookbook.tokenizer_utils import get_tokenizer
+# The method's advantage arithmetic is plain Python in the package above this folder
+# (atoll.guidance_ttt.training.advantage), shared with the agent and its tests.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import tinker  # noqa: E402
+import uvicorn  # noqa: E402
+from advantage import kl_shaped  # noqa: E402 - beside the managed folder, see above
+from fastapi import FastAPI, HTTPException, Request  # noqa: E402
+from fastapi.responses import JSONResponse  # noqa: E402
+from tinker_cookbook import renderers  # noqa: E402
+from tinker_cookbook.tokenizer_utils import get_tokenizer  # noqa: E402
 
 # atoll.guidance_ttt.training.failpoints: a crash-consistency test names `<point>:<step>`.
 FAILPOINT_VARIABLE = "ATOLL_GUIDANCE_TTT_FAILPOINT"
@@ -284,16 +291,7 @@ def _train(policy: Policy, body: dict[str, Any]) -> dict[str, Any]:
         if rows and kl_coef > 0:
             base = policy.base_sampler()
             base_lp = [_sequence_logprobs(base, p, c) for p, c, _, _ in rows]
-            diffs = [
-                [s - b for s, b in zip(lp, blp, strict=True)]
-                for (_, _, lp, _), blp in zip(rows, base_lp, strict=True)
-            ]
-            count = sum(len(d) for d in diffs)
-            mean = math.fsum(x for d in diffs for x in d) / count
-            per_token = [
-                [a + kl_coef * (mean - x) for a, x in zip(row, d, strict=True)]
-                for row, d in zip(per_token, diffs, strict=True)
-            ]
+            per_token, mean = kl_shaped(per_token, [lp for _, _, lp, _ in rows], base_lp, kl_coef)
             metrics["kl_policy_base"] = mean
             seconds["kl"] = time.monotonic() - started
         if rows:
