@@ -13,8 +13,11 @@
 # What it does: renders serve.yaml from a tiny Guidance-TTT config (Qwen3-0.6B,
 # G=2, R=2, one step, short sequences), starts the stack with `atoll stack up`
 # (Reef + Slime/Megatron under Ray + SGLang), samples the 2x2 grid through Reef
-# and reports a reward per rollout (`python -m atoll.guidance_ttt.gpu_smoke`), waits until
-# Reef shows the step trained, then stops the stack. The stack is stopped on
+# and reports a reward per rollout (`python -m atoll.guidance_ttt.gpu_smoke`), waits at
+# the agent's training barrier until Reef shows the step trained AND the trainer's
+# health passes the fail-closed gate (finite grad norm > 0, LoRA-B changed, no
+# trainable base parameter, the step's global batch, checkpoint marker on disk;
+# it needs atoll-guidance-ttt[ray]), then stops the stack. The stack is stopped on
 # every exit path, Ctrl-C included. Logs: $WORK/stack/logs and $WORK/stack/reef-run.
 set -euo pipefail
 
@@ -61,4 +64,4 @@ REEF_URL=$("$ATOLL" stack up --config "$WORK/smoke.toml" --stack-dir "$WORK/stac
 echo "gpu_smoke: stack healthy at $REEF_URL after $(($(date +%s) - start)) s"
 "$ATOLL" stack status --stack-dir "$WORK/stack"
 REEF_URL="$REEF_URL" "$PYTHON" -m atoll.guidance_ttt.gpu_smoke --config "$WORK/smoke.toml" --deadline "$DEADLINE_S"
-echo "gpu_smoke: one step trained; total $(($(date +%s) - start)) s"
+echo "gpu_smoke: one step trained and passed the gate; total $(($(date +%s) - start)) s"

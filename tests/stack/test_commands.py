@@ -81,7 +81,7 @@ def test_the_local_executor_serves_gpt_oss_on_gpu_2_at_the_configured_url(
         "--model-path": "openai/gpt-oss-120b",
         "--served-model-name": "openai/gpt-oss-120b",
         "--host": "127.0.0.1",
-        "--port": "30000",
+        "--port": "8000",  # the reference's executor port; 30000 is Reef's router
         "--tp": "1",
         "--reasoning-parser": "gpt-oss",  # as the method's launch command
     }
@@ -94,3 +94,20 @@ def test_a_remote_executor_preset_starts_no_server(tmp_path):
     )
     assert not executor_wanted(plan(config, StackOptions(training=True)))
     assert executor_wanted(plan(config, StackOptions(training=True, executor_server="on")))
+
+
+def test_a_checkout_without_the_tttd_recipe_class_is_refused_before_the_gpus_are_taken(
+    tmp_path, venv_bin
+):
+    """Reef's own Python imports the method's recipe and hooks with the checkout, or says why not."""
+    from atoll.stack import preflight
+    from atoll.stack.errors import StackError
+
+    home = _checkout(tmp_path)  # recipes/tttd/recipe.py is there, but defines no TTTDRecipe
+    env = _env(venv_bin, REEF_HOME=str(home))
+    with pytest.raises(StackError) as refused:
+        preflight.method_importable(preflight.reef_executable(env), home, env)
+    message = str(refused.value)
+    assert "cannot import the method's recipe and hooks" in message
+    assert "TTTDRecipe" in message and "install atoll-guidance-ttt[reef]" in message
+    assert "\n" not in message

@@ -19,9 +19,9 @@ from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions
 from atoll.stack.planning import plan
 
-#: A weight-training recipe the reef-infra wheel ships, standing in for the checkout's tttd
-#: recipe so that Reef's full resolution checks every other section without the checkout.
-WHEEL_TRAINING_RECIPE = "reef.recipe.generated_tasks.recipe:GeneratedTaskRecipe"
+#: A weight-training recipe the reef-infra wheel ships, standing in for the tttd recipe (which
+#: extends the Reef checkout's) so that Reef's full resolution checks every other section.
+WHEEL_TRAINING_RECIPE = validate.WHEEL_TRAINING_RECIPE
 
 CONFIGS = [
     {},
@@ -57,7 +57,7 @@ def test_training_file_follows_the_config_field_by_field(tmp_path: Path, overrid
     assert inference["tensor-parallel-size"] == config.tensor_parallel_size
     assert inference["num-gpus"] == 2
     assert inference["options"]["context-length"] == str(config.sequence_length)
-    assert doc["recipe"]["implementation"] == "recipes.tttd.recipe:TTTDRecipe"
+    assert doc["recipe"]["implementation"] == "atoll.guidance_ttt.tttd.recipe:TttdRecipe"
     assert doc["recipe"]["config"]["groups-per-step"] == g
     assert doc["recipe"]["config"]["rollouts-per-group"] == r
     training = doc["training"]
@@ -164,7 +164,8 @@ def test_render_command_prints_the_file_without_the_token(tmp_path: Path) -> Non
     }
     assert doc["training"]["options"]["num-rollout"] == "7"
     assert token not in result.stdout
-    assert "reef-infra's loader accepts this file (public layout only" in result.stderr
+    assert "reef-infra's loader accepts this file (resolved with a wheel recipe" in result.stderr
+    assert "the Slime driver's checks pass" in result.stderr
 
 
 def test_render_command_bad_override_is_one_line(tmp_path: Path) -> None:

@@ -2,15 +2,19 @@
 
 It samples the full G × R grid of step 0 through Reef with the same client the
 agent uses, reports a reward per rollout that differs within each group (a
-constant group would be dropped and nothing would train), and waits until
-Reef's `GET /reef/status` shows the scenario past step 0, failing on a failed
-step or the deadline. It exercises the stack, not the search: no executor and
-no judge are involved.
+constant group would be dropped and nothing would train), and then waits at
+the agent's own training barrier: Reef's `GET /reef/status` past step 0, and
+the fail-closed gate on the real trainer's health (a finite non-zero grad
+norm, LoRA-B moved, no trainable base parameter, the step's global batch,
+the checkpoint marker on disk). A step number that advanced is not enough.
+It exercises the stack, not the search: no executor and no judge are
+involved.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
@@ -20,13 +24,22 @@ from atoll.core import reef_env
 from atoll.guidance_ttt.config import load_config
 from atoll.guidance_ttt.prompting.prompts import GUIDANCE_SYSTEM, Prompt
 from atoll.guidance_ttt.search.scored_program import Status, Verification
+from atoll.guidance_ttt.services.cancel import Cancellation
 from atoll.guidance_ttt.services.reef_guidance import (
     GridSlot,
     GuidanceClient,
     ReefEndpoint,
     report_payload,
 )
-from atoll.guidance_ttt.services.training_barrier import scenario_progress
+from atoll.guidance_ttt.services.training_barrier import (
+    StepExpectation,
+    TrainingBarrier,
+    TrainingGateFailed,
+    TrainingInvariantFailed,
+    TrainingTimeout,
+    scenario_progress,
+)
+from atoll.guidance_ttt.services.wiring import training_barrier
 
 PROMPT = Prompt(
     GUIDANCE_SYSTEM,
@@ -46,6 +59,9 @@ def run_step(config_path: Path | None, reef_url: str | None, deadline_s: float) 
         max_completion_tokens=config.max_guidance_tokens,
     )
     g, r = config.groups, config.rollouts
+    # The trainer's starting health is the gate's origin: read it before the step is sampled.
+    barrier = training_barrier(config, client, scenario, os.environ, Cancellation())
+    barrier.start(0)
     started = time.monotonic()
     for group in range(g):
         for rollout in range(r):
@@ -68,12 +84,34 @@ def run_step(config_path: Path | None, reef_url: str | None, deadline_s: float) 
             print(f"Reef lists failed steps {list(progress.failed_steps)}", file=sys.stderr)
             return 1
         if progress is not None and progress.scenario_step >= 1:
-            print(f"trained: scenario {scenario} at step {progress.scenario_step} "
-                  f"after {time.monotonic() - started:.0f} s")  # fmt: skip
-            return 0
+            print(f"Reef shows scenario {scenario} at step {progress.scenario_step} "
+                  f"after {time.monotonic() - started:.0f} s", flush=True)  # fmt: skip
+            return _gate(barrier, g, r)
         time.sleep(5)
     print(f"Reef did not train step 0 within {deadline_s:.0f} s", file=sys.stderr)
     return 1
+
+
+def _gate(barrier: TrainingBarrier, groups: int, rollouts: int) -> int:
+    """The agent's fail-closed gate on the trainer's own report of the step it just trained."""
+    expected = StepExpectation(step=0, groups=groups, rollouts_per_group=rollouts,
+                               rollouts=groups * rollouts, non_constant_groups=groups)  # fmt: skip
+    try:
+        commit = barrier.await_training(expected)
+    except (TrainingGateFailed, TrainingInvariantFailed, TrainingTimeout) as exc:
+        print(f"gpu_smoke: {exc}", file=sys.stderr)
+        return 1
+    if commit is None:
+        print("gpu_smoke: nothing vouches for the update (the config's training is not on)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    print(
+        f"trained and gated: grad norm {commit.grad_norm}, LoRA-B L1 {commit.lora_b_l1} "
+        f"({commit.lora_b_nonzero} non-zero), trainable base parameters "
+        f"{commit.trainable_base_params}, checkpoint {commit.checkpoint_marker}",
+        flush=True,
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -153,10 +153,19 @@ def render(
 
                     from atoll.stack.preflight import reef_home as checkout
 
-                    validate.resolve(path, reef_home=checkout(reef_home, os.environ))
-                    checked = f"fully resolved with the tttd recipe of {reef_home}"
+                    home = checkout(reef_home, os.environ)
+                    validate.check_method(validate.resolve(path, reef_home=home))
+                    checked = (
+                        f"fully resolved with the tttd recipe of {reef_home}; "
+                        "the Slime driver's checks pass"
+                    )
                 else:
-                    checked = f"public layout only; set {reef_env.HOME_ENV} to resolve the tttd recipe too"
+                    resolved = validate.resolve(path, recipe=validate.WHEEL_TRAINING_RECIPE)
+                    validate.check_method(resolved)
+                    checked = (
+                        "resolved with a wheel recipe standing in for the tttd recipe; the Slime "
+                        f"driver's checks pass; set {reef_env.HOME_ENV} to resolve the tttd recipe too"
+                    )
             _err.print(f"reef-infra's loader accepts this file ({checked})")
         _out.out(text, end="")
 

@@ -85,7 +85,7 @@ def executor_command(plan: Plan, env: Mapping[str, str]) -> Command:
         "--model-path", model,
         "--served-model-name", model,
         "--host", parts.hostname or "127.0.0.1",
-        "--port", str(parts.port or 30000),
+        "--port", str(parts.port or 80),
         "--tp", "1",
     )  # fmt: skip
     if plan.config.executor_reasoning_parser:

@@ -85,6 +85,21 @@ def _preflight(plan: Plan, env: dict[str, str]) -> None:
                 "training needs GPUs and nvidia-smi lists none on this machine; "
                 "run search-only with --training off --upstream-url URL"
             )
+        _check_method(plan, env)
+
+
+def _check_method(plan: Plan, env: dict[str, str]) -> None:
+    """Reef's own resolution and its Slime driver's checks, before any GPU is taken."""
+    import tempfile
+
+    from atoll.stack import validate
+
+    home = preflight.reef_home(plan.options.reef_home, env)
+    preflight.method_importable(preflight.reef_executable(env), home, env)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "serve.yaml"
+        path.write_text(plan.serve_yaml)
+        validate.check_method(validate.resolve(path, reef_home=home))
 
 
 def _start(plan: Plan, env: dict[str, str], console: Console) -> StackState:

@@ -7,9 +7,11 @@ checks run first and cost milliseconds.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -59,6 +61,41 @@ def reef_home(option: str | None, env: Mapping[str, str]) -> Path:
             f"point {name} at a Reef source checkout"
         )
     return home
+
+
+#: What Reef's driver and workers import for the method: the recipe (with the checkout's) and the hooks.
+METHOD_MODULES = ("atoll.guidance_ttt.tttd.recipe", "atoll.guidance_ttt.tttd.slime.objective")
+
+
+def method_importable(reef: str, home: Path, env: Mapping[str, str]) -> None:
+    """The method's recipe and worker hooks import in the Python that runs `reef`, with the checkout.
+
+    Reef's training driver and its Megatron workers import them by the names
+    serve.yaml gives; a missing package would otherwise surface minutes
+    later, from a worker's log, after the GPUs were taken.
+    """
+    beside = Path(reef).parent / "python"
+    python = str(beside) if beside.exists() else sys.executable
+    search = os.pathsep.join(p for p in (str(home), env.get("PYTHONPATH", "")) if p)
+    code = "import importlib, sys\nfor name in sys.argv[1:]: importlib.import_module(name)"
+    try:
+        done = subprocess.run(
+            [python, "-c", code, *METHOD_MODULES],
+            env={**env, "PYTHONPATH": search}, capture_output=True, text=True, timeout=300,
+            check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise StackError(
+            f"could not run Reef's Python ({python}) to check the method: {exc}"
+        ) from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        reason = lines[-1].strip() if lines else f"exit status {done.returncode}"
+        raise StackError(
+            f"Reef's Python ({python}) cannot import the method's recipe and hooks: {reason}; "
+            f"install atoll-guidance-ttt[reef] there, with {reef_env.HOME_ENV} at the Reef checkout "
+            "that matches its reef-infra"
+        )
 
 
 def port_free(host: str, port: int) -> bool:

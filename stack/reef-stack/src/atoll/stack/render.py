@@ -37,7 +37,20 @@ from atoll.stack.config import StackConfig
 from atoll.stack.errors import StackError
 
 TOKEN_REFERENCE = "${" + reef_env.TOKEN_ENV + ":?}"
-TTTD_RECIPE = "recipes.tttd.recipe:TTTDRecipe"
+#: Reef's tttd recipe bound to atoll's objective (atoll-guidance-ttt's `atoll.guidance_ttt.tttd`,
+#: installed with reef-infra where the stack runs; `atoll.guidance_ttt.tttd.names` says the same).
+TTTD_RECIPE = "atoll.guidance_ttt.tttd.recipe:TttdRecipe"
+#: The recipe's training objective, which names the Slime loss family (registered on import).
+OBJECTIVE_MODULE = "atoll.guidance_ttt.tttd.objective"
+LOSS_FAMILY = "atoll_tttd"
+#: The worker hooks Slime calls for the method's loss and its KL-to-base advantage term.
+LOSS_HOOK = "atoll.guidance_ttt.tttd.slime.objective.tttd_loss"
+ADVANTAGE_HOOK = "atoll.guidance_ttt.tttd.slime.objective.tttd_advantages"
+#: Reef's request handler for a managed SGLang engine: token ids and log-probs for every sample.
+HANDLER_FACTORY = "reef.inference.sglang.chat.SGLangInferenceHandler"
+#: The port of Reef's SGLang router, as the reference gives it.
+ROUTER_PORT = 30000
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
 #: The record-only recipe of reef-infra: receipts and reports, no weight updates.
 RECORD_ONLY_RECIPE = "recipe"
 #: Reef's own run directory (service logs, resolved configuration) inside the stack directory
@@ -60,14 +73,19 @@ TRAINING_METHOD: dict[str, Any] = {
     "adam-beta2": "0.95",
     "adam-eps": "1e-8",
     "clip-grad": "0",
+    "loss-type": "custom_loss",
+    "custom-loss-function-path": LOSS_HOOK,
     "use-rollout-logprobs": True,
+    "advantage-estimator": "grpo",
     "kl-coef": KL_COEF,
+    "custom-advantage-function-path": ADVANTAGE_HOOK,
     "entropy-coef": "0",
     "rollout-temperature": "1",
 }
 
 #: Numerics and memory of the trainer, fixed for the method.
 NUMERICS: dict[str, Any] = {
+    "train-env-vars": '{"PYTORCH_CUDA_ALLOC_CONF":"max_split_size_mb:512"}',
     "log-probs-chunk-size": "1024",
     "attention-dropout": "0",
     "hidden-dropout": "0",
@@ -123,6 +141,7 @@ def reef_address(config: StackConfig, port: int | None) -> tuple[str, int]:
 
 def render(config: StackConfig, placement: Placement, *, training: bool) -> dict[str, Any]:
     """The serve.yaml mapping: the tttd stack when training, else record-only."""
+    refuse_shared_ports(config, placement, training=training)
     document: dict[str, Any] = {
         "reef": {
             "host": placement.host,
@@ -138,6 +157,32 @@ def render(config: StackConfig, placement: Placement, *, training: bool) -> dict
     if training:
         document["execution"] = {"training": "ray", "rollout": "ray"}
     return document
+
+
+def local_ports(
+    config: StackConfig, placement: Placement, *, training: bool
+) -> list[tuple[str, int]]:
+    """The services of this machine the run talks to, and the port each listens on."""
+    ports = [("Reef", placement.port)]
+    if training:
+        ports.append(("Reef's SGLang router", ROUTER_PORT))
+    executor = urlsplit(config.executor_base_url or "")
+    if executor.hostname in LOOPBACK_HOSTS:
+        default = 443 if executor.scheme == "https" else 80
+        ports.append(("the executor", executor.port or default))
+    return ports
+
+
+def refuse_shared_ports(config: StackConfig, placement: Placement, *, training: bool) -> None:
+    """Two services on one port: the second could not start, or would answer for the first."""
+    owners: dict[int, str] = {}
+    for name, port in local_ports(config, placement, training=training):
+        if port in owners:
+            raise StackError(
+                f"{owners[port]} and {name} would both listen on port {port}: move one of them "
+                "(reef_url's port or --port for Reef, executor_base_url for the executor)"
+            )
+        owners[port] = name
 
 
 def _storage(placement: Placement) -> dict[str, str]:
@@ -165,7 +210,14 @@ def _training_sections(config: StackConfig, placement: Placement) -> dict[str, A
             "num-gpus": gpus,
             "tensor-parallel-size": tp,
             "timeout-s": 7200,
-            "options": {"context-length": str(context), "mem-fraction-static": "0.5"},
+            "handler-factory": HANDLER_FACTORY,
+            "options": {
+                "context-length": str(context),
+                "router-port": str(ROUTER_PORT),
+                "mem-fraction-static": "0.5",
+                "disable-prefill-cuda-graph": True,
+                "cuda-graph-max-bs-decode": "8",
+            },
         },
         "recipe": {
             "implementation": TTTD_RECIPE,
