@@ -28,10 +28,14 @@ def _problems(root: Path) -> Path:
     return root / "problems"
 
 
-@pytest.fixture
-def judge_process(tmp_path, venv_bin):
-    """`atoll judge serve` in its own process, so that a test can kill it."""
-    port = free_port()
+def serve_judge(venv_bin: Path, root: Path, port: int) -> subprocess.Popen[bytes]:
+    """`atoll judge serve` on `port` with the problems and state under `root`, once it answers.
+
+    Called again with the same `root` and `port`, it restarts the same judge at the same URL.
+    """
+    problems = root / "problems"
+    if not problems.is_dir():
+        _problems(root)
     process = subprocess.Popen(
         [
             str(venv_bin / "atoll"),
@@ -40,9 +44,9 @@ def judge_process(tmp_path, venv_bin):
             "--port",
             str(port),
             "--problems",
-            str(_problems(tmp_path / "judge")),
+            str(problems),
             "--state-dir",
-            str(tmp_path / "judge" / "state"),
+            str(root / "state"),
             "--workers",
             "2",
         ],
@@ -54,13 +58,34 @@ def judge_process(tmp_path, venv_bin):
     while True:
         try:
             with urllib.request.urlopen(url + "/health", timeout=2):
-                break
+                return process
         except OSError:
             if time.monotonic() > deadline or process.poll() is not None:
                 process.kill()
                 raise RuntimeError("atoll judge serve did not start") from None
             time.sleep(0.2)
-    yield process, url
+
+
+def stop_judge(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.kill()
     process.wait(timeout=10)
+
+
+@pytest.fixture
+def judge_process(tmp_path, venv_bin):
+    """`atoll judge serve` in its own process, so that a test can kill it."""
+    port = free_port()
+    process = serve_judge(venv_bin, tmp_path / "judge", port)
+    yield process, f"http://127.0.0.1:{port}"
+    stop_judge(process)
+
+
+@pytest.fixture
+def restart_judge(tmp_path, venv_bin, judge_process):
+    """Start a killed `judge_process` again: the same judge, at the same URL."""
+    _, url = judge_process
+    started: list[subprocess.Popen[bytes]] = []
+    yield lambda: started.append(serve_judge(venv_bin, tmp_path / "judge", int(url.split(":")[-1])))
+    for process in started:
+        stop_judge(process)

@@ -9,8 +9,10 @@ from atoll.guidance_ttt.prompting.answer_parsing import (
     SUMMARY_FALLBACK,
     extract_program,
     extract_summary,
+    has_solution_block,
     parse_executor,
     parse_guidance,
+    parse_program,
 )
 
 # ----- guidance -----------------------------------------------------------------------------
@@ -95,17 +97,13 @@ def test_a_leaked_analysis_that_mentions_the_solution_block_yields_no_draft() ->
     assert extract_program(quoted + _answer(f"```cpp\n{CPP_A}\n```"), Language.CPP) == (
         CPP_A + "\n"
     )
-    # The answer itself never arrived (truncated): the draft is not the program.
-    truncated = leaked + f"<solution>\n```cpp\n{CPP_A}"
-    assert extract_program(truncated, Language.CPP) is None
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "no code at all",
-        f"```cpp\n{CPP_A}\n```",  # a fence outside any solution block
-        f"```cpp\n{CPP_A}\n```\n<summary>s</summary>",
+        f"```python\n{CPP_A}\n```\n<summary>s</summary>",  # no solution block, another language
         f"<solution>\n{CPP_A}\n</solution>",  # raw text, no fence
         f"<solution>\n```\n{CPP_A}\n```\n</solution>",  # untagged fence
         f"<solution>\n```c\n{CPP_A}\n```\n</solution>",  # another language
@@ -118,6 +116,81 @@ def test_a_leaked_analysis_that_mentions_the_solution_block_yields_no_draft() ->
 )
 def test_nothing_found_is_none(text: str) -> None:
     assert extract_program(text, Language.CPP) is None
+    assert not parse_program(text, Language.CPP).from_fallback
+
+
+# ----- the fallback for answers without a <solution> block ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```cpp\n{CPP_A}\n```",
+        f"Here it is:\n```cpp\n{CPP_A}\n```\n<summary>s</summary>",
+        f"```cpp\n{CPP_B}\n```\nbetter:\n```c++\n{CPP_A}\n```\n```python\nprint(1)\n```",
+        f"```cpp\n{CPP_A}\n```\n```cpp\n  \n```",  # an empty last block is skipped
+        # No complete block: a closing tag before the opening one, or an opening one cut off.
+        f"</solution>\n```cpp\n{CPP_A}\n```\n<solution>",
+        f"<solution>\n```cpp\n{CPP_A}\n```\n<summary>s</summary>",
+    ],
+)
+def test_without_a_solution_block_the_last_fence_in_the_language_is_taken(text: str) -> None:
+    assert not has_solution_block(text)
+    parsed = parse_program(text, Language.CPP)
+    assert parsed.program == CPP_A + "\n"
+    assert parsed.from_fallback and parsed.reason is None
+    assert extract_program(text, Language.CPP) == CPP_A + "\n"
+
+
+def test_the_fallback_scans_the_whole_answer_like_the_reference() -> None:
+    # The reference searches the whole text, so a fence after <summary> is found too.
+    text = f"```cpp\n{CPP_B}\n```\n<summary>Kept:\n```cpp\n{CPP_A}\n```\n</summary>"
+    assert parse_program(text, Language.CPP).program == CPP_A + "\n"
+
+
+def test_a_truncated_answer_falls_back_to_its_last_complete_fence() -> None:
+    # Cut off inside its <solution> block, the answer has no complete block: as in the
+    # reference, its last complete code block (here the analysis's draft) is the program, and
+    # the mark lets the run count it.
+    leaked = f"A first draft:\n```cpp\n{CPP_B}\n```\nThe answer:\n"
+    parsed = parse_program(leaked + f"<solution>\n```cpp\n{CPP_A}", Language.CPP)
+    assert parsed.program == CPP_B + "\n" and parsed.from_fallback
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [(Language.CPP, CPP_A + "\n"), (Language.PYTHON, "print(1)\n")],
+)
+def test_the_fallback_respects_the_language(language: Language, expected: str) -> None:
+    text = f"```python\nprint(1)\n```\n```cpp\n{CPP_A}\n```\n```c\nint x;\n```\n```\nraw\n```"
+    parsed = parse_program(text, language)
+    assert parsed.program == expected and parsed.from_fallback
+
+
+def test_the_fallback_finds_nothing_in_another_language() -> None:
+    parsed = parse_program("```python\nprint(1)\n```\n<summary>s</summary>", Language.CPP)
+    assert parsed.program is None and not parsed.from_fallback
+    assert (
+        parsed.reason is not None and "no <solution> block and no cpp code block" in parsed.reason
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"<solution>\n{CPP_B}\n</solution>\n```cpp\n{CPP_A}\n```\n<summary>s</summary>",
+        f"```cpp\n{CPP_A}\n```\n<solution>\n```python\nprint(1)\n```\n</solution>\n<summary>s</summary>",
+        f"```cpp\n{CPP_A}\n```\n<solution></solution>\n<summary>s</summary>",
+        f"```cpp\n{CPP_A}\n```\n<solution>\n```\n{CPP_B}\n```\n</solution>",
+        # The only complete block stands after the final <summary>: the answer has one.
+        f"```cpp\n{CPP_A}\n```\n<summary>use <solution>x</solution></summary>",
+    ],
+)
+def test_a_bad_solution_block_does_not_fall_back(text: str) -> None:
+    assert has_solution_block(text)
+    parsed = parse_program(text, Language.CPP)
+    assert parsed.program is None and not parsed.from_fallback
+    assert parsed.reason is not None and "<solution>" in parsed.reason
 
 
 def test_indentation_inside_program_is_kept() -> None:
@@ -160,6 +233,11 @@ def test_parse_executor_combines_both() -> None:
     assert parsed.program == CPP_A + "\n"
     assert parsed.summary == "Greedy, puts a."
     assert not parsed.summary_is_fallback
+    assert not parsed.program_from_fallback and parsed.program_error is None
     broken = parse_executor("I could not do it.", Language.CPP)
     assert broken.program is None
     assert broken.summary == SUMMARY_FALLBACK and broken.summary_is_fallback
+    assert not broken.program_from_fallback and broken.program_error is not None
+    loose = parse_executor(f"```cpp\n{CPP_A}\n```\n<summary>Greedy.</summary>", Language.CPP)
+    assert loose.program == CPP_A + "\n" and loose.program_from_fallback
+    assert loose.summary == "Greedy." and loose.program_error is None

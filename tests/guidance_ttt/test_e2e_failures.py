@@ -2,7 +2,8 @@
 
 The trial must end in an error that names the judge (never a reward made up
 from a failure), the agent's logs must still describe the step that was
-committed, and rerunning the same command against a working judge must
+committed, and rerunning the same command once the judge is back (the same
+judge at the same URL: a run resumes only with the judge that scored it) must
 finish the run from there, without sampling the committed step again.
 """
 
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 def test_a_judge_lost_after_a_commit_fails_the_trial_and_a_rerun_finishes_the_run(
-    tmp_path, venv_bin, reef_server, reset_reef_upstream, scripted_llm, judge_process, judge_url
+    tmp_path, venv_bin, reef_server, reset_reef_upstream, scripted_llm, judge_process, restart_judge
 ):
     process, dying_judge = judge_process
     reset_reef_upstream.script = PromptGuidance(SALT)
@@ -76,17 +77,18 @@ def test_a_judge_lost_after_a_commit_fails_the_trial_and_a_rerun_finishes_the_ru
     sampled_before = len(journaled.samples)
     assert sampled_before >= 1  # the guidance whose program the judge never scored
 
-    # Same command, a working judge: only step 1 is finished, from its journal.
+    # Same command, the judge back at its URL: only step 1 is finished, from its journal.
     scripted_llm.script = packers
     guidance_before = len(reset_reef_upstream.chat_requests())
     second = tmp_path / "second"
     second.mkdir()
+    restart_judge()
     done = atoll_run(
         venv_bin,
         second,
         reef_server=reef_server,
         executor_url=scripted_llm.base_url,
-        judge_url=judge_url,
+        judge_url=dying_judge,
         ak=settings,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -243,6 +243,7 @@ def test_a_training_step_with_a_slot_reef_cannot_fill_stops_at_once(
     )
     context = step_context(library=library, **settings)
     context.complete_grid = True
+    context.guidance_resend_delay_s = 0.0  # Reef recorded nothing: one re-send, which fails too
     context.limits = Limits(guidance=1, executor=1, judge=1)
     before = len(reset_reef_upstream.chat_requests())
     with pytest.raises(

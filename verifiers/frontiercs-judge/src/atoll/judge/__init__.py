@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from atoll.judge.compiler import COMPILE_LIMITS, FLAGS
     from atoll.judge.embedded import JUDGE_URL_ENV
     from atoll.judge.provision import JudgeForTrials, JudgeNotReady
-    from atoll.judge.scorer import SCORER_NAME, judge_url
+    from atoll.judge.scorer import SCORER_NAME, JudgeRecord, describe_judge, judge_url
 
 # What other distributions use of the judge (Guidance-TTT scores through it, FrontierSmith
 # compiles as it does), imported on first use: every `atoll` call loads this package.
@@ -31,6 +31,8 @@ __getattr__ = exports(
         "JudgeForTrials": "atoll.judge.provision",
         "JudgeNotReady": "atoll.judge.provision",
         "SCORER_NAME": "atoll.judge.scorer",
+        "JudgeRecord": "atoll.judge.scorer",
+        "describe_judge": "atoll.judge.scorer",
         "judge_url": "atoll.judge.scorer",
     },
 )
@@ -43,5 +45,7 @@ __all__ = [
     "SOURCE_FILES",
     "JudgeForTrials",
     "JudgeNotReady",
+    "JudgeRecord",
+    "describe_judge",
     "judge_url",
 ]

@@ -8,6 +8,7 @@ A bad field becomes one line naming the field and what is wrong with it.
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Annotated, Any
 
 from pydantic import (
@@ -27,6 +28,8 @@ LANG_ALIASES = ("c++", "cpp", "cpp17", "cxx", "g++", "gnu++17")
 MAX_SOURCE_BYTES = MiB
 MAX_PID_CHARS = 64
 MAX_LANG_CHARS = 32
+# The distribution whose version `GET /version` reports: what decides how a program scores.
+DISTRIBUTION = "atoll-frontiercs-judge"
 
 
 class BadSubmission(ValueError):
@@ -109,6 +112,35 @@ class Error(BaseModel):
 
 class Health(BaseModel):
     ok: bool
+
+
+class JudgeVersion(BaseModel):
+    """What `GET /version` answers: which judge scores, so a client can record it.
+
+    A search that resumes must score with the judge it started with; a judge
+    embedded in an atoll process listens on a port that changes every start,
+    so it says it is embedded rather than letting its address stand for it.
+    """
+
+    name: str = Field(description="The judge's distribution.", examples=[DISTRIBUTION])
+    version: str = Field(description="Its version.", examples=["0.1.0"])
+    embedded: bool = Field(
+        description="Whether an atoll process started it for itself on a port of the moment "
+        "(true), or it was started to serve on its own (`atoll judge serve`, false)."
+    )
+
+
+def package_version() -> str:
+    """The installed judge's version; `unknown` when run from a tree that was never installed."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def judge_version(*, embedded: bool) -> JudgeVersion:
+    """This judge's answer to `GET /version`."""
+    return JudgeVersion(name=DISTRIBUTION, version=package_version(), embedded=embedded)
 
 
 class ProblemSummary(BaseModel):

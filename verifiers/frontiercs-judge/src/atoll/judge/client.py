@@ -14,9 +14,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+if TYPE_CHECKING:
+    from atoll.judge.api import JudgeVersion
 
 DEFAULT_DEADLINE_S = 900.0
 
@@ -150,6 +153,23 @@ class JudgeClient:
         except JudgeUnavailable:
             return False
         return response.status_code == 200
+
+    def about(self) -> JudgeVersion | None:
+        """Which judge answers (`GET /version`); None from a judge that predates the route.
+
+        JudgeUnavailable when it cannot be asked: a judge that does not answer
+        says nothing about which judge it is.
+        """
+        from atoll.judge.api import JudgeVersion  # pydantic: only a client that asks loads it
+
+        response = self._request("GET", "/version")
+        if response.status_code == 404:
+            return None
+        try:
+            response.raise_for_status()
+            return JudgeVersion.model_validate(response.json())
+        except (httpx.HTTPError, ValueError) as exc:
+            raise JudgeUnavailable(f"judge at {self.url} sent no readable version: {exc}") from None
 
     def submit(self, source: bytes | str, pid: str = "0", lang: str = "cpp") -> int:
         """Send a program as the reference harness does (multipart) and return its sid."""

@@ -178,7 +178,8 @@ class EmbeddedJudge:
         service.start()
         from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
 
-        config = read_deadline.config(create_app(service), self.setup.read_timeout_s, "warning")
+        app = create_app(service, embedded=True)  # its port is of the moment: not its identity
+        config = read_deadline.config(app, self.setup.read_timeout_s, "warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,

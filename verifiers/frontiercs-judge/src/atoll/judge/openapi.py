@@ -22,6 +22,7 @@ from atoll.judge.api import (
     Health,
     InfrastructureError,
     Judged,
+    JudgeVersion,
     Problems,
     Queued,
     SubmissionFields,
@@ -35,6 +36,7 @@ _MODELS = (
     Submitted,
     Error,
     Health,
+    JudgeVersion,
     Problems,
     Queued,
     Judged,
@@ -113,7 +115,7 @@ def _pid_schema(problem_ids: list[str]) -> dict[str, Any]:
 
 
 def _reading_paths(pid: dict[str, Any]) -> dict[str, Any]:
-    """The routes that only read: this description, health, the problems and a statement."""
+    """The routes that only read: this description, health, version, problems and a statement."""
     return {
         PATH: {
             "get": {
@@ -127,6 +129,13 @@ def _reading_paths(pid: dict[str, Any]) -> dict[str, Any]:
                 "operationId": "health",
                 "summary": "Whether the judge answers.",
                 "responses": {"200": _json(_ref("Health"), "The judge is up.")},
+            }
+        },
+        "/version": {
+            "get": {
+                "operationId": "version",
+                "summary": "Which judge this is: its version, and whether it is embedded.",
+                "responses": {"200": _json(_ref("JudgeVersion"), "The judge's version.")},
             }
         },
         "/problems": {

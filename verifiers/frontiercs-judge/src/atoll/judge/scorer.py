@@ -6,6 +6,12 @@ its score, 0 included; its raw score is the judge's bounded `score` (the number
 the task's verifier reports as the trial's reward), not `scoreUnbounded`. A
 judge that is down, too slow or broken says nothing about the program: it is
 `ScorerUnavailable`, never a score.
+
+Which judge scored is part of a search's identity (`describe_judge`): the
+embedded judge by its version alone (its port changes every start, whether
+the search starts it or a job plugin does and names it in
+`FRONTIERCS_JUDGE_URL`), a judge serving on its own by its URL and the version
+it reports.
 """
 
 from __future__ import annotations
@@ -13,13 +19,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Literal
 
 from atoll.core.scoring import CandidateScore, ScorerSetup, ScorerUnavailable, ScoreStatus
+from atoll.judge.api import package_version
 from atoll.judge.client import DEFAULT_DEADLINE_S, Invalid, JudgeClient, JudgeUnavailable, Scored
 from atoll.judge.embedded import JUDGE_URL_ENV, EmbeddedJudge, JudgeSetup
 
 SCORER_NAME = "frontiercs-judge"
+EMBEDDED: Final = "embedded"
+REMOTE: Final = "remote"
+# How long `describe_judge` waits for a judge's `GET /version`.
+VERSION_TIMEOUT_S = 10.0
 
 
 class JudgeScorer:
@@ -74,12 +87,62 @@ def score_of(outcome: Scored | Invalid) -> CandidateScore:
     return CandidateScore(ScoreStatus.VALID, outcome.score, float(outcome.reward), message, receipt)
 
 
+@dataclass(frozen=True)
+class JudgeRecord:
+    """Which judge scores: what a search records, and a resume must find unchanged.
+
+    `kind` is `embedded` (an atoll process's own judge, whose `address` is
+    then `embedded`: its port is of the moment) or `remote` (a judge serving
+    on its own at the URL `address`). `version` is the judge's package
+    version, as it reports it; None from a judge that reports none.
+    """
+
+    kind: Literal["embedded", "remote"]
+    address: str
+    version: str | None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"kind": self.kind, "address": self.address, "version": self.version}
+
+
+def chosen_url(url: str | None = None) -> str | None:
+    """The judge URL to use: `url`, else `FRONTIERCS_JUDGE_URL`; None for an embedded judge."""
+    chosen = url or os.environ.get(JUDGE_URL_ENV)
+    return chosen.rstrip("/") if chosen else None
+
+
+def describe_judge(url: str | None = None) -> JudgeRecord:
+    """The judge `judge_url(url)` scores with, without starting one.
+
+    With no URL that is the embedded judge of this installation. A URL is
+    asked `GET /version`; one that cannot be asked is ScorerUnavailable.
+    """
+    chosen = chosen_url(url)
+    if chosen is None:
+        return JudgeRecord(EMBEDDED, EMBEDDED, package_version())
+    return judge_at(chosen)
+
+
+def judge_at(url: str) -> JudgeRecord:
+    """The record of the judge answering at `url`, from its `GET /version`."""
+    with JudgeClient(url, request_timeout=VERSION_TIMEOUT_S) as client:
+        try:
+            about = client.about()
+        except JudgeUnavailable as exc:
+            raise ScorerUnavailable(f"cannot tell which judge answers at {url}: {exc}") from exc
+    if about is None:  # a judge from before GET /version: its URL is all that names it
+        return JudgeRecord(REMOTE, url, None)
+    if about.embedded:
+        return JudgeRecord(EMBEDDED, EMBEDDED, about.version)
+    return JudgeRecord(REMOTE, url, about.version)
+
+
 @contextmanager
 def judge_url(url: str | None = None, state_dir: Path | None = None) -> Iterator[str]:
     """The judge to use: `url`, else `FRONTIERCS_JUDGE_URL`, else an embedded judge for the run."""
-    chosen = url or os.environ.get(JUDGE_URL_ENV)
+    chosen = chosen_url(url)
     if chosen:
-        yield chosen.rstrip("/")
+        yield chosen
         return
     with EmbeddedJudge(JudgeSetup(state_dir=state_dir)) as judge:
         yield judge.url

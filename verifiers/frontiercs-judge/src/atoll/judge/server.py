@@ -31,6 +31,7 @@ from atoll.judge.api import (
     MAX_SID,
     MAX_SOURCE_BYTES,
     BadSubmission,
+    judge_version,
     submission_fields,
 )
 from atoll.judge.engine import UnknownProblem
@@ -156,7 +157,10 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _error(f"the judge failed on this request ({type(exc).__name__}); see its log", 500)
 
 
-def create_app(service: JudgeService) -> Starlette:
+def create_app(service: JudgeService, *, embedded: bool = False) -> Starlette:
+    """The judge's HTTP app; `embedded` when an atoll process serves it for itself (`/version`)."""
+    about = judge_version(embedded=embedded).model_dump()
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
@@ -164,6 +168,9 @@ def create_app(service: JudgeService) -> Starlette:
 
     async def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
+
+    async def version(_: Request) -> Response:
+        return JSONResponse(about)
 
     async def problems(_: Request) -> Response:
         listed = [p.summary() for p in service.engine.problems.values()]
@@ -207,6 +214,7 @@ def create_app(service: JudgeService) -> Starlette:
         routes=[
             Route(openapi.PATH, description, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            Route("/version", version, methods=["GET"]),
             Route("/problems", problems, methods=["GET"]),
             Route("/problem/{pid}/statement", statement, methods=["GET"]),
             Route("/submit", submit, methods=["POST"]),

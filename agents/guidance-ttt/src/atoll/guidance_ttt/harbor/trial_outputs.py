@@ -22,6 +22,7 @@ from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.harbor.score_plot import plot_scores
 from atoll.guidance_ttt.harbor.training_plot import metrics_line, plot_training
 from atoll.guidance_ttt.services.training_barrier import TINKER_MODE
+from atoll.guidance_ttt.state import resume
 from atoll.guidance_ttt.state.run_report import RunReport, read_report
 
 STEPS_FILE = "steps.jsonl"
@@ -60,6 +61,9 @@ def write_outputs(
         "score_direction": task.contract.score_direction.value,
         "raw_score_label": task.contract.raw_score_label,
         "scorer": task.contract.scorer,
+        # Which judge scored (also in `identity`); null for a scorer that is no judge, or
+        # for a state saved before judges were recorded and never resumed since.
+        "judge": report.identity.get(resume.JUDGE),
     }
     atomic_write_json(logs_dir / RUN_FILE, summary)
     fill_context(context, report)

@@ -2,10 +2,13 @@
 
 Guidance is trained on, so a malformed answer must earn reward 0 rather than
 be repaired: the rules here are deliberately narrow, and a rejection says why.
-The executor's program is taken only from the answer's `<solution>` block,
-never from a code block elsewhere: an answer whose analysis leaks into the
-content (quoting `<solution>`, sketching a draft) must not have that draft
-judged as its program.
+The executor's program is taken from the answer's `<solution>` block, never
+from a code block elsewhere: an answer whose analysis leaks into the content
+(quoting `<solution>`, sketching a draft) must not have that draft judged as
+its program. Only an answer with no `<solution>` block at all falls back, as
+the reference harness does, to its last code block in the task's language;
+that program is marked as such, so a drift away from the required format
+shows in the run's counts instead of passing silently.
 """
 
 from __future__ import annotations
@@ -47,12 +50,31 @@ class GuidanceParse:
 
 
 @dataclass(frozen=True)
+class ProgramParse:
+    """The program (None: a `parse_error`, `reason` says why) and where it was found.
+
+    `from_fallback` is True only for a program taken, for want of any
+    `<solution>` block, from the answer's last code block in the language.
+    """
+
+    program: str | None
+    from_fallback: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class ExecutorParse:
-    """A program (None: nothing found, a `parse_error`) and the summary the child keeps."""
+    """A program (None: nothing found, a `parse_error`) and the summary the child keeps.
+
+    `program_from_fallback` says the program came from the no-`<solution>`
+    fallback; `program_error` says why there is no program.
+    """
 
     program: str | None
     summary: str
     summary_is_fallback: bool
+    program_from_fallback: bool = False
+    program_error: str | None = None
 
 
 def parse_guidance(text: str) -> GuidanceParse:
@@ -78,23 +100,65 @@ def parse_guidance(text: str) -> GuidanceParse:
 
 
 def extract_program(text: str, language: Language) -> str | None:
-    """The last code block in the task's language inside the answer's `<solution>` block.
+    """The answer's program, or None (a `parse_error`); see `parse_program` for the rule."""
+    return parse_program(text, language).program
 
-    The solution block is the last complete `<solution>...</solution>` before
+
+def parse_program(text: str, language: Language) -> ProgramParse:
+    """The answer's program: from its `<solution>` block, or failing any, by the fallback.
+
+    The program is the last code block in the task's language inside the
+    solution block. The solution block is the last complete `<solution>...</solution>` before
     the closing `<summary>` block (the answer's required shape), so a mention
     of `<solution>` in leaked analysis before it is not taken for the answer.
-    None (a `parse_error`) when there is no such block or no such code block
-    in it: raw text and code blocks outside `<solution>` are never the program.
+    A solution block with no such code block is a `parse_error`: the answer
+    named its program, and a code block elsewhere is not it.
+
+    Only when the answer holds no complete `<solution>` block anywhere (no
+    `<solution>` followed by a `</solution>`, the reference's condition) is
+    the program the answer's last non-empty code block in the task's
+    language, wherever it stands; such a program is marked `from_fallback`.
+    That includes an answer cut off inside its `<solution>` block: like the
+    reference, it is judged by the last complete code block it holds, which
+    may be a draft from its analysis, and the mark makes such runs visible.
     """
+    if not has_solution_block(text):
+        program = _last_program(text, language)
+        if program is None:
+            return ProgramParse(None, reason=f"no <solution> block and no {_fence_names(language)}")
+        return ProgramParse(program, from_fallback=True)
     block = _solution_block(text)
     if block is None:
-        return None
+        return ProgramParse(None, reason=f"no <solution> block before the final {SUMMARY_OPEN}")
+    program = _last_program(block, language)
+    if program is None:
+        return ProgramParse(None, reason=f"no {_fence_names(language)} inside the <solution> block")
+    return ProgramParse(program)
+
+
+def has_solution_block(text: str) -> bool:
+    """Whether a `<solution>` opening tag is followed, anywhere later, by `</solution>`.
+
+    The reference's test for "the answer has a solution block": an answer
+    that has one is held to it, however malformed its content.
+    """
+    start = text.find(SOLUTION_OPEN)
+    return start >= 0 and text.find(SOLUTION_CLOSE, start + len(SOLUTION_OPEN)) >= 0
+
+
+def _last_program(text: str, language: Language) -> str | None:
+    """The last non-empty code block in `text` tagged with the language, normalised."""
     tags = FENCE_TAGS[language]
-    matching = [m for m in _FENCE.finditer(block) if m.group("tag").lower() in tags]
+    matching = [m for m in _FENCE.finditer(text) if m.group("tag").lower() in tags]
     for match in reversed(matching):
         if match.group("body").strip():
             return _normalise(match.group("body"))
     return None
+
+
+def _fence_names(language: Language) -> str:
+    """How a parse error names the code blocks it looked for."""
+    return f"{language.value} code block ({', '.join(sorted(FENCE_TAGS[language]))})"
 
 
 def _solution_block(text: str) -> str | None:
@@ -131,7 +195,14 @@ def extract_summary(text: str) -> tuple[str, bool]:
 def parse_executor(text: str, language: Language) -> ExecutorParse:
     """Program and summary of one executor answer."""
     summary, fallback = extract_summary(text)
-    return ExecutorParse(extract_program(text, language), summary, fallback)
+    program = parse_program(text, language)
+    return ExecutorParse(
+        program.program,
+        summary,
+        fallback,
+        program_from_fallback=program.from_fallback,
+        program_error=program.reason,
+    )
 
 
 def _normalise(program: str) -> str:

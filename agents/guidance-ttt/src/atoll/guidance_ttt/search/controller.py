@@ -106,6 +106,7 @@ def run(
     barrier: TrainingBarrier,
     name: resume.RunName | None = None,
     start: resume.RunStart | None = None,
+    judge: resume.Judge = None,
     cancellation: Cancellation | None = None,
     console: Console | None = None,
 ) -> RunResult:
@@ -115,8 +116,10 @@ def run(
     the services (`resume.read_start`); None reads it here. `name` is the
     run's id and Reef scenario, which the guidance client and the barrier were
     built for; None takes the start's (the saved name, or a new one for a
-    first start). `cancellation` stops the run: it raises `RunCancelled` once
-    the calls in flight are aborted and journaled.
+    first start). `judge` is the judge that scores (`JudgeRecord.to_json()`,
+    None when the task's scorer is no judge): a first start records it in the
+    run's identity, a resume refuses another. `cancellation` stops the run: it
+    raises `RunCancelled` once the calls in flight are aborted and journaled.
     """
     console = console or Console(stderr=True)
     cancellation = cancellation or Cancellation()
@@ -128,7 +131,7 @@ def run(
     state_dir = config.state_dir
     start = start or resume.read_start(state_dir)
     opened = resume.RunStart(start.saved, name or start.name)
-    library, state = _open(config, task, seed, barrier, opened, console)
+    library, state = _open(config, task, seed, barrier, opened, judge, console)
     try:
         if state.next_step > config.steps:
             raise RunAlreadyComplete(
@@ -213,6 +216,7 @@ def _open(
     seed: Entry,
     barrier: TrainingBarrier,
     start: resume.RunStart,
+    judge: resume.Judge,
     console: Console,
 ) -> tuple[Library, resume.ResumeState]:
     state_dir = config.state_dir
@@ -233,21 +237,27 @@ def _open(
             run_id=name.run_id,
             scenario=name.scenario,
             training=barrier.mode,
-            identity=config.identity(),
+            identity={**config.identity(), resume.JUDGE: resume.judge_record(judge)},
             next_step=0,
             task=task.identity(),
         )
         resume.save(state_dir, state)
         console.print(
             f"guidance-ttt: new run {state.run_id} ({barrier.mode}, Reef scenario "
-            f"{state.scenario}) in {state_dir}",
+            f"{state.scenario}) in {state_dir}{_scored_by(judge)}",
             **PLAIN,
         )
         return library, state
-    saved.check(config, barrier.mode, name, task)
+    saved.check(config, barrier.mode, name, task, judge)
     library = Library.restore_committed(state_dir)
     try:
         resume.catch_up(state_dir, saved, library.archive.step)
+        if saved.adopt_judge(judge) and judge is not None:
+            console.print(
+                f"guidance-ttt: {state_dir} was saved before judges were recorded; recording "
+                f"{resume.describe_judge(judge)} from step {saved.next_step} on",
+                **PLAIN,
+            )
         if saved.next_step < config.steps:
             # A finished run trains nothing more: where Reef's trainer stands is not its concern.
             open_step = saved.next_step
@@ -263,6 +273,11 @@ def _open(
         library.close()
         raise
     return library, saved
+
+
+def _scored_by(judge: resume.Judge) -> str:
+    """Which judge scores, for the log: the embedded one is otherwise started silently."""
+    return "" if judge is None else f", scored by {resume.describe_judge(judge)}"
 
 
 def _check_trainer(barrier: TrainingBarrier, step: int, *, open_step_complete: bool) -> None:
@@ -317,6 +332,11 @@ def _log_step(console: Console, summary: StepSummary) -> None:
         f"{summary.non_constant_groups} non-constant groups"
         f"{' (degenerate)' if summary.degenerate else ''}, best {best}, grad norm {grad}, "
         f"training {summary.training}, {summary.elapsed_s:.1f} s"
-        + (f", {len(summary.orphans)} orphaned guidance calls" if summary.orphans else ""),
+        + (f", {len(summary.orphans)} orphaned guidance calls" if summary.orphans else "")
+        + (
+            f", {summary.programs_from_fallback} programs from answers without <solution>"
+            if summary.programs_from_fallback
+            else ""
+        ),
         **PLAIN,
     )

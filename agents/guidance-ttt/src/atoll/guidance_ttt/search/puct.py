@@ -56,9 +56,16 @@ def value_scale(candidates: Sequence[Node]) -> float:
 
 
 def rank_priors(candidates: Sequence[Node]) -> dict[int, float]:
-    """Rank k (0 = best value; ties by id, descending) gets weight N − k, normalised."""
+    """Rank k (0 = best value) gets weight N − k, normalised; equal values keep their order.
+
+    As in the reference, the ranking is a stable sort on value alone, so among
+    equal values the candidate that comes first ranks first. The archive
+    lists its candidates in insertion order, which is ascending id (ids are
+    handed out in creation order, and the archive file stores nodes by id):
+    the earlier node gets the larger prior.
+    """
     count = len(candidates)
-    ordered = sorted(candidates, key=_value_then_id, reverse=True)
+    ordered = sorted(candidates, key=_sort_value, reverse=True)
     total = count * (count + 1) / 2
     return {node.id: (count - rank) / total for rank, node in enumerate(ordered)}
 
@@ -84,8 +91,8 @@ def score_candidates(
     return scored
 
 
-def _value_then_id(node: Node) -> tuple[float, int]:
-    return (node.sort_value, node.id)
+def _sort_value(node: Node) -> float:
+    return node.sort_value
 
 
 def _order(scored: Scored) -> tuple[float, float, int]:

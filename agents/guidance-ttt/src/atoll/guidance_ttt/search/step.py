@@ -10,6 +10,13 @@ already running finish and are journaled, none is started after it, and the
 error is raised once they are done, so a resume loses nothing. A cancelled
 run stops the same way, only sooner: the run's `Cancellation` aborts the
 calls in flight, and the step raises `RunCancelled`.
+
+A training step (`complete_grid`) needs every slot reported against a
+receipt, and a guidance call that failed without one leaves its slot empty
+for good. When Reef certainly recorded nothing (`GuidanceUnavailable.
+unrecorded`: nothing was sampled that anyone can see), the slot's call is
+sent once more, the grant journaled with the failure; any other failure,
+or a second one, stops the step with `GridIncomplete`.
 """
 
 from __future__ import annotations
@@ -48,6 +55,9 @@ from atoll.guidance_ttt.state.step_journal import (
     StepJournal,
     StepState,
 )
+
+# Rollout metadata key: True when the program came from the parser's no-`<solution>` fallback.
+PROGRAM_FROM_FALLBACK = "program_from_fallback"
 
 
 class GuidanceService(Protocol):
@@ -97,8 +107,11 @@ class StepContext:
     rollouts: int
     limits: Limits = field(default_factory=Limits)
     cancellation: Cancellation = field(default_factory=Cancellation)
-    # Training needs every slot reported: a slot without a receipt stops the step at once.
+    # Training needs every slot reported: a slot without a receipt stops the step at once,
+    # after the one re-send of a call Reef certainly did not record.
     complete_grid: bool = False
+    # The wait before that re-send: Reef's 429/502/503 say the model's server is busy or down.
+    guidance_resend_delay_s: float = 5.0
     # Seeds each slot's guidance sample (`slot_seed`); None: unseeded.
     sampling_seed: int | None = None
 
@@ -120,7 +133,12 @@ class StepSummary:
     resumed_rollouts: int
     reposted_reports: int
     failed_guidance_calls: int = 0
+    # Programs taken from an answer with no <solution> block (the reference's fallback);
+    # counted apart so that an executor drifting from the required format shows.
+    programs_from_fallback: int = 0
     unreported: list[list[int]] = field(default_factory=list)
+    # [group, rollout] of the slots whose guidance call was sent a second time.
+    resent_guidance_slots: list[list[int]] = field(default_factory=list)
     training: str = "pending"
     grad_norm: float | None = None
     train_metrics: dict[str, Any] = field(default_factory=dict)
@@ -149,7 +167,9 @@ def run_step(context: StepContext, step: int, progress: Progress = _no_progress)
         parents = _select(context, journal, state, step)
         resumed = _replay(context, state, step)
         if context.complete_grid and state.unreported():
-            raise GridIncomplete(_grid_incomplete(step, state.unreported()[0]))
+            first = state.unreported()[0]
+            resent = (first.rollout.group, first.rollout.rollout) in state.resends
+            raise GridIncomplete(_grid_incomplete(step, first, resent))
         reposted = 0
         for done in state.unacknowledged():
             _report(context, journal, done)
@@ -245,6 +265,8 @@ class _Runner:
         self._errors_lock = threading.Lock()
         self._booking = threading.Lock()
         self._guidance_slots = threading.BoundedSemaphore(context.limits.guidance)
+        # Slots that had their one guidance re-send, in an earlier process or in this one.
+        self._resent: set[Slot] = set(state.resends)
         self._executor_slots = threading.BoundedSemaphore(context.limits.executor)
         self._judge_slots = threading.BoundedSemaphore(context.limits.judge)
 
@@ -276,6 +298,7 @@ class _Runner:
         program: str | None = None
         summary = ""
         guidance: str | None = None
+        from_fallback = False
         if isinstance(outcome, FailedCall):
             receipt = outcome.receipt
             verification = Verification(Status.GUIDANCE_FAILED, None, 0.0, outcome.error)
@@ -294,12 +317,10 @@ class _Runner:
                 self.progress("executor", 1)
                 result = parse_executor(answer.content, task.contract.solution_language)
                 program, summary = result.program, result.summary
+                from_fallback = result.program_from_fallback
                 if program is None:
                     verification = Verification(
-                        Status.PARSE_ERROR,
-                        None,
-                        0.0,
-                        "no code block in the task's language inside the answer's <solution> block",
+                        Status.PARSE_ERROR, None, 0.0, result.program_error or "no program found"
                     )
                 else:
                     with self._judge_slots:
@@ -307,27 +328,65 @@ class _Runner:
                         verification = context.scorer.score(program)
         self.progress("judged", 1)
         done = self._book(
-            group, rollout, parent, receipt, guidance, program, summary, verification, answer
+            group,
+            rollout,
+            parent,
+            receipt,
+            guidance,
+            program,
+            summary,
+            verification,
+            answer,
+            from_fallback,
         )
         if done.receipt is None:
             if context.complete_grid:
-                raise GridIncomplete(_grid_incomplete(self.step, done))
+                raise GridIncomplete(_grid_incomplete(self.step, done, slot in self._resent))
         else:
             _report(context, self.journal, done)
         self.progress("reported", 1)
 
     def _sample(self, group: int, rollout: int, entry: Entry) -> GuidanceSample | FailedCall:
-        """The slot's one guidance call: its sample, or the failure it ended in.
+        """The slot's guidance call: its sample, or the failure it ended in.
 
         A call the run's cancellation cut off is not the slot's outcome: it is
         journaled as such (an orphan, as after a crash), and the resumed run
-        sends the slot's call again.
+        sends the slot's call again. A call granted the slot's one re-send
+        (`_may_resend`) is not its outcome either: the call is sent again,
+        after a short wait for the model's server.
         """
         prompt = guidance_prompt(self.context.task, entry)
+        attempt = self.state.attempts.get((group, rollout), 0)
+        while True:
+            attempt += 1
+            outcome = self._call(group, rollout, attempt, prompt)
+            if not (isinstance(outcome, FailedCall) and outcome.resent):
+                return outcome
+            self._resent.add((group, rollout))
+            if self.context.cancellation.wait(self.context.guidance_resend_delay_s):
+                raise RunCancelled("the run was cancelled before a guidance call was sent again")
+
+    def _may_resend(self, group: int, rollout: int, failure: GuidanceUnavailable) -> bool:
+        """Whether this failed call may be sent again: once per slot, and only when safe.
+
+        Only a training step needs it (a search-only step books the failed
+        rollout and goes on), and only when Reef certainly recorded nothing:
+        a call whose answer it may hold is never sent again, or the slot
+        would be sampled twice.
+        """
+        return (
+            self.context.complete_grid
+            and failure.unrecorded
+            and (group, rollout) not in self._resent
+        )
+
+    def _call(
+        self, group: int, rollout: int, attempt: int, prompt: Prompt
+    ) -> GuidanceSample | FailedCall:
+        """Send the slot's guidance call once, journaling it before and its outcome after."""
         self.context.cancellation.check("the guidance call")
         if self.stop.is_set():
             raise StepFailed("stopped before the guidance call")
-        attempt = self.state.attempts.get((group, rollout), 0) + 1
         self.journal.attempt(group, rollout, attempt)
         try:
             with self._guidance_slots:
@@ -343,6 +402,7 @@ class _Runner:
             raise
         except GuidanceUnavailable as exc:
             cancelled = self.context.cancellation.cancelled
+            resent = not cancelled and self._may_resend(group, rollout, exc)
             self.journal.attempt_failed(
                 group,
                 rollout,
@@ -351,10 +411,11 @@ class _Runner:
                 error=str(exc),
                 receipt=exc.receipt,
                 cancelled=cancelled,
+                resent=resent,
             )
             if cancelled:
                 raise RunCancelled("the run was cancelled during a guidance call") from exc
-            return FailedCall(attempt, str(exc), exc.receipt)
+            return FailedCall(attempt, str(exc), exc.receipt, resent)
         self.journal.guidance(group, rollout, attempt, sample)
         return sample
 
@@ -369,8 +430,12 @@ class _Runner:
         summary: str,
         verification: Verification,
         answer: ExecutorAnswer | None,
+        from_fallback: bool = False,
     ) -> FinishedRollout:
         context = self.context
+        metadata: dict[str, Any] = {"receipt": receipt}
+        if from_fallback:
+            metadata[PROGRAM_FROM_FALLBACK] = True
         record = Rollout(
             step=self.step,
             group=group,
@@ -380,7 +445,7 @@ class _Runner:
             guidance=guidance,
             program=program,
             summary=summary,
-            metadata={"receipt": receipt},
+            metadata=metadata,
         )
         slot = GridSlot(self.step, group, rollout, context.groups, context.rollouts)
         value = (
@@ -456,15 +521,28 @@ def _summarise(
         failed_guidance_calls=sum(
             1 for r in rollouts if r.verification.status is Status.GUIDANCE_FAILED
         ),
+        programs_from_fallback=sum(1 for r in rollouts if program_from_fallback(r)),
         unreported=[[d.rollout.group, d.rollout.rollout] for d in unreported],
+        resent_guidance_slots=[list(slot) for slot in sorted(state.resends)],
     )
 
 
-def _grid_incomplete(step: int, done: FinishedRollout) -> str:
+def program_from_fallback(rollout: Rollout) -> bool:
+    """Whether the rollout's program came from an answer with no `<solution>` block."""
+    return rollout.program is not None and bool(rollout.metadata.get(PROGRAM_FROM_FALLBACK))
+
+
+def _grid_incomplete(step: int, done: FinishedRollout, resent: bool) -> str:
     r = done.rollout
+    why = (
+        "its one re-send failed too"
+        if resent
+        else "a call is sent again (once) only when Reef certainly recorded nothing "
+        "(HTTP 429, 502 or 503 without a receipt), else the slot could be sampled twice"
+    )
     return (
         f"step {step} can never train: the guidance call of group {r.group}, rollout {r.rollout} "
         f"failed without a Reef receipt ({r.verification.message}), so no report can fill that "
-        "slot of the grid Reef's tttd recipe trains on, and the method never samples a slot "
-        "twice; this state directory cannot continue training, start a new one"
+        f"slot of the grid Reef's tttd recipe trains on; {why}; this state directory cannot "
+        "continue training, start a new one"
     )

@@ -4,10 +4,11 @@ Reef serves the trainable guidance model and trains it on reports that
 reference the receipts of its inferences. Each rollout therefore makes exactly
 one guidance inference through Reef, keeps its receipt, and later posts one
 report against that receipt with the rollout's grid coordinates, so that Reef's
-tttd recipe can fill the (step, group, rollout) slot. The policy gets one
-generation attempt per slot: a call that fails (an error status from Reef, or
-an answer lost in transport) is never sent again; the step books it as a
-failed rollout of that slot. Reports carry a stable
+tttd recipe can fill the (step, group, rollout) slot. The client sends each
+call once and says how it failed: whether Reef certainly recorded nothing
+(`GuidanceUnavailable.unrecorded`), which is the one case where the step may
+send a slot's call again (see `search.step`); any other failure is booked as
+the slot's failed rollout. Reports carry a stable
 client-chosen id, which makes a re-post after a crash or a lost answer
 idempotent on Reef's side. The client speaks Reef's HTTP protocol itself
 (three calls) rather than through the blocking stdlib client, so that a
@@ -41,6 +42,14 @@ SCENARIO_HEADER = "x-reef-scenario"
 # Reports and status reads are small; only an inference may take long.
 SHORT_TIMEOUT_S = 60.0
 ALGORITHM = "ttt-discover"
+# Reef's own error answers after which it holds no record of the call: the model's
+# server failed (502) or shed load (429, relayed), or Reef's inference deadline passed
+# or its artifact was unavailable (503). Reef writes an inference record only once the
+# model's answer is complete, and then always answers with its receipt. Left out: 500
+# (an unexpected failure, possibly after the record was written), 408 and 504 (a
+# timeout: whatever gave up, something may still answer and be recorded) and the other
+# 4xx (the same request would be refused again).
+UNRECORDED_STATUSES = frozenset({429, 502, 503})
 
 
 class ReefSettingsError(ValueError):
@@ -48,12 +57,15 @@ class ReefSettingsError(ValueError):
 
 
 class GuidanceUnavailable(RuntimeError):
-    """Reef produced no guidance sample for this call; the call is not sent again.
+    """Reef produced no guidance sample for this call; the client does not send it again.
 
     `status` is Reef's HTTP status when it answered with an error, None when
     no answer came back (`answer_lost`: Reef may hold an orphan record).
     `receipt` is the record id Reef sent with its error answer, if any: the
-    slot's failure is reported against it.
+    slot's failure is reported against it. `unrecorded` is True only when
+    Reef answered with one of `UNRECORDED_STATUSES` and no receipt: it
+    certainly recorded nothing, so sending the call again samples no slot
+    twice.
     """
 
     def __init__(
@@ -63,11 +75,13 @@ class GuidanceUnavailable(RuntimeError):
         answer_lost: bool,
         status: int | None = None,
         receipt: str | None = None,
+        unrecorded: bool = False,
     ) -> None:
         super().__init__(message)
         self.answer_lost = answer_lost
         self.status = status
         self.receipt = receipt
+        self.unrecorded = unrecorded
 
 
 class ReportRejected(RuntimeError):
@@ -288,7 +302,8 @@ class GuidanceClient:
 
         Raises GuidanceUnavailable with `answer_lost` True when the request
         may have reached the model but no answer came back (Reef may hold an
-        orphan record), False when Reef answered with an error.
+        orphan record), False when Reef answered with an error; `unrecorded`
+        True when that error says Reef recorded nothing (`recorded_nothing`).
         """
         try:
             response = self._http.post(
@@ -312,6 +327,7 @@ class GuidanceClient:
                 answer_lost=False,
                 status=status,
                 receipt=receipt,
+                unrecorded=recorded_nothing(response),
             )
         return _sample(_json(response), receipt)
 
@@ -347,6 +363,20 @@ class GuidanceClient:
             raise ReefRequestFailed(
                 f"no answer from Reef at {self.endpoint.url} to {what}: {exc}"
             ) from exc
+
+
+def recorded_nothing(response: httpx.Response) -> bool:
+    """Whether Reef's answer to an inference certainly left no record of it.
+
+    Only an error answer without a receipt whose status is one Reef gives
+    before any record exists; a success without a receipt does not count
+    (the model answered, and something between may have dropped the header).
+    """
+    return (
+        response.is_error
+        and not response.headers.get(RECEIPT_HEADER)
+        and response.status_code in UNRECORDED_STATUSES
+    )
 
 
 def _checked(response: httpx.Response, what: str) -> httpx.Response:

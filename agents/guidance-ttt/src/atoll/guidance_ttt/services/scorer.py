@@ -13,6 +13,11 @@ and counts for its parent's best-child value. A scorer that is down, too slow
 or broken says nothing about the program, so it raises `JudgeDown` and stops
 the step; a reward of 0 there would train the guidance model on an
 infrastructure fault.
+
+With the `frontiercs-judge` scorer, which judge scores is part of the run's
+identity (`task_judge`): the embedded judge (the one the run starts, or the
+one `atoll run`'s job plugin starts and names in `FRONTIERCS_JUDGE_URL`) by
+its version, a judge serving on its own by its URL and the version it reports.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from atoll.core.scoring import (
 )
 from atoll.guidance_ttt.contract import Task, TaskContract
 from atoll.guidance_ttt.search.scored_program import Status, Verification
-from atoll.judge import JUDGE_URL_ENV, judge_url
+from atoll.judge import JUDGE_URL_ENV, SCORER_NAME, describe_judge, judge_url
 
 __all__ = [
     "JUDGE_URL_ENV",
@@ -38,6 +43,7 @@ __all__ = [
     "Scorer",
     "judge_url",
     "open_task_scorer",
+    "task_judge",
     "verification_of",
 ]
 
@@ -74,6 +80,18 @@ def verification_of(score: CandidateScore) -> Verification:
 def check_installed(contract: TaskContract) -> None:
     """Refuse, in one line naming it, a task whose scorer no installed plugin registers."""
     scorer_factory(contract.scorer)
+
+
+def task_judge(contract: TaskContract, environ: Mapping[str, str]) -> dict[str, str | None] | None:
+    """The judge that will score the task's candidates, without starting it; None if no judge will.
+
+    Read before any service starts, so that a resume under another judge is
+    refused before anything runs; `open_task_scorer` with the same `environ`
+    scores with this judge. A judge URL that cannot be asked is JudgeDown.
+    """
+    if contract.scorer != SCORER_NAME:
+        return None
+    return describe_judge(environ.get(JUDGE_URL_ENV)).to_json()
 
 
 def scorer_setup(task: Task, state_dir: Path, environ: Mapping[str, str]) -> ScorerSetup:

@@ -35,6 +35,7 @@ from atoll.guidance_ttt.services.scorer import (
     Scorer,
     check_installed,
     open_task_scorer,
+    task_judge,
 )
 from atoll.guidance_ttt.services.training_barrier import (
     RayActorHealth,
@@ -217,14 +218,18 @@ def run_search(
 
     A first start chooses the run's name and scores the task's seed program
     with the scorer the task's contract names (refused at once when that scorer
-    is not installed); a resume takes both from the state directory.
+    is not installed); a resume takes both from the state directory. Which
+    judge scores is read first: a first start records it, a resume under
+    another judge is refused before any service starts.
     """
     if task.directory is None:
         task = replace(task, directory=task_dir)
     check_installed(task.contract)
     start = resume.read_start(config.state_dir)
+    judge = task_judge(task.contract, environ)
     if start.saved is not None:  # before any service starts (an embedded judge, a sandbox)
         start.saved.check_task(task, config.state_dir)
+        start.saved.check_judge(judge, config.state_dir)
     fresh = start.saved is None
     with open_services(
         config, task, scenario=start.name.scenario, environ=environ, cancellation=cancellation
@@ -239,6 +244,7 @@ def run_search(
             scorer=services.scorer,
             barrier=services.barrier,
             start=start,
+            judge=judge,
             cancellation=services.cancellation,
             console=console,
         )

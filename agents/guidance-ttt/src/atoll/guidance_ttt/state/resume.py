@@ -9,15 +9,17 @@ against one Reef never share a training grid, and a resume keeps training
 the same one), the task's scorer and a digest of its contract (a candidate
 scored one way is not comparable with one scored another, and the prompts
 say what the contract says) and of its grader, `tests/` (a changed grader
-scores the same program differently), and the per-step summaries. It holds
-no credential. The committed archive, not this file, says which step is
-next; this file may lag by the one step whose commit it was about to record.
+scores the same program differently), the judge that scores it (see
+`judge_change`), and the per-step summaries. It holds no credential. The
+committed archive, not this file, says which step is next; this file may lag
+by the one step whose commit it was about to record.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,14 @@ from atoll.guidance_ttt.state.run_dir import RunDir
 
 FORMAT = "atoll.guidance_ttt.resume/1"
 SCENARIO_PREFIX = "guidance-ttt"
+# The judge in a run's identity: atoll.judge's `JudgeRecord` as JSON, plus `since_step`.
+JUDGE = "judge"
+JUDGE_FIELDS = ("kind", "address", "version")
+# atoll.judge's variable, spelled here: reading a state directory loads no judge.
+JUDGE_URL_ENV = "FRONTIERCS_JUDGE_URL"
+
+# Which judge scores a run (`JudgeRecord.to_json()`); None when the task's scorer is no judge.
+Judge = Mapping[str, Any] | None
 
 
 class ResumeError(RuntimeError):
@@ -79,8 +89,13 @@ class ResumeState:
         except (KeyError, TypeError, ValueError) as exc:
             raise ResumeError(f"resume state is incomplete: {exc}") from None
 
-    def check(self, config: GuidanceConfig, training: str, name: RunName, task: Task) -> None:
-        """Refuse to continue a run whose defining settings changed, naming its state directory."""
+    def check(
+        self, config: GuidanceConfig, training: str, name: RunName, task: Task, judge: Judge = None
+    ) -> None:
+        """Refuse to continue a run whose defining settings changed, naming its state directory.
+
+        `judge` is the judge the resume would score with (None: the task's scorer is no judge).
+        """
         change = config.identity_change(self.identity)
         if change is None:
             change = self.task_change(task)
@@ -92,6 +107,34 @@ class ResumeState:
             change = f"run id changed from {self.run_id!r} to {name.run_id!r}"
         if change is not None:
             raise IdentityChanged(_refusal(change, config.state_dir))
+        self.check_judge(judge, config.state_dir)
+
+    def check_judge(self, judge: Judge, state_dir: Path) -> None:
+        """Refuse, in one line, a resume that would score with another judge than the run's.
+
+        A state saved before judges were recorded holds none: it resumes, and
+        `adopt_judge` records the judge it resumes with.
+        """
+        if JUDGE not in self.identity:
+            return
+        saved = self.identity[JUDGE]
+        change = judge_change(saved, judge)
+        if change is not None:
+            raise IdentityChanged(
+                f"cannot resume: {change} in state dir {state_dir}; {_judge_remedy(saved)}"
+            )
+
+    def adopt_judge(self, judge: Judge) -> bool:
+        """Record `judge` in a state saved before judges were; True if it had none.
+
+        Which judge scored its steps so far is unknown (the embedded one or any
+        URL), so none is claimed for them: `since_step` says from which step on
+        the record holds, and every later resume is checked against it.
+        """
+        if JUDGE in self.identity:
+            return False
+        self.identity[JUDGE] = judge_record(judge, since_step=self.next_step)
+        return True
 
     def task_change(self, task: Task) -> str | None:
         """How the task's scorer, contract or grader differs from the first start; None if not."""
@@ -112,6 +155,52 @@ class ResumeState:
         change = self.task_change(task)
         if change is not None:
             raise IdentityChanged(_refusal(change, state_dir))
+
+
+def judge_record(judge: Judge, since_step: int = 0) -> dict[str, Any] | None:
+    """The identity's `judge`: which judge scores, and the first step it scored."""
+    if judge is None:
+        return None
+    return {**{name: judge.get(name) for name in JUDGE_FIELDS}, "since_step": since_step}
+
+
+def judge_change(saved: Judge, current: Judge) -> str | None:
+    """How the judge differs from the saved one (kind, address or version); None if it does not.
+
+    Scores from two judges are two rulers: an archive ranked, and an adapter
+    trained, by both would compare numbers that do not compare.
+    """
+    if _judge_fields(saved) == _judge_fields(current):
+        return None
+    return f"the judge changed from {describe_judge(saved)} to {describe_judge(current)}"
+
+
+def describe_judge(judge: Judge) -> str:
+    """A judge as a log line or a refusal names it."""
+    if judge is None:
+        return "none (the task's scorer is no judge)"
+    version = f"(version {judge.get('version') or 'unknown'})"
+    if judge.get("kind") == "embedded":
+        return f"the embedded judge {version}"
+    return f"the judge at {judge.get('address')} {version}"
+
+
+def _judge_fields(judge: Judge) -> tuple[Any, ...] | None:
+    return None if judge is None else tuple(judge.get(name) for name in JUDGE_FIELDS)
+
+
+def _judge_remedy(saved: Judge) -> str:
+    """What to do instead: score with the saved judge again, or start afresh."""
+    if saved is None:
+        how = "resume with the task's scorer the run started with"
+    elif saved.get("kind") == "embedded":
+        how = (
+            f"resume with the embedded judge (atoll-frontiercs-judge {saved.get('version')} "
+            f"installed, {JUDGE_URL_ENV} unset or naming an embedded judge)"
+        )
+    else:
+        how = f"resume with {JUDGE_URL_ENV}={saved.get('address')} serving that judge"
+    return f"{how}, or start a new state directory"
 
 
 def _refusal(change: str, state_dir: Path) -> str:

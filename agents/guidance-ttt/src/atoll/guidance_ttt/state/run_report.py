@@ -45,9 +45,15 @@ class StepRow:
     def step(self) -> int:
         return int(self.summary["step"])
 
+    @property
+    def programs_from_fallback(self) -> int:
+        """Programs of this step found by the no-`<solution>` fallback (0 in summaries before it)."""
+        return int(self.summary.get("programs_from_fallback") or 0)
+
     def to_json(self) -> dict[str, Any]:
         return {
             **self.summary,
+            "programs_from_fallback": self.programs_from_fallback,
             "well_formed_receipts": self.receipts,
             "rejected_receipts": self.rejected_receipts,
             "guidance_completion_tokens": self.guidance_tokens,
@@ -78,6 +84,11 @@ class RunReport:
         return sum(row.guidance_tokens for row in self.rows)
 
     @property
+    def programs_from_fallback(self) -> int:
+        """Programs the run took from answers with no `<solution>` block: format drift."""
+        return sum(row.programs_from_fallback for row in self.rows)
+
+    @property
     def executor_tokens(self) -> int:
         return sum(row.executor_tokens for row in self.rows)
 
@@ -93,6 +104,7 @@ class RunReport:
             "best_node_id": None if best is None else best.id,
             "guidance_completion_tokens": self.guidance_tokens,
             "executor_completion_tokens": self.executor_tokens,
+            "programs_from_fallback": self.programs_from_fallback,
             "well_formed_receipts": self.receipts,
         }
 

@@ -12,7 +12,10 @@ failed is booked as its slot's failed rollout (never sent again),
 unacknowledged reports are re-posted with the same id, and guidance calls
 whose answer was lost are named as orphans (Reef may hold an inference nobody
 will report on). A call a crash cut off left no outcome at all: it is named
-as an orphan too, and the resumed run sends its slot's call again.
+as an orphan too, and the resumed run sends its slot's call again. A failed
+call that was granted its slot's one re-send (`resent`, see `search.step`) is
+not the slot's outcome; the grant is in the same durable line as the failure,
+so a resume sends the granted call if it was never sent and grants no other.
 """
 
 from __future__ import annotations
@@ -87,11 +90,16 @@ class Orphan:
 
 @dataclass(frozen=True)
 class FailedCall:
-    """A guidance call that ended without a sample; its slot is a failed rollout."""
+    """A guidance call that ended without a sample; its slot is a failed rollout.
+
+    `resent`: the slot's one re-send was granted after it, so it is not the
+    slot's outcome.
+    """
 
     attempt: int
     error: str
     receipt: str | None
+    resent: bool = False
 
 
 @dataclass
@@ -106,6 +114,8 @@ class StepState:
     acknowledged: set[Slot] = field(default_factory=set)
     attempts: dict[Slot, int] = field(default_factory=dict)
     failed_calls: dict[Slot, FailedCall] = field(default_factory=dict)
+    # Slots whose one guidance re-send was granted (it may still be unsent, after a crash).
+    resends: set[Slot] = field(default_factory=set)
     orphans: list[Orphan] = field(default_factory=list)
 
     def unacknowledged(self) -> list[FinishedRollout]:
@@ -146,7 +156,9 @@ def read_step(path: Path, step: int) -> StepState:
             started = pending.pop((*slot, int(record["attempt"])), None)
             if record.get("answer_lost"):
                 state.orphans.append(_orphan(slot, record, started, record.get("error")))
-            if not record.get("cancelled"):
+            if record.get("resent"):
+                state.resends.add(slot)
+            elif not record.get("cancelled"):
                 state.failed_calls[slot] = FailedCall(
                     int(record["attempt"]), str(record.get("error") or ""), record.get("receipt")
                 )
@@ -226,8 +238,14 @@ class StepJournal:
         error: str,
         receipt: str | None = None,
         cancelled: bool = False,
+        resent: bool = False,
     ) -> None:
-        """A call that ended without a sample; `cancelled`: it never left, the slot stays open."""
+        """A call that ended without a sample.
+
+        `cancelled`: the run's cancellation cut it off, the slot stays open.
+        `resent`: the slot's one re-send is granted, in this same line, so
+        that no crash can separate the failure from the grant.
+        """
         self._append(
             "attempt_failed",
             group,
@@ -237,6 +255,7 @@ class StepJournal:
             error=error,
             receipt=receipt,
             cancelled=cancelled,
+            resent=resent,
         )
 
     def guidance(self, group: int, rollout: int, attempt: int, sample: GuidanceSample) -> None:
