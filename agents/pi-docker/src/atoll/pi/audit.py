@@ -19,23 +19,34 @@ One rule for every tool (the README shows it with its table of commands):
   are the arguments of commands, values attached to options (`--input=/x`,
   `-o/x`), the files of grep/sed/awk `-f`, redirection targets, `cd` targets
   and the values of assignments (split at `:`, as PATH is). Not path words:
-  the pattern of grep/egrep/fgrep/rg, `find`'s name and regex tests, the
-  values of delimiter options (`cut -d`, `sort -t`, `awk -F`, ...) and of
-  `IFS=`, the arguments of echo/printf/tr (data they print or translate; an
-  unquoted glob excepted, `echo /etc/*` lists a directory), arithmetic
-  `$(( ))`. The strings of `bash -c`, `sh -c` and `eval`, a here-doc a shell
-  reads (`bash <<EOF`, `cat <<EOF | sh`) and what echo/printf pipe into a
-  shell are audited as commands.
+  the pattern of grep/egrep/fgrep/rg, `find`'s name and regex tests and its
+  `-printf` format, the values of delimiter options (`cut -d`, `sort -t`,
+  `awk -F`, `perl -F`, ...) and of `IFS=`, the arguments of echo/printf/tr
+  (data they print or translate) and of expr/let (arithmetic: `expr 10 / 3`
+  divides), an unquoted glob excepted (`echo /etc/*` lists a directory),
+  arithmetic (`$(( ))`, `$[ ]`, `dc -e`; a command substituted in it is
+  audited), the operands of test/`[`/`[[` other than a file test's (`-f x`)
+  and a file comparison's (`a -nt b`), a `case`'s subject and patterns. A
+  here-string is text, read as a here-doc's body. The strings of `bash -c`,
+  `sh -c` and `eval`, a here-doc or here-string a shell reads (`bash <<EOF`,
+  `cat <<EOF | sh`, `bash <<< 'x'`) and what echo/printf pipe into a shell
+  are audited as commands.
 - Program text: the content of write, the new text of edit, any other
-  here-doc's body, and the program of `python3 -c`, `node -e`, `julia -e`,
-  `perl -e`, awk and sed. All of it is audited alike, by its quoted string
-  literals, under a stricter reading (`literal_kind`): a literal in a program
-  is as often data (`"/api"`, `'/+'`, `'/'`) as a file, so it is a hit only
-  when it reads as a place outside the workspace: a `file:` URL, a home path,
-  `..` that leaves, or an absolute path whose first component is a top-level
-  directory of the container (`/etc/passwd`, `/proc/1/environ`) or a file of
-  the root directory (`/answers.txt`). Division, regexes, comments and a
-  shebang line are not literals, so they are not hits.
+  here-doc's body or here-string, and the program of `python3 -c`, `node -e`,
+  `julia -e`, `perl -e`, `ruby -e` (clustered too: `perl -lne`), awk and sed.
+  All of it is audited alike, by its quoted string literals, under a stricter
+  reading (`literal_kind`): a literal in a program is as often data
+  (`"/api"`, `'/+'`, `'/'`) as a file, so it is a hit only when it reads as a
+  place outside the workspace: a `file:` URL, a home path, `..` that leaves,
+  or an absolute path whose first component is a top-level directory of the
+  container (`/etc/passwd`, `/proc/1/environ`) or a file of the root
+  directory (`/answers.txt`). Where a literal stands can say what it is: as
+  the path argument of a file API (`os.listdir('/')`, `glob.glob('/*')`,
+  `fs.readdirSync('/')`) any absolute path is a hit; as the command of a call
+  that runs a shell (`os.system`, `subprocess`, `execSync`, awk's `system`)
+  it is audited as a command; after a concatenation (`__dirname + '/in.txt'`)
+  it is the rest of a path, a hit only when its `..` leaves. Division,
+  regexes, comments and a shebang line are not literals, so they are not hits.
 """
 
 from __future__ import annotations
@@ -52,8 +63,13 @@ import bashlex  # type: ignore[import-untyped]
 DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 # Commands whose first operand (or each -e operand) is a pattern, not a file.
 _PATTERN_COMMANDS = frozenset({"grep", "egrep", "fgrep", "rg", "zgrep"})
-# Commands whose arguments are data: text they print, characters they translate.
-_DATA_COMMANDS = frozenset({"echo", "printf", "tr"})
+# Commands whose arguments are data: text they print, characters they translate, the
+# operands and operators of arithmetic (`expr 10 / 3`, `let x=a/b`).
+_DATA_COMMANDS = frozenset({"echo", "printf", "tr", "expr", "let"})
+# Commands whose operands are strings except after a file test (`[ -f x ]`, `a -nt b`).
+_TEST_COMMANDS = frozenset({"test", "[", "[["})
+_FILE_TESTS = frozenset(f"-{letter}" for letter in "abcdefgGhkLNOprsSuwx")
+_FILE_COMPARISONS = frozenset({"-nt", "-ot", "-ef"})
 # Options whose value is data (a delimiter, a pattern), not a file, by command.
 _DATA_OPTIONS = {
     "cut": ("-d", "--delimiter"),
@@ -71,6 +87,9 @@ _DATA_OPTIONS = {
     "zgrep": ("-e", "--regexp"),
     "rg": ("-e", "--regexp"),
     "sed": ("-e", "--expression"),
+    "perl": ("-F",),
+    "ruby": ("-F",),
+    "dc": ("-e", "--expression"),
 }
 # Options whose value is a file the command reads as its pattern list or program.
 _FILE_OPTIONS = ("-f", "--file")
@@ -97,15 +116,56 @@ _PROGRAM_FLAGS = {
 }
 _SCRIPT_COMMANDS = frozenset({"awk", "gawk", "mawk", "sed"})
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
-_FIND_PATTERN_TESTS = frozenset(
-    {"-name", "-iname", "-regex", "-iregex", "-path", "-ipath", "-wholename", "-lname"}
+_FIND_DATA_TESTS = frozenset(
+    {"-name", "-iname", "-regex", "-iregex", "-path", "-ipath", "-wholename", "-lname", "-printf"}
 )
+# Interpreters whose one-letter flags cluster (`perl -lne`, `ruby -ne`): a cluster that ends
+# in the program flag's letter takes the program as its next word.
+_CLUSTERING = frozenset({"python", "python3", "node", "perl", "ruby"})
 _WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "env", "command", "exec", "xargs"})
 _STRING = re.compile(r"""'([^'\n]*)'|"((?:[^"\\\n]|\\.)*)"|`([^`\n]*)`""")
 _EXPANSION_START = re.compile(r"^(\$\{[^}]*\}|\$\w+|\$\([^)]*\))/")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _GLOB = re.compile(r"[*?\[]")
 _ROOT_FILE = re.compile(r"^/[\w-]+\.\w+$")  # /answers.txt: a file in the root directory
+# Calls whose first argument is a path, in the languages Pi writes: Python (open, os, os.path,
+# pathlib, glob, shutil, numpy, pandas), JavaScript (fs, process.chdir), Julia and Ruby.
+_FILE_APIS = (
+    "open", "listdir", "scandir", "walk", "chdir", "stat", "lstat", "Path", "PurePath",
+    "PosixPath", "glob", "iglob", "exists", "isdir", "isfile", "islink", "getsize", "access",
+    "disk_usage", "statvfs", "readlink", "copy", "copyfile", "copytree", "move", "rmtree",
+    "unlink", "rmdir", "mkdir", "makedirs", "loadtxt", "read_csv",
+    "readdirSync", "readdir", "opendirSync", "opendir", "readFileSync", "readFile",
+    "createReadStream", "statSync", "lstatSync", "existsSync", "accessSync", "realpathSync",
+    "writeFileSync", "appendFileSync", "createWriteStream",
+    "walkdir", "cd", "read", "readlines", "eachline", "ispath", "readchomp",
+    r"Dir\.entries", r"Dir\.children", r"Dir\.each_child", r"Dir\.foreach", r"File\.foreach",
+)  # fmt: skip
+# Calls whose argument is a shell command (a string, or an argv list after an optional program):
+# os.system/popen, subprocess, Node's child_process, Julia's run, awk/Ruby/Perl system.
+_SHELL_APIS = (
+    "system", "popen", "getoutput", "getstatusoutput", "check_output", "check_call",
+    r"subprocess\.call", "run", "Popen", "execSync", "execFileSync", "spawnSync", "spawn",
+)  # fmt: skip
+_PREFIX = r"[rRbBfFuU]{0,2}"  # Python's string prefixes (r'', f"")
+_LITERAL = rf"""{_PREFIX}(?:'[^'\n]*'|"(?:[^"\\\n]|\\.)*"|`[^`\n]*`)"""
+_ARGV = rf"\[\s*{_LITERAL}(?:\s*,\s*{_LITERAL})*\s*,?\s*\]"
+_SHELL_CALL = re.compile(
+    rf"(?<![\w$])(?:{'|'.join(_SHELL_APIS)})\s*\(\s*(?P<args>{_LITERAL}(?:\s*,\s*{_ARGV})?|{_ARGV})"
+)
+_FILE_CALL = re.compile(
+    rf"(?:(?<![\w$])(?:{'|'.join(_FILE_APIS)})\s*\("  # open('/etc/x'), os.listdir('/')
+    r"|(?<![\w$])Dir\s*\["  # Ruby's Dir['/*']
+    r"|(?<![\w$])(?:Dir|File|IO)\.\w+[ \t]+"  # Ruby without parentheses: Dir.entries '/'
+    r"|(?<![\w$])(?:open|opendir|sysopen)\s*\(?\s*(?:(?:my\s+)?\$\w+|[A-Z]\w*)\s*,\s*"
+    r"(?:(['\"])[+<>]{1,2}\1\s*,\s*)?"  # Perl: opendir(my $d, '/'), open(F, '<', '/x')
+    r"|(?<![\w$])getline(?:\s+[\w$]+(?:\[[^\]]*\])?)?\s*<"  # awk: getline line < "/x"
+    rf")\s*{_PREFIX}$"
+)
+_PIPED_TO_GETLINE = re.compile(r"\s*\|\s*getline\b")  # awk: "ls /" | getline
+# A literal after a concatenation (`__dirname + '/in.txt'`, Julia's `*`, Perl's `.`, Lua's
+# `..`) continues a path built at run time: it is not where that path starts.
+_CONTINUES = re.compile(rf"(?:[+*]|\.\.?)\s*{_PREFIX}$")
 
 
 @dataclass(frozen=True)
@@ -161,16 +221,45 @@ def _leaves(name: str, depth: int) -> bool:
 
 def content_hits(text: str) -> list[tuple[str, str]]:
     """(kind, text) for each quoted string literal of program text that reads as a path
-    outside the workspace (`literal_kind`)."""
-    hits = []
+    outside the workspace (`literal_kind`), in order.
+
+    Places in a program say what a literal is: the path argument of a file API
+    (`os.listdir('/')`: any absolute path there is one), the command of a call that
+    runs a shell (`os.system('ls /')`, `subprocess.run(['ls', '/'])`: audited as a
+    command, by the shell rule), and a concatenation (`__dirname + '/in.txt'`: the
+    rest of a path built at run time, a hit only when its `..` leaves).
+    """
+    found: list[tuple[int, list[tuple[str, str]]]] = []
+    commands: list[tuple[int, int]] = []  # spans already audited as commands
+    for call in _SHELL_CALL.finditer(text):
+        args = call.group("args")
+        literals = [_unquoted(m) for m in _STRING.finditer(args)]
+        line = literals[0] if len(literals) == 1 and args[0] != "[" else shlex.join(literals)
+        found.append((call.start("args"), command_hits(line)))
+        commands.append(call.span("args"))
     for match in _STRING.finditer(text):
-        literal = next(group for group in match.groups() if group is not None)
-        kind = literal_kind(literal) if literal == literal.strip() else None
-        hits += [] if kind is None else [(kind, literal)]
-    return hits
+        if any(start <= match.start() < end for start, end in commands):
+            continue
+        literal = _unquoted(match)
+        if _PIPED_TO_GETLINE.match(text, match.end()):
+            found.append((match.start(), command_hits(literal)))
+            continue
+        before = text[max(0, match.start() - 80) : match.start()]
+        if literal != literal.strip():
+            kind = None
+        elif _CONTINUES.search(before):  # the rest of a path: only `..` can leave with it
+            kind = "parent" if _leaves(literal.lstrip("/"), 0) else None
+        else:
+            kind = literal_kind(literal, _FILE_CALL.search(before) is not None)
+        found.append((match.start(), [] if kind is None else [(kind, literal)]))
+    return [hit for _, hits in sorted(found, key=lambda pair: pair[0]) for hit in hits]
 
 
-def literal_kind(literal: str) -> str | None:
+def _unquoted(match: re.Match[str]) -> str:
+    return next(group for group in match.groups() if group is not None)
+
+
+def literal_kind(literal: str, argument: bool = False) -> str | None:
     """The kind of a string literal of program text, or None when it is data.
 
     In a program a string that starts with `/` is as often data (a URL route
@@ -178,7 +267,9 @@ def literal_kind(literal: str) -> str | None:
     only when it reads as a place outside the workspace: a `file:` URL, a home
     path, `..` that leaves the workspace, or an absolute path whose first
     component is a real top-level directory of the container (`ROOT_DIRECTORIES`)
-    or that is a file of the root directory itself (`/answers.txt`).
+    or that is a file of the root directory itself (`/answers.txt`). The path
+    `argument` of a file API is a path by its place, so there any absolute path
+    counts (`os.listdir('/')`, `glob.glob('/*')`), as a shell word would.
     """
     if re.match(r"(?i)^file:", literal):
         return "url"
@@ -188,14 +279,18 @@ def literal_kind(literal: str) -> str | None:
         if literal in DEVICES:
             return None
         first = literal[1:].split("/", 1)[0]
-        return "absolute" if first in ROOT_DIRECTORIES or _ROOT_FILE.match(literal) else None
+        named = argument or first in ROOT_DIRECTORIES or _ROOT_FILE.match(literal)
+        return "absolute" if named else None
     return "parent" if _leaves(literal, 0) else None
 
 
 def command_hits(command: str) -> list[tuple[str, str]]:
     """(kind, text) for every path word of a bash command, in order (see the module's rule)."""
     line_text, bodies = _split_heredocs(command)
-    hits = list(_shell_hits(_blank_arithmetic(line_text)))
+    shell, substituted = _blank_arithmetic(line_text)
+    hits = list(_shell_hits(shell))
+    for inner in substituted:
+        hits += command_hits(inner)
     for body, is_script in bodies:
         hits += command_hits(body) if is_script else content_hits(body)
     return hits
@@ -243,13 +338,24 @@ class _Walker:
         for redirect in getattr(node, "redirects", None) or []:
             self.visit(redirect)
 
-    def _redirect(self, node: Any) -> None:
+    def _redirect(self, node: Any, script: bool = False) -> None:
+        """A redirection's target; a here-string (`<<<`) is text, read as a here-doc's body:
+        a command when a shell reads it as its script, else program text."""
         target = node.output
-        if hasattr(target, "kind") and target.kind == "word":
+        if not (hasattr(target, "kind") and target.kind == "word"):
+            return
+        if node.type != "<<<":
             self._word(target)
+        elif script:
+            self.hits += command_hits(target.word)
+        else:
+            self.hits += content_hits(target.word)
+            self._substitutions(target)
 
     def _command(self, node: Any) -> None:
-        words = []
+        words = [part for part in node.parts if part.kind == "word"]
+        own = _command_words(words)
+        script = bool(own) and _reads_script(own)
         for part in node.parts:
             if part.kind == "assignment":
                 variable, _, value = part.word.partition("=")
@@ -257,9 +363,7 @@ class _Walker:
                     self.hits += path_hits(piece, self.depth)
                 self._substitutions(part)
             elif part.kind == "redirect":
-                self._redirect(part)
-            elif part.kind == "word":
-                words.append(part)
+                self._redirect(part, script)
         self._words(words)
 
     def _words(self, words: list[Any]) -> None:
@@ -386,6 +490,9 @@ def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
     word), "program", "shell", or nothing for data."""
     if name in _DATA_COMMANDS:
         return
+    if name in _TEST_COMMANDS:
+        yield from _test_roles(args)
+        return
     if name == "eval":
         yield from ((i, "shell") for i in range(len(args)))
         return
@@ -402,7 +509,7 @@ def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
         if name in _SHELLS and arg == "-c":
             skip_next = "shell"
             continue
-        if name in _PROGRAM_FLAGS and arg in _PROGRAM_FLAGS[name]:
+        if name in _PROGRAM_FLAGS and _is_program_flag(name, arg):
             skip_next = "program"
             continue
         if name in _PATTERN_COMMANDS and arg in ("-e", "--regexp"):
@@ -420,7 +527,7 @@ def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
         if arg in _DATA_OPTIONS.get(name, ()):
             skip_next = ""
             continue
-        if name == "find" and arg in _FIND_PATTERN_TESTS:
+        if name == "find" and arg in _FIND_DATA_TESTS:
             skip_next = ""
             continue
         if arg.startswith("-") and arg != "-":
@@ -438,6 +545,29 @@ def _roles(name: str, args: list[str]) -> Iterator[tuple[int, str]]:
         yield index, "path"
 
 
+def _is_program_flag(name: str, arg: str) -> bool:
+    """Whether `arg` is the flag before an interpreter's program (`-c`, `-e`, `-lne`)."""
+    flags = _PROGRAM_FLAGS[name]
+    if arg in flags:
+        return True
+    letters = {flag[1] for flag in flags if len(flag) == 2}
+    return (
+        name in _CLUSTERING and re.fullmatch(r"-[A-Za-z]+", arg) is not None and arg[-1] in letters
+    )
+
+
+def _test_roles(args: list[str]) -> Iterator[tuple[int, str]]:
+    """The path operands of test, `[` and `[[`: the operand of a file test (`-f x`) and both
+    sides of a file comparison (`a -nt b`); the rest are strings (`[ "$a" = / ]`)."""
+    paths = set()
+    for index, arg in enumerate(args):
+        if arg in _FILE_TESTS and index + 1 < len(args):
+            paths.add(index + 1)
+        elif arg in _FILE_COMPARISONS:
+            paths.update(i for i in (index - 1, index + 1) if 0 <= i < len(args))
+    yield from ((index, "path") for index in sorted(paths))
+
+
 def _fallback_hits(text: str) -> Iterator[tuple[str, str]]:
     """The word rule over shlex's tokens, for the forms bashlex cannot parse."""
     try:
@@ -447,10 +577,29 @@ def _fallback_hits(text: str) -> Iterator[tuple[str, str]]:
     except ValueError:  # an unterminated quote: bash would refuse it too; words as they stand
         tokens = text.split()
     command: list[str] = []
+    cases = 0  # `case ... esac` still open
+    skip: str | None = None  # data being passed over, up to: "in", ")" or one "word"
     for token in [*tokens, ";"]:
-        if token and set(token) <= set(";&|()<>"):
+        if skip == "word":  # a here-string: text fed to standard input
+            skip = None
+        elif skip is not None:  # a case's subject (up to `in`) or a pattern (up to `)`)
+            if token == "esac":
+                cases, skip = max(cases - 1, 0), None
+            elif token == skip:
+                skip = ")" if token == "in" else None
+        elif command[:1] == ["[["] and "]]" not in command and token in ("&&", "||", "(", ")"):
+            command.append(token)  # `[[ a && b ]]` is one command
+        elif token and set(token) <= set(";&|()<>"):
             yield from _fallback_command(command)
             command = []
+            if token == "<<<":
+                skip = "word"
+            elif cases and token in (";;", ";&", ";;&"):
+                skip = ")"
+        elif not command and token == "case":
+            cases, skip = cases + 1, "in"
+        elif not command and token == "esac":
+            cases = max(cases - 1, 0)
         else:
             command.append(token)
 
@@ -477,13 +626,16 @@ def _fallback_command(words: list[str]) -> Iterator[tuple[str, str]]:
             yield from command_hits(arg)
 
 
-def _blank_arithmetic(text: str) -> str:
-    """`$(( ... ))` and `(( ... ))` outside single quotes replaced by a same-length number.
+def _blank_arithmetic(text: str) -> tuple[str, list[str]]:
+    """`$(( ... ))`, `(( ... ))` and `$[ ... ]` outside single quotes replaced by a
+    same-length number, and the commands substituted inside them.
 
-    Arithmetic names no file (bashlex cannot parse it either); a single-quoted
-    `((` is data, an awk program's for one.
+    Arithmetic names no file (bashlex cannot parse it either), but a command
+    substituted in it runs (`$(( $(wc -l < f) / 2 ))`); a single-quoted `((` is
+    data, an awk program's for one.
     """
     out = []
+    inner: list[str] = []
     index = 0
     quote: str | None = None
     while index < len(text):
@@ -498,25 +650,39 @@ def _blank_arithmetic(text: str) -> str:
             quote = char
         elif char == '"' and quote == '"':
             quote = None
-        elif text.startswith("$((", index) or (text.startswith("((", index) and quote is None):
-            end = _closing(text, index + (1 if char == "$" else 0))
+        elif text.startswith(("$((", "$["), index) or (
+            text.startswith("((", index) and quote is None
+        ):
+            opening = index + (1 if char == "$" else 0)
+            end = _closing(text, opening, "[]" if text[opening] == "[" else "()")
             if end is not None:
                 width = end + 1 - index
+                inner += _substituted(text[index : end + 1])
                 out.append("0" * width if char == "$" else ":" + " " * (width - 1))
                 index = end + 1
                 continue
         out.append(char)
         index += 1
-    return "".join(out)
+    return "".join(out), inner
 
 
-def _closing(text: str, start: int) -> int | None:
-    """The index of the parenthesis that closes the one at `start`, or None."""
+def _substituted(text: str) -> list[str]:
+    """The commands of the `$( )` and backquote substitutions in a piece of arithmetic."""
+    commands = re.findall(r"`([^`]*)`", text)
+    for match in re.finditer(r"\$\((?!\()", text):
+        end = _closing(text, match.end() - 1)
+        if end is not None:
+            commands.append(text[match.end() : end])
+    return commands
+
+
+def _closing(text: str, start: int, pair: str = "()") -> int | None:
+    """The index of the bracket that closes the one at `start`, or None."""
     depth = 0
     for index in range(start, len(text)):
-        if text[index] == "(":
+        if text[index] == pair[0]:
             depth += 1
-        elif text[index] == ")":
+        elif text[index] == pair[1]:
             depth -= 1
             if depth == 0:
                 return index
