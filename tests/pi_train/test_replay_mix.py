@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.pi_train_settings import train_settings
 
-from atoll.euler import sample_catalog, write_store
+from atoll.euler import load_curriculum, rows, sample_catalog, write_store
 from atoll.euler.curriculum import Config, State, save
 from atoll.pi_train import replay, run, summary, trainers
 from atoll.pi_train.euler_source import CurriculumError, Store
@@ -159,6 +159,81 @@ def test_a_curriculum_of_another_store_or_none_at_all_is_refused(
     save(tmp_path / "other", State.new(other))
     with pytest.raises(CurriculumError, match="another store"):
         trainers.curriculum_tasks(sample_store, tmp_path / "other", _settings(), ReplayMix())
+
+
+SIGNATURE = "5" * 64
+SERVED = "tinker://run-1/sampler_weights/000004"  # what `atoll tinker serve` reports
+STATE = "tinker://run-1/weights/000004"  # the training state saved beside it
+
+
+def _measured(directory: Path, store: Store, model: str, revision: str | None) -> Path:
+    """A curriculum whose round was run on `model` at `revision` (its state and its rows)."""
+    _curriculum(directory, store, 7, [1, 2, 3, 4, 5, 6])
+    state = load_curriculum(directory)
+    assert state is not None
+    state.model_signature = SIGNATURE
+    save(directory, state)
+    row = {
+        "row_format": rows.ROW_FORMAT, "run_id": "curriculum-0001", "phase": "frontier",
+        "problem": 7, "language": "python", "approach": "direct", "sample": 0, "model": model,
+        "model_revision": revision, "model_signature": SIGNATURE, "status": "scored",
+        "passed": False,
+    }  # fmt: skip
+    (directory / "rounds" / "0001").mkdir(parents=True)
+    rows.append(directory / "rounds" / "0001" / rows.ROWS_FILE, row)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("model", "revision", "load_checkpoint"),
+    [
+        ("m", None, None),  # the base model, measured and trained
+        ("m", SERVED, STATE),  # the checkpoint served, and its state loaded
+        ("m", STATE, STATE),  # a revision declared as the state path itself
+    ],
+)
+def test_a_curriculum_of_the_model_being_trained_is_accepted(
+    sample_store: Store, tmp_path: Path, model: str, revision: str | None, load_checkpoint: str
+) -> None:
+    state = _measured(tmp_path / "cur", sample_store, model, revision)
+    settings = train_settings(base_model="m", load_checkpoint=load_checkpoint)
+    _, _, record = trainers.curriculum_tasks(sample_store, state, settings, ReplayMix())
+    assert record["curriculum"]["model_signature"] == SIGNATURE
+
+
+@pytest.mark.parametrize(
+    ("model", "revision", "base_model", "load_checkpoint"),
+    [
+        ("other", None, "m", None),  # another model
+        ("m", SERVED, "m", None),  # a checkpoint measured, the base model trained
+        ("m", None, "m", STATE),  # the base model measured, a checkpoint trained
+        ("m", "tinker://run-1/sampler_weights/000002", "m", STATE),  # an earlier checkpoint
+        ("m", "tinker://run-2/sampler_weights/000004", "m", STATE),  # another run's
+    ],
+)
+def test_a_curriculum_that_measured_another_model_is_refused(
+    sample_store: Store,
+    tmp_path: Path,
+    model: str,
+    revision: str | None,
+    base_model: str,
+    load_checkpoint: str | None,
+) -> None:
+    state = _measured(tmp_path / "cur", sample_store, model, revision)
+    settings = train_settings(base_model=base_model, load_checkpoint=load_checkpoint)
+    with pytest.raises(CurriculumError) as caught:
+        trainers.curriculum_tasks(sample_store, state, settings, ReplayMix())
+    message = str(caught.value)
+    assert "\n" not in message and "measured another model" in message
+    assert f"{model} at {revision or 'the base model'}" in message
+    assert f"m from {load_checkpoint or 'the base model'}" in message
+
+
+def test_a_signature_no_row_explains_is_refused(sample_store: Store, tmp_path: Path) -> None:
+    state_dir = _measured(tmp_path / "cur", sample_store, "m", None)
+    (state_dir / "rounds" / "0001" / rows.ROWS_FILE).unlink()
+    with pytest.raises(CurriculumError, match="none of its rows says which model"):
+        trainers.curriculum_tasks(sample_store, state_dir, _settings(), ReplayMix())
 
 
 def test_the_manifest_and_the_summary_carry_the_mix_and_the_window(

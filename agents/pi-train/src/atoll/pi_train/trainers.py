@@ -169,6 +169,51 @@ def train_answer(
         )
 
 
+def check_model(state_dir: Path, signature: str, settings: TrainSettings) -> None:
+    """Refuse a curriculum that measured another model than the one this run trains.
+
+    Its frontier and mastered list hold for the model signature it was run
+    under (atoll-euler counts no row of another signature as proof), so, as
+    `atoll euler curriculum` refuses a state started with other settings, the
+    run is refused when the curriculum's model (its rows: the served name and
+    the checkpoint, `model_revision`) is not the base model (as `atoll tinker
+    serve` names it) at the state the run starts from (`--load-checkpoint`, or
+    none: the base model).
+    """
+    from atoll.pi_train.euler_source import CurriculumError, measured_models
+    from atoll.pi_train.serve import default_name
+
+    measured = measured_models(state_dir, signature)
+    name = default_name(settings.base_model)
+    trained = f"{name} from {settings.load_checkpoint or 'the base model'}"
+    if not measured:
+        raise CurriculumError(
+            f"the curriculum in {state_dir} records model signature {signature[:12]} but none "
+            f"of its rows says which model that is, so it cannot be checked against {trained}; "
+            "run a round of `atoll euler curriculum` on the model to train"
+        )
+    if any(
+        model == name and _same_checkpoint(revision, settings.load_checkpoint)
+        for model, revision in measured
+    ):
+        return
+    model, revision = sorted(measured, key=str)[0]
+    raise CurriculumError(
+        f"the curriculum in {state_dir} measured another model (signature {signature[:12]}: "
+        f"{model} at {revision or 'the base model'}) than this run trains ({trained}); train "
+        "the model it measured or run `atoll euler curriculum` on this one"
+    )
+
+
+def _same_checkpoint(revision: str | None, state: str | None) -> bool:
+    """Whether a measured revision is the training state a run starts from: both the base
+    model (None), the state path itself, or the sampler checkpoint saved with it
+    (`tinker://RUN/sampler_weights/NAME` beside `tinker://RUN/weights/NAME`)."""
+    if revision is None or state is None:
+        return revision == state
+    return revision in (state, state.replace("/weights/", "/sampler_weights/", 1))
+
+
 def curriculum_tasks(
     store: Any, state_dir: Path, settings: TrainSettings, mix: ReplayMix
 ) -> tuple[list[tasks.AnswerTask], list[tasks.AnswerTask], dict[str, Any]]:
@@ -186,6 +231,8 @@ def curriculum_tasks(
             f"the curriculum in {state_dir} was run on another store than {store.root}; "
             "name the store it used"
         )
+    if state.model_signature is not None:
+        check_model(state_dir, state.model_signature, settings)
     tasks.check_euler_languages(settings.languages)
     conditions = [(lang, strategy) for lang in settings.languages for strategy in tasks.STRATEGIES]
     mastered = [int(n) for n in state.mastered]
