@@ -149,12 +149,7 @@ def train_answer(
             )
             return {"reward": value, "metrics": metrics}
 
-        job_extra = {}
-        if held_out and replay_record is not None:
-            job_extra = {
-                "eval_tasks": [t.public() for t in held_out],
-                "eval_every": replay_record["regression_window"]["every_iterations"],
-            }
+        job_extra = regression_job(held_out, replay_record)
         return run.train(
             out,
             "answer",
@@ -167,6 +162,21 @@ def train_answer(
             say,
             job_extra,
         )
+
+
+def regression_job(
+    held_out: list[tasks.AnswerTask], replay_record: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The trainer job's evaluation fields for the regression window (none without one):
+    its tasks, how often, and how many samples of each (the window's `group_size`)."""
+    if not held_out or replay_record is None:
+        return {}
+    window = replay_record["regression_window"]
+    return {
+        "eval_tasks": [t.public() for t in held_out],
+        "eval_every": window["every_iterations"],
+        "eval_group_size": window["group_size"],
+    }
 
 
 def check_model(state_dir: Path, signature: str, settings: TrainSettings) -> None:
@@ -250,7 +260,7 @@ def curriculum_tasks(
         for lang, strategy in conditions
     ]
     record = {
-        **chosen.describe(),
+        **chosen.describe(settings.group_size),
         "curriculum": {
             "state": str(state_dir.resolve()),
             "current_problem": state.current_problem,
