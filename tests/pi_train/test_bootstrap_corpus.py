@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ci
 from support.tinker_local import run_atoll
 
 from atoll.euler import Catalog, Problem, sample_catalog, write_store
@@ -227,8 +228,8 @@ def _replay_call(workdir: Path, tool: str, arguments: dict[str, Any]) -> tuple[s
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_every_tool_result_is_what_the_real_tool_returns(tmp_path: Path) -> None:
+    ci.need(shutil.which("node") is not None, "node is not installed", "CI installs Node.js")
     _corpus(tmp_path / "c", count=15)  # three of each family, both languages
     _, records = build.read(tmp_path / "c")
     for record in records:
