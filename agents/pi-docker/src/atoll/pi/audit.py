@@ -51,6 +51,7 @@ One rule for every tool (the README shows it with its table of commands):
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 import shlex
@@ -160,12 +161,12 @@ _FILE_CALL = re.compile(
     r"|(?<![\w$])(?:open|opendir|sysopen)\s*\(?\s*(?:(?:my\s+)?\$\w+|[A-Z]\w*)\s*,\s*"
     r"(?:(['\"])[+<>]{1,2}\1\s*,\s*)?"  # Perl: opendir(my $d, '/'), open(F, '<', '/x')
     r"|(?<![\w$])getline(?:\s+[\w$]+(?:\[[^\]]*\])?)?\s*<"  # awk: getline line < "/x"
-    rf")\s*{_PREFIX}$"
+    rf")\s*{_PREFIX}(?=['\"`])"  # ends where the literal's quote is
 )
 _PIPED_TO_GETLINE = re.compile(r"\s*\|\s*getline\b")  # awk: "ls /" | getline
 # A literal after a concatenation (`__dirname + '/in.txt'`, Julia's `*`, Perl's `.`, Lua's
 # `..`) continues a path built at run time: it is not where that path starts.
-_CONTINUES = re.compile(rf"(?:[+*]|\.\.?)\s*{_PREFIX}$")
+_CONTINUES = re.compile(rf"(?:[+*]|\.\.?)\s*{_PREFIX}(?=['\"`])")
 
 
 @dataclass(frozen=True)
@@ -237,20 +238,23 @@ def content_hits(text: str) -> list[tuple[str, str]]:
         line = literals[0] if len(literals) == 1 and args[0] != "[" else shlex.join(literals)
         found.append((call.start("args"), command_hits(line)))
         commands.append(call.span("args"))
+    starts = [start for start, _ in commands]  # in order, not overlapping (finditer's)
+    arguments = {m.end() for m in _FILE_CALL.finditer(text)}  # where such a literal starts
+    continued = {m.end() for m in _CONTINUES.finditer(text)}
     for match in _STRING.finditer(text):
-        if any(start <= match.start() < end for start, end in commands):
+        index = bisect.bisect_right(starts, match.start()) - 1
+        if index >= 0 and match.start() < commands[index][1]:
             continue
         literal = _unquoted(match)
         if _PIPED_TO_GETLINE.match(text, match.end()):
             found.append((match.start(), command_hits(literal)))
             continue
-        before = text[max(0, match.start() - 80) : match.start()]
         if literal != literal.strip():
             kind = None
-        elif _CONTINUES.search(before):  # the rest of a path: only `..` can leave with it
+        elif match.start() in continued:  # the rest of a path: only `..` can leave with it
             kind = "parent" if _leaves(literal.lstrip("/"), 0) else None
         else:
-            kind = literal_kind(literal, _FILE_CALL.search(before) is not None)
+            kind = literal_kind(literal, match.start() in arguments)
         found.append((match.start(), [] if kind is None else [(kind, literal)]))
     return [hit for _, hits in sorted(found, key=lambda pair: pair[0]) for hit in hits]
 
