@@ -371,6 +371,7 @@ def test_a_file_api_argument_counts_as_any_absolute_path(literal, kind):
         ("open(base + '/in.txt')", []),
         ('read(@__DIR__() * "/data.txt", String)', []),
         ("readFileSync(__dirname + '/../answers.txt')", [("parent", "/../answers.txt")]),
+        ("open(base + '/etc/passwd')", [("absolute", "/etc/passwd")]),
         # a shell command run from a program, as a string or an argv list
         ("run(`ls /`)", [("absolute", "/")]),
         ("subprocess.check_output('cat ~/.bashrc', shell=True)", [("home", "~/.bashrc")]),

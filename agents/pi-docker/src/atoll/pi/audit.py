@@ -45,7 +45,8 @@ One rule for every tool (the README shows it with its table of commands):
   `fs.readdirSync('/')`) any absolute path is a hit; as the command of a call
   that runs a shell (`os.system`, `subprocess`, `execSync`, awk's `system`)
   it is audited as a command; after a concatenation (`__dirname + '/in.txt'`)
-  it is the rest of a path, a hit only when its `..` leaves. Division,
+  it is the rest of a path, so a root file is not read in it (a top-level
+  directory and `..` that leaves still are). Division,
   regexes, comments and a shebang line are not literals, so they are not hits.
 """
 
@@ -228,7 +229,8 @@ def content_hits(text: str) -> list[tuple[str, str]]:
     (`os.listdir('/')`: any absolute path there is one), the command of a call that
     runs a shell (`os.system('ls /')`, `subprocess.run(['ls', '/'])`: audited as a
     command, by the shell rule), and a concatenation (`__dirname + '/in.txt'`: the
-    rest of a path built at run time, a hit only when its `..` leaves).
+    rest of a path built at run time, not where it starts, so it names no root file;
+    `base + '/etc/passwd'` and `..` that leaves are hits still).
     """
     found: list[tuple[int, list[tuple[str, str]]]] = []
     commands: list[tuple[int, int]] = []  # spans already audited as commands
@@ -251,12 +253,22 @@ def content_hits(text: str) -> list[tuple[str, str]]:
             continue
         if literal != literal.strip():
             kind = None
-        elif match.start() in continued:  # the rest of a path: only `..` can leave with it
-            kind = "parent" if _leaves(literal.lstrip("/"), 0) else None
+        elif match.start() in continued:
+            kind = _continuation_kind(literal)
         else:
             kind = literal_kind(literal, match.start() in arguments)
         found.append((match.start(), [] if kind is None else [(kind, literal)]))
     return [hit for _, hits in sorted(found, key=lambda pair: pair[0]) for hit in hits]
+
+
+def _continuation_kind(literal: str) -> str | None:
+    """The kind of a literal that continues a path (`dir + '/in.txt'`): `..` that climbs
+    out, or a top-level directory of the container (an empty `dir` leaves `/etc/x`)."""
+    rest = literal.lstrip("/")
+    if _leaves(rest, 0):
+        return "parent"
+    first = rest.split("/", 1)[0]
+    return "absolute" if literal.startswith("/") and first in ROOT_DIRECTORIES else None
 
 
 def _unquoted(match: re.Match[str]) -> str:
