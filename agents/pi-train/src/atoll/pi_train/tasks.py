@@ -102,6 +102,8 @@ def hidden_tasks(languages: tuple[str, ...], count: int) -> list[HiddenTask]:
             f"hidden-variant tasks have no language {', '.join(unknown)}; "
             f"choose from {', '.join(LANGUAGES)}"
         )
+    if not languages:
+        raise TaskSetError("no language to train")
     tasks: list[HiddenTask] = []
     index = 0
     while len(tasks) < count:
@@ -124,17 +126,35 @@ def check_euler_languages(languages: tuple[str, ...]) -> None:
         )
 
 
-def answer_tasks(store: Any, languages: tuple[str, ...], count: int) -> list[AnswerTask]:
+def answer_tasks(
+    store: Any, languages: tuple[str, ...], count: int, *, leave_out_reserved: bool = True
+) -> list[AnswerTask]:
     """`count` groups: problems in numerical order, each across languages and strategies.
 
     A problem that cannot be attempted (no statement, answer or resource)
-    stops the list rather than being skipped, as the curriculum does.
+    stops the list rather than being skipped, as the curriculum does. The
+    problems reserved for promotion (91-100) are never in it; only reading a
+    run made before they were reserved asks for the old order
+    (`leave_out_reserved=False`).
     """
+    from atoll.pi_train import reserved
+
     check_euler_languages(languages)
+    if not languages:
+        raise TaskSetError("no language to train")
     tasks: list[AnswerTask] = []
     numbers = store.numbers()
+    if leave_out_reserved:
+        numbers = reserved.outside(numbers)
     if not numbers:
-        raise TaskSetError(f"the Euler store {store.root} holds no problem")
+        raise TaskSetError(
+            f"the Euler store {store.root} holds no problem"
+            + (
+                f" outside {reserved.PROMOTION_RANGE} (reserved for promotion)"
+                if leave_out_reserved
+                else ""
+            )
+        )
     position = 0
     while len(tasks) < count:
         number = numbers[position % len(numbers)]
