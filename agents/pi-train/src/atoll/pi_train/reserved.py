@@ -5,7 +5,9 @@ trained on. Training takes problems in numerical order from 1 (and the
 curriculum climbs the same way), so promotion's own default problems are a
 later range set aside here, once, for every run: `atoll pi train answer`
 leaves them out of its numerical order and of its replay pools, and refuses
-a curriculum whose current problem lies in them.
+a curriculum whose current problem lies in them; `atoll pi train promote`
+evaluates them unless told otherwise (and checks any problems it is given
+against what the run and its ancestors trained on).
 """
 
 from __future__ import annotations
