@@ -1,18 +1,23 @@
 """`atoll pi train promote`: a checkpoint is promoted only when real Pi, in Docker, says so.
 
-For a training run's `tinker://` sampler checkpoint: the rule file is checked
-and fixed first (its hash in `promotions/<id>/manifest.json`, written before
-the first rollout); then the baseline (the base model, or
-`--baseline-checkpoint`) and the candidate are each served with `atoll
-tinker serve` and evaluated with real Pi by atoll-euler: the frozen transfer
-suite (`atoll euler transfer run`, the candidate's run carrying the rule's
-transfer threshold as its own acceptance rule) and the Euler problems
-(`atoll euler eval`). The comparison uses atoll-euler's exact Fisher tests;
-the checkpoint is promoted only if every threshold of the rule holds. The
-decision and all its inputs are one record, `promotion.json`, written
-atomically; a promoted checkpoint is also named in the run's
-`promoted.json`. A rerun resumes (each evaluation resumes by itself) and
-never re-decides a decided promotion.
+For a training run's `tinker://` sampler checkpoint: the Euler problems must
+be ones no run in the checkpoint's chain trained on (atoll.pi_train.trained_on;
+by default 91-100, which no training command draws from); the rule file is
+checked against the run's one rule (atoll.pi_train.promotion_family) and
+fixed first (its hash in `promotions/<id>/manifest.json`, with this
+promotion's comparison number, written before the first rollout); then the
+baseline (the base model, or `--baseline-checkpoint`) and the candidate are
+each served with `atoll tinker serve` and evaluated with real Pi by
+atoll-euler: the frozen transfer suite (`atoll euler transfer run`) and the
+Euler problems (`atoll euler eval`). The decision test takes the problem
+(the transfer task) as its unit: an exact paired test over per-problem pass
+fractions (atoll.pi_train.paired_test), Holm-adjusted over the comparisons
+the run's rule allows; atoll-euler's Fisher tests on pooled attempts stay
+on the record as descriptive figures. The checkpoint is promoted only if
+every threshold of the rule holds. The decision and all its inputs are one
+record, `promotion.json`, written atomically; a promoted checkpoint is also
+named in the run's `promoted.json`. A rerun resumes (each evaluation resumes
+by itself) and never re-decides a decided promotion.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_json, canonical_json
-from atoll.pi_train import promotion_rule, serve
+from atoll.pi_train import paired_test, promotion_family, promotion_rule, reserved, serve
+from atoll.pi_train.paired_test import Counts
 from atoll.pi_train.promotion_rule import Rule
 from atoll.pi_train.run import RunInputError, api_key
 
@@ -176,14 +182,74 @@ def _system_prompt_sha256(path: str | None) -> str | None:
         raise PromoteError(f"--system-prompt {path}: {exc.strerror}") from None
 
 
-def _expected_euler_rows(evaluation: Evaluation) -> int:
+def _problems(evaluation: Evaluation) -> list[int]:
     from atoll.euler import parse_problems
 
     try:
-        problems = parse_problems(evaluation.problems)
+        return parse_problems(evaluation.problems)
     except ValueError as exc:
         raise PromoteError(f"--problems: {exc}") from None
-    return len(problems) * len(_languages(evaluation)) * evaluation.samples
+
+
+def _expected_euler_rows(evaluation: Evaluation) -> int:
+    return len(_problems(evaluation)) * len(_languages(evaluation)) * evaluation.samples
+
+
+def _check_problems(run_dir: Path, evaluation: Evaluation) -> None:
+    """The store has every promotion problem, and no run in the chain trained on any of them."""
+    from atoll.euler import Store, StoreError
+    from atoll.pi_train import trained_on
+
+    problems = _problems(evaluation)
+    try:
+        store = Store(Path(evaluation.store))
+        for number in problems:
+            why = store.missing(number)
+            if why is not None:
+                raise PromoteError(f"--problems: {why} ({store.root})")
+    except StoreError as exc:
+        raise PromoteError(str(exc)) from None
+    chain = trained_on.chain_problems(run_dir, store)
+    if chain.unrecorded:
+        raise PromoteError(
+            f"cannot show the promotion problems disjoint from what {run_dir} trained on: "
+            f"{chain.unrecorded[0]}"
+        )
+    overlap: dict[str, list[int]] = {}
+    for number in problems:
+        for where in chain.trained.get(number, [])[:1]:
+            overlap.setdefault(where, []).append(number)
+    if overlap:
+        named = "; ".join(f"{reserved.numbers_text(ns)} by {w}" for w, ns in overlap.items())
+        raise PromoteError(
+            f"--problems {evaluation.problems} includes problems trained on ({named}): promotion "
+            f"problems must be ones no run in the chain trained on (the default, "
+            f"{reserved.PROMOTION_RANGE}, is reserved for promotion)"
+        )
+
+
+def _transfer_tasks() -> int:
+    """The frozen transfer suite's task count: one task per shell family (tested there)."""
+    from atoll.pi_train.shell_families import SUITE_POINTS
+
+    return len(SUITE_POINTS)
+
+
+def _check_attainable(rule: Rule, rule_file: Path, problems: int) -> None:
+    """Refuse a section whose alpha no outcome could meet (every rollout would be for nothing)."""
+    for section, threshold, units, unit in (
+        ("euler", rule.euler, problems, "problem(s)"),
+        ("transfer", rule.transfer, _transfer_tasks(), "transfer task(s)"),
+    ):
+        least = min(1.0, rule.checkpoints * paired_test.smallest_p(units))
+        if threshold.alpha < least:
+            raise PromoteError(
+                f"{rule_file}: {section}.alpha {threshold.alpha} can never hold: over {units} "
+                f"{unit} the paired test's smallest p-value is "
+                f"{paired_test.smallest_p(units):.4g}, {least:.4g} after Holm over "
+                f"{rule.checkpoints} checkpoint(s); raise alpha, evaluate more problems or "
+                "allow fewer checkpoints"
+            )
 
 
 def _languages(evaluation: Evaluation) -> tuple[str, ...]:
@@ -235,6 +301,8 @@ def plan(request: Request) -> Plan:
         _check_checkpoint(request.run_dir, request.baseline_checkpoint, "--baseline-checkpoint")
     evaluation = request.evaluation
     _expected_euler_rows(evaluation)
+    _check_attainable(rule, request.rule_file, len(_problems(evaluation)))
+    _check_problems(request.run_dir, evaluation)
     identity = {
         "checkpoint": request.checkpoint,
         "baseline": request.baseline_checkpoint,
@@ -250,6 +318,10 @@ def plan(request: Request) -> Plan:
     directory = (
         request.run_dir / "promotions" / hashlib.sha256(canonical_json(identity)).hexdigest()[:12]
     )
+    try:
+        promotion_family.check(request.run_dir, rule, directory)
+    except promotion_family.FamilyError as exc:
+        raise PromoteError(str(exc)) from None
     manifest = {
         "kind": "atoll-pi-train-promotion",
         "identity": identity,
@@ -263,19 +335,31 @@ def plan(request: Request) -> Plan:
 
 
 def fix_rule(made: Plan) -> Plan:
-    """Write the manifest (the rule and its hash) unless a run of this identity did already.
+    """Write the manifest (the rule, its hash, this comparison's number) unless a run of this
+    identity did already; the run's rule is fixed with the first promotion of the run.
 
     Called under the promotion's writer lock, before any server starts. A
     resumed promotion keeps the manifest, and the time, it was first fixed at.
     """
     path = made.directory / MANIFEST
-    if path.is_file():
-        kept = json.loads(path.read_text("utf-8"))
-        if kept.get("rule_sha256") != made.rule.sha256():
-            raise PromoteError(f"{path} fixed another rule; this promotion cannot change it")
-        return Plan(made.run_dir, made.directory, kept, made.rule, made.base_model, made.renderer)
-    atomic_write_json(path, made.manifest, make_parents=True)
-    return made
+    source = Path(str(made.manifest["rule_file"]))
+    try:
+        with promotion_family.run_lock(made.run_dir):
+            comparison = promotion_family.fix(made.run_dir, made.rule, source, made.directory)
+            if path.is_file():
+                kept = json.loads(path.read_text("utf-8"))
+                if kept.get("rule_sha256") != made.rule.sha256():
+                    raise PromoteError(
+                        f"{path} fixed another rule; this promotion cannot change it"
+                    )
+                return Plan(
+                    made.run_dir, made.directory, kept, made.rule, made.base_model, made.renderer
+                )
+            manifest = {**made.manifest, "comparison": comparison}
+            atomic_write_json(path, manifest, make_parents=True)
+    except promotion_family.FamilyError as exc:
+        raise PromoteError(str(exc)) from None
+    return Plan(made.run_dir, made.directory, manifest, made.rule, made.base_model, made.renderer)
 
 
 def _atoll() -> list[str]:
@@ -375,13 +459,12 @@ def _evaluate_side(
     try:
         with serve.serving(spec, side_dir / "serve.log", say, caller_key=key):
             if transfer_left:
-                accept = (
-                    ["--accept", made.rule.transfer.accept_flag()] if side == "candidate" else []
-                )
+                # No --accept: atoll-euler's acceptance decides on pooled attempts; this
+                # promotion's rule, fixed above before any rollout, decides per task.
                 say(f"{side}: the frozen transfer evaluation")
                 _step(
                     ["euler", "transfer", "run", "--out", str(transfer_dir), *common,
-                     "--samples", str(evaluation.transfer_samples), *accept],
+                     "--samples", str(evaluation.transfer_samples)],
                     side_dir / "transfer.log",
                     key,
                 )  # fmt: skip
@@ -406,7 +489,8 @@ def _sha256(path: Path) -> str | None:
 
 
 def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
-    """Counts and the exact Fisher test of the two Euler evaluations, after checking they match."""
+    """The per-problem paired test of the two Euler evaluations, after checking they match;
+    the pooled counts and Fisher's test beside it, as description only."""
     from atoll.euler import stats
 
     identities = []
@@ -423,8 +507,10 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
         )
     sides: dict[str, dict[str, Any]] = {}
     counts: dict[str, tuple[int, int]] = {}  # each side's passes and attempts
+    by_problem: dict[str, dict[str, Counts]] = {}
     for name, directory in (("baseline", baseline), ("candidate", candidate)):
         data = _euler_rows(directory)
+        by_problem[name] = paired_test.counts_by_unit(data, "problem")
         passes = sum(1 for r in data if r.get("passed"))
         counts[name] = (passes, len(data))
         sides[name] = {
@@ -434,17 +520,64 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
             "rows_sha256": _sha256(directory / "rows.jsonl"),
             "eval_sha256": _sha256(directory / "eval.json"),
         }
+    test = paired_test.paired_test(by_problem["baseline"], by_problem["candidate"])
     (a_passes, a_attempts), (b_passes, b_attempts) = counts["baseline"], counts["candidate"]
-    result: dict[str, Any] = {**sides, "delta": None, "fisher": None}
+    pooled: dict[str, Any] = {"delta": None, "fisher": None}
     if a_attempts and b_attempts:
         fisher = stats.fisher(a_passes, a_attempts, b_passes, b_attempts)
-        result["delta"] = b_passes / b_attempts - a_passes / a_attempts
-        result["fisher"] = {
+        pooled["delta"] = b_passes / b_attempts - a_passes / a_attempts
+        pooled["fisher"] = {
             "odds_ratio": fisher.odds_ratio,
             "p_two_sided": fisher.p_two_sided,
             "p_b_greater": fisher.p_b_greater,
         }
-    return result
+    return {
+        **sides,
+        "delta": test.delta,
+        "test": test.to_json("problem"),
+        "descriptive": {
+            "note": DESCRIPTIVE,
+            "pooled_delta": pooled["delta"],
+            "fisher": pooled["fisher"],
+        },
+    }
+
+
+DESCRIPTIVE = (
+    "attempts pooled across problems as if independent (Fisher's exact test): a description, "
+    "not the decision"
+)
+
+
+def _transfer_test(transfer: dict[str, Any]) -> paired_test.PairedResult:
+    """The per-task paired test over atoll-euler's per-task counts (A baseline, B candidate)."""
+    sides: dict[str, dict[str, Counts]] = {"a": {}, "b": {}}
+    for line in transfer["tasks"]:
+        for side in sides:
+            cell = line[side]
+            sides[side][str(line["task"])] = Counts(int(cell["attempts"]), int(cell["passes"]))
+    return paired_test.paired_test(sides["a"], sides["b"])
+
+
+def _sampled_after_rule(made: Plan) -> None:
+    """Every row either side scored was written after the rule was fixed (its manifest's time)."""
+    from atoll.euler import rows
+
+    fixed = str(made.manifest["rule_fixed_at"])
+    for side in SIDES:
+        for part in ("transfer", "euler"):
+            path = made.directory / side / part / rows.ROWS_FILE
+            try:
+                found = rows.read(path)
+            except rows.RowsError as exc:
+                raise PromoteError(f"{path} cannot be read: {exc}", code=1) from None
+            early = [r for r in found if str(r.get("created_at") or "") < fixed]
+            if early:
+                raise PromoteError(
+                    f"{path} holds {len(early)} row(s) written before the rule was fixed at "
+                    f"{fixed}: this promotion cannot rest on them",
+                    code=1,
+                )
 
 
 def _transfer_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
@@ -473,28 +606,31 @@ def _finite_record(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def decide(made: Plan) -> dict[str, Any]:
-    """The decision from the two sides' completed evaluations, with every input it rests on."""
+    """The decision from the two sides' completed evaluations, with every input it rests on.
+
+    Called under the run's promotion lock: the Holm family reads the other
+    promotions' records.
+    """
     base, cand = made.directory / "baseline", made.directory / "candidate"
     transfer = _transfer_comparison(base / "transfer", cand / "transfer")
     euler = _euler_comparison(base / "euler", cand / "euler")
-    overall = transfer["overall"]
-    transfer_holds = made.rule.transfer.holds(
-        overall.get("delta"), (overall.get("fisher") or {}).get("p_b_greater")
+    _sampled_after_rule(made)
+    transfer_test = _transfer_test(transfer)
+    family = promotion_family.holm_family(
+        made.run_dir,
+        made.rule,
+        made.directory,
+        {"transfer": transfer_test.p_greater, "euler": euler["test"]["p_greater"]},
     )
-    # The candidate's transfer manifest fixed the same threshold before its sampling;
-    # atoll-euler's own verdict must agree, or the runs were not made under this rule.
-    if transfer["decision"]["verdict"] != ("promote" if transfer_holds else "do not promote"):
-        raise PromoteError(
-            "the candidate's transfer run was not sampled under this rule's transfer threshold "
-            f"({transfer['decision']['text']})",
-            code=1,
-        )
-    euler_holds = made.rule.euler.holds(euler["delta"], (euler["fisher"] or {}).get("p_b_greater"))
+    adjusted = family["p_adjusted"]
+    transfer_holds = made.rule.transfer.holds(transfer_test.delta, adjusted["transfer"])
+    euler_holds = made.rule.euler.holds(euler["delta"], adjusted["euler"])
     promoted = transfer_holds and euler_holds
     manifests = {
         f"{side}_transfer_manifest_sha256": _sha256(made.directory / side / "transfer" / MANIFEST)
         for side in SIDES
     }
+    m = made.rule.checkpoints
     return _finite_record(
         {
             "kind": "atoll-pi-train-promotion-decision",
@@ -508,14 +644,28 @@ def decide(made: Plan) -> dict[str, Any]:
             "rule_fixed_at": made.manifest["rule_fixed_at"],
             "manifest_sha256": _sha256(made.directory / MANIFEST),
             "identity": made.manifest["identity"],
+            "comparison": made.manifest.get("comparison"),
+            "statistics": (
+                "decided by a one-sided exact paired sign-flip test over per-problem (per "
+                f"transfer task) pass fractions, Holm-adjusted over the {m} comparison(s) the "
+                f"run's rule allows ({family['made']} made; those not decided count as p = 1); "
+                "Fisher's tests on pooled attempts are descriptive only"
+            ),
+            "holm": family,
             "inputs": manifests,
             "transfer": {
                 "holds": transfer_holds,
-                "overall": overall,
-                "tasks": transfer["tasks"],
-                "atoll_euler_decision": transfer["decision"],
+                "delta": transfer_test.delta,
+                "p_holm": adjusted["transfer"],
+                "test": transfer_test.to_json("transfer task"),
+                "descriptive": {
+                    "note": DESCRIPTIVE,
+                    "overall": transfer["overall"],
+                    "tasks": transfer["tasks"],
+                    "atoll_euler_decision": transfer["decision"],
+                },
             },
-            "euler": {"holds": euler_holds, **euler},
+            "euler": {"holds": euler_holds, "p_holm": adjusted["euler"], **euler},
             "decided_at": _now(),
         }
     )
@@ -535,24 +685,30 @@ def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
                 say(f"{made.directory}: decided already")
                 return dict(json.loads(record_path.read_text("utf-8")))
             made = fix_rule(made)
-            say(f"rule {made.rule.sha256()[:16]} fixed in {made.directory / MANIFEST}")
+            say(
+                f"rule {made.rule.sha256()[:16]} fixed in {made.directory / MANIFEST} "
+                f"(comparison {made.manifest.get('comparison')} of {made.rule.checkpoints})"
+            )
             for side, checkpoint in (
                 ("baseline", request.baseline_checkpoint),
                 ("candidate", request.checkpoint),
             ):
                 _evaluate_side(made, side, checkpoint, request, say)
-            record = decide(made)
-            atomic_write_json(record_path, record)
-            if record["promoted"]:
-                atomic_write_json(
-                    request.run_dir / PROMOTED,
-                    {
-                        "checkpoint": record["checkpoint"],
-                        "promotion": str(record_path),
-                        "record_sha256": _sha256(record_path),
-                        "decided_at": record["decided_at"],
-                    },
-                )
+            with promotion_family.run_lock(made.run_dir):
+                record = decide(made)
+                atomic_write_json(record_path, record)
+                if record["promoted"]:
+                    atomic_write_json(
+                        request.run_dir / PROMOTED,
+                        {
+                            "checkpoint": record["checkpoint"],
+                            "promotion": str(record_path),
+                            "record_sha256": _sha256(record_path),
+                            "decided_at": record["decided_at"],
+                        },
+                    )
             return record
     except writer.RunDirInUse as exc:
         raise PromoteError(str(exc)) from None
+    except promotion_family.FamilyError as exc:
+        raise PromoteError(str(exc), code=1) from None

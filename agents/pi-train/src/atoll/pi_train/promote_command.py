@@ -13,6 +13,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from atoll.pi_train.reserved import PROMOTION_RANGE
+
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 NOT_PROMOTED = 3
 
@@ -26,7 +28,12 @@ def promote(
         ..., "--rule", help="The promotion rule file (.json or .toml; see the README)."
     ),
     store: Path = typer.Option(..., "--store", help="The store made by `atoll euler import`."),
-    problems: str = typer.Option("1-10", "--problems", help="Euler problems: 1-10, 3, 1,4,7-9."),
+    problems: str = typer.Option(
+        PROMOTION_RANGE,
+        "--problems",
+        help="Euler problems (91-100, 3, 1,4,7-9), none of them trained on by the run or any "
+        "run it was started from [default: the range reserved for promotion].",
+    ),
     languages: str = typer.Option("python,javascript", "--languages", help="Comma-separated."),
     samples: int = typer.Option(
         4, "--samples", min=1, help="Euler attempts per problem x language."
@@ -109,8 +116,17 @@ def promote(
                 "decision": record["decision"],
                 "checkpoint": record["checkpoint"],
                 "record": str(Path(record["directory"]) / "promotion.json"),
-                "transfer": {"holds": transfer["holds"], "delta": transfer["overall"].get("delta")},
-                "euler": {"holds": euler["holds"], "delta": euler["delta"]},
+                "transfer": {
+                    "holds": transfer["holds"],
+                    "delta": transfer["delta"],
+                    "p_holm": transfer["p_holm"],
+                },
+                "euler": {
+                    "holds": euler["holds"],
+                    "delta": euler["delta"],
+                    "p_holm": euler["p_holm"],
+                },
+                "comparison": f"{record['comparison']} of {record['rule']['checkpoints']}",
             }
         )
     )

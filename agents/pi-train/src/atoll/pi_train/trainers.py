@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from atoll.pi_train import replay, run, tasks
+from atoll.pi_train import replay, reserved, run, tasks, trained_on
 from atoll.pi_train.replay import ReplayError, ReplayMix
 from atoll.pi_train.run import MAX_SUBMISSIONS, RunInputError, TrainSettings
 
@@ -27,8 +27,13 @@ def train_hidden(
     sandbox_url: str | None,
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
+    load_from: str | None = None,
 ) -> Path:
-    """GRPO over hidden-variant groups, checked in a SandboxFusion-compatible sandbox."""
+    """GRPO over hidden-variant groups, checked in a SandboxFusion-compatible sandbox.
+
+    `load_from` is `--load-checkpoint` as given (a run directory or a state): where
+    the run's lineage is read from (atoll.pi_train.trained_on).
+    """
     from atoll.core.sandbox.fusion import NotLoopbackError, require_loopback_url
 
     run.api_key()  # before anything is written: a run without a key never starts
@@ -40,7 +45,8 @@ def train_hidden(
     task_list = tasks.hidden_tasks(settings.languages, run.groups_needed(settings))
     with contextlib.ExitStack() as stack:
         run.hold_run_dir(stack, out, "atoll pi train hidden")
-        return _hidden_run(settings, out, sandbox_url, task_list, progress, say, stack)
+        lineage = trained_on.started_from(load_from, settings.load_checkpoint)
+        return _hidden_run(settings, out, sandbox_url, task_list, progress, say, stack, lineage)
 
 
 def _hidden_run(
@@ -51,6 +57,7 @@ def _hidden_run(
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
     stack: contextlib.ExitStack[Any],
+    lineage: dict[str, Any] | None,
 ) -> Path:
     """The hidden run itself, inside the run-directory lock `stack` holds."""
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
@@ -69,6 +76,8 @@ def _hidden_run(
             "reward": {"coverage": "passed/total", "all_cases_bonus": run.ALL_CASES_BONUS},
             "sandbox": "given" if sandbox_url else "embedded",
         },
+        trained=trained_on.hidden_record(task_list),
+        started_from=lineage,
     )
     url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
 
@@ -100,13 +109,15 @@ def train_answer(
     say: Callable[[str], None],
     curriculum: Path | None = None,
     mix: ReplayMix | None = None,
+    load_from: str | None = None,
 ) -> Path:
     """GRPO on the Euler store: exact answer with a small code-format penalty.
 
     With `curriculum` (an `atoll euler curriculum` state directory), groups
     come from its frontier and mastered problems in the replay mixture, and
     its regression window is evaluated without gradients; without it,
-    problems are taken in numerical order.
+    problems are taken in numerical order. Problems 91-100 are reserved for
+    promotion (atoll.pi_train.reserved): neither way draws them.
     """
     from atoll.pi_train.euler_source import CurriculumError, StoreError
 
@@ -136,7 +147,10 @@ def train_answer(
                 "strategies": sorted(tasks.STRATEGIES),
                 "reward": {"correct": 1.0, "code_format_penalty": tasks.CODE_FORMAT_PENALTY},
                 **({"replay": replay_record} if replay_record else {}),
+                "reserved_for_promotion": reserved.PROMOTION_RANGE,
             },
+            trained=trained_on.answer_record(task_list, held_out),
+            started_from=trained_on.started_from(load_from, settings.load_checkpoint, store),
         )
         for line in replay.report_lines(manifest, []):
             if line:
@@ -245,7 +259,15 @@ def curriculum_tasks(
         check_model(state_dir, state.model_signature, settings)
     tasks.check_euler_languages(settings.languages)
     conditions = [(lang, strategy) for lang in settings.languages for strategy in tasks.STRATEGIES]
-    mastered = [int(n) for n in state.mastered]
+    if reserved.is_reserved(state.current_problem):
+        raise ReplayError(
+            f"the curriculum in {state_dir} is at problem {state.current_problem}, one of "
+            f"{reserved.PROMOTION_RANGE}, which are reserved for promotion: no training command "
+            "draws from them"
+        )
+    # Mastered problems in the reserved range were evaluated, never trained: they stay so.
+    everything = [int(n) for n in state.mastered]
+    mastered = reserved.outside(everything)
     seed = f"{store.digest}:{state.current_problem}:{','.join(map(str, mastered))}"
     chosen = replay.plan(
         state.current_problem, mastered, conditions, run.groups_needed(settings), mix, seed
@@ -266,6 +288,7 @@ def curriculum_tasks(
             "current_problem": state.current_problem,
             "mastered": mastered,
             "model_signature": state.model_signature,
+            "reserved_left_out": reserved.reserved_among(everything),
         },
     }
     return training, held_out, record
