@@ -265,6 +265,8 @@ def _run_with_progress(start: Any) -> None:
         try:
             written = start(progress, lambda line: bar.console.print(line))
         except (RunError, tasks.TaskSetError, env.EnvironmentUnavailable, ValueError) as exc:
+            if bar.tasks[0].total is None:  # refused before any iteration: the error says it all
+                bar.update(task, visible=False)
             bar.stop()
             # A run that started and failed is 1; bad input or a missing prerequisite is 2.
             failed = isinstance(exc, RunError) and not isinstance(exc, RunInputError)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_text
-from atoll.pi_train import run, trained_on
+from atoll.pi_train import preflight, run, trained_on
 from atoll.pi_train.run import RunError, RunInputError, TrainSettings
 from atoll.pi_train.shell_env import (
     RUNTIMES,
@@ -303,6 +303,9 @@ def _shell_run(
     languages, missing = available_languages(settings.languages, runner)
     for language, why in missing.items():
         say(f"{language}: left out of the schedule ({why}); training on {', '.join(languages)}")
+    # Before anything is written or any Tinker client exists: every reference must score full.
+    checked = preflight.check_shell(languages, runner, options.bounds)
+    preflight.require_full(checked)
     train = train_tasks(languages, run.groups_needed(settings))
     held_out = eval_tasks(languages, options.eval_instances)
     bounds = options.bounds
@@ -349,6 +352,7 @@ def _shell_run(
         trained=trained_on.shell_record(train, held_out),
         started_from=lineage,
     )
+    preflight.record(out, COMMAND, manifest["sandbox"], checked, say)
     drop_unfinished_trajectories(out)
     store = EpisodeStore(out, {t.id: t for t in [*train, *held_out]}, runner, bounds)
     return run.train(

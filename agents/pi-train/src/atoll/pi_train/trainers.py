@@ -61,10 +61,15 @@ def _hidden_run(
 ) -> Path:
     """The hidden run itself, inside the run-directory lock `stack` holds."""
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
+    from atoll.pi_train import preflight
     from atoll.pi_train.families import GENERATOR_VERSION
     from atoll.pi_train.harness import check_submission
 
     by_id = {t.id: t for t in task_list}
+    url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
+    # Before anything is written or any Tinker client exists: every reference must score full.
+    checked = preflight.check_hidden(settings.languages, url)
+    preflight.require_full(checked)
     manifest = run.prepare_manifest(
         out,
         "atoll pi train hidden",
@@ -79,7 +84,7 @@ def _hidden_run(
         trained=trained_on.hidden_record(task_list),
         started_from=lineage,
     )
-    url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
+    preflight.record(out, "atoll pi train hidden", manifest["sandbox"], checked, say)
 
     def check(body: dict[str, Any]) -> dict[str, Any]:
         task = by_id[body["task"]]
