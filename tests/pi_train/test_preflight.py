@@ -124,13 +124,13 @@ _SHIFTED_CHECKSUM = (
 
 
 def _refused(
-    monkeypatch: pytest.MonkeyPatch, recorder: RequestRecorder, args: list[str]
+    monkeypatch: pytest.MonkeyPatch, recorder: RequestRecorder, args: list[str], status: int = 2
 ) -> list[str]:
-    """Run `atoll pi train ARGS` in this process; its output lines (it must exit 2)."""
+    """Run `atoll pi train ARGS` in this process; its output lines (it must exit `status`)."""
     monkeypatch.setenv("TINKER_API_KEY", "tml-preflight")
     monkeypatch.setenv("TINKER_BASE_URL", recorder.url)
     done = CliRunner().invoke(train_app, [*args, "--base-url", recorder.url])
-    assert done.exit_code == 2, done.output
+    assert done.exit_code == status, done.output
     return done.output.strip().splitlines()
 
 
@@ -194,6 +194,25 @@ def test_a_family_without_a_reference_in_a_language_is_refused(
         "error: preflight: family recurrence has no reference solution in javascript; the run "
         "is refused before any Tinker call (add one, or train without that language)"
     ]
+
+
+@pytest.mark.slow  # the sandbox client retries each failed request before it gives up
+def test_a_sandbox_that_cannot_run_a_reference_is_an_error_not_a_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    with RequestRecorder() as sandbox, RequestRecorder() as tinker:
+        args = ["hidden", "--base-model", "tiny", "--iterations", "1", "--out", str(out),
+                "--sandbox-url", sandbox.url]  # fmt: skip
+        lines = _refused(monkeypatch, tinker, args, status=1)
+        assert sandbox.requests and all(r == ("POST", "/run_code") for r in sandbox.requests)
+        assert tinker.requests == []
+    assert lines == [
+        "error: preflight: the sandbox could not run its check for the reference solution of "
+        "family multiples in python (an infrastructure failure, not a score); nothing was sent "
+        "to Tinker"
+    ]
+    assert writer.is_empty(out), sorted(p.name for p in out.iterdir())
 
 
 def test_the_record_is_written_atomically_with_every_outcome(tmp_path: Path) -> None:
