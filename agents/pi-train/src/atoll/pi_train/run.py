@@ -28,6 +28,10 @@ from atoll.pi_train.scoring import ScoringService
 HOSTED_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 MAX_SUBMISSIONS = 2  # the first submission and one repair attempt
 ALL_CASES_BONUS = 1.0
+# A hidden-variant trajectory's bound and what reaching it earns: tinker-cookbook's
+# recipes/code_rl values (`max_trajectory_tokens`, `context_overflow_reward`).
+MAX_TRAJECTORY_TOKENS = 32 * 1024
+CONTEXT_OVERFLOW_REWARD = -0.1
 
 
 class RunError(Exception):

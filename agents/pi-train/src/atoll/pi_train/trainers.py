@@ -75,10 +75,14 @@ def _hidden_run(
         "atoll pi train hidden",
         settings,
         {"digest": tasks.digest(task_list), "groups": len(task_list)},
-        _bounds(settings, MAX_SUBMISSIONS),
+        {**_bounds(settings, MAX_SUBMISSIONS), "trajectory_tokens": run.MAX_TRAJECTORY_TOKENS},
         {
             "namespaces": {"train": "train", "held_out": "eval", "generator": GENERATOR_VERSION},
-            "reward": {"coverage": "passed/total", "all_cases_bonus": run.ALL_CASES_BONUS},
+            "reward": {
+                "coverage": "passed/total",
+                "all_cases_bonus": run.ALL_CASES_BONUS,
+                "context_overflow": run.CONTEXT_OVERFLOW_REWARD,
+            },
             "sandbox": "given" if sandbox_url else "embedded",
         },
         trained=trained_on.hidden_record(task_list),
@@ -103,6 +107,10 @@ def _hidden_run(
         manifest,
         progress,
         say,
+        {
+            "max_trajectory_tokens": run.MAX_TRAJECTORY_TOKENS,
+            "context_overflow_reward": run.CONTEXT_OVERFLOW_REWARD,
+        },
     )
 
 
