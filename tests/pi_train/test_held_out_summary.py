@@ -148,3 +148,25 @@ def test_no_row_no_plot(tmp_path: Path) -> None:
     text = summary.write(tmp_path, _manifest("atoll pi train hidden")).read_text()
     assert "reward.png" not in text and not (tmp_path / "reward.png").exists()
     assert "This run has no held-out set" in text
+
+
+def test_bad_held_out_flags_are_refused_in_one_line_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from atoll.pi_train.cli import train_app
+
+    out = tmp_path / "run"
+    for command in ("hidden", "shell"):
+        for flag, value, least in (
+            ("--eval-samples", "0", 1),
+            ("--eval-every", "-1", 0),
+            ("--eval-instances", "-2", 0),
+        ):
+            args = [command, "--base-model", "tiny", "--out", str(out), flag, value]
+            done = CliRunner().invoke(train_app, args)
+            assert done.exit_code == 2, done.output
+            lines = done.output.strip().splitlines()
+            assert lines == [f"error: {flag} must be at least {least} (got {value})"]
+    assert not out.exists()
