@@ -183,15 +183,21 @@ INFRASTRUCTURE_LOG = "infrastructure_failures.jsonl"
 _log_lock = threading.Lock()
 
 
-def record_infrastructure_failure(run_dir: Path, task_id: str) -> None:
+def record_infrastructure_failure(run_dir: Path, task_id: str, phase: str = "train") -> None:
     """Count a check the sandbox could not run, apart from every score.
 
-    The trainer drops that check's group from the update (no reward exists
-    for it); this line is where the run keeps it: the iteration it happened
-    in (the one after the last saved) and the task. One short line per
-    append, under a lock, so concurrent checks never interleave.
+    The trainer drops that check's group from the update, or from the held-out
+    metrics (`phase` "eval"): no reward exists for it. This line is where the
+    run keeps it: the iteration it happened in (the one after the last saved),
+    the task and the phase. One short line per append, under a lock, so
+    concurrent checks never interleave.
     """
-    row = {"iteration": completed_iterations(run_dir), "task": task_id, "time": time.time()}
+    row = {
+        "iteration": completed_iterations(run_dir),
+        "task": task_id,
+        "phase": phase,
+        "time": time.time(),
+    }
     with _log_lock, (run_dir / INFRASTRUCTURE_LOG).open("a", encoding="utf-8") as sink:
         sink.write(json.dumps(row) + "\n")
 

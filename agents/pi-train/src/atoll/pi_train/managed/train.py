@@ -25,6 +25,7 @@ from typing import Any
 import chz
 import httpx
 import tinker
+from pass_at_k import SOLVED, group_metrics, solved  # beside this script
 from tinker_cookbook import renderers
 from tinker_cookbook.exceptions import AllTrajectoriesFailedError
 from tinker_cookbook.rl import train
@@ -33,10 +34,12 @@ from tinker_cookbook.rl.types import (
     Env,
     EnvGroupBuilder,
     InitialObservationOverflow,
+    Metrics,
     RLDataset,
     RLDatasetBuilder,
     StepResult,
     StopReason,
+    Trajectory,
 )
 from tinker_cookbook.tokenizer_utils import get_tokenizer
 
@@ -319,6 +322,17 @@ class TaskGroupBuilder(EnvGroupBuilder):
             AnswerEnv(self.task, self.renderer, self.scorer, self.job["system_prompt"])
             for _ in range(size)
         ]
+
+    async def compute_group_rewards(
+        self, trajectory_group: list[Trajectory], env_group: Sequence[Env]
+    ) -> list[tuple[float, Metrics]]:
+        """No reward beyond the episodes' own; a held-out group gets its pass@k (pass_at_k)."""
+        if self.job.get("phase") != "eval":
+            return [(0.0, {}) for _ in trajectory_group]
+        key = SOLVED[self.job["mode"]]
+        outcomes = [solved([t.metrics for t in traj.transitions], key) for traj in trajectory_group]
+        metrics: Metrics = dict(group_metrics(outcomes))
+        return [(0.0, dict(metrics)) for _ in trajectory_group]
 
     def logging_tags(self) -> list[str]:
         return [self.job["mode"], *self.task.get("tags", [])]
