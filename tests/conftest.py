@@ -13,6 +13,34 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+#: Session fixtures that stand for one costly shared thing: every test that uses one runs on
+#: the same xdist worker (`--dist loadgroup`), so the thing is built once, not once per worker.
+#: The first match in this order wins: Guidance-TTT's tests train their own guidance model and
+#: serve it from a second local server, apart from pi-train's server of the tiny model.
+SHARED_SESSION_FIXTURES: tuple[tuple[str, str], ...] = (
+    ("guidance_server_env", "tinker-guidance"),
+    ("guidance_model", "tinker-guidance"),
+    ("server_env", "tinker"),
+    ("tiny_model", "tinker"),
+)
+
+
+def resource_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test: the shared resource it needs, or None to run anywhere."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for fixture, group in SHARED_SESSION_FIXTURES:
+        if fixture in fixtures:
+            return group
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = resource_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Ctrl-C is handled as in a terminal, however the suite was launched.
 
