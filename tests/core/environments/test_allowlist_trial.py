@@ -13,7 +13,8 @@ from support import ci
 
 from atoll.core.environments import egress_rules
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+# The only tests that make atoll-local allowlist tables, which this one counts host-wide.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300), pytest.mark.xdist_group("nftables")]
 
 TASK = Path(__file__).parent / "tasks" / "allowlist-verifier"
 
