@@ -11,19 +11,8 @@ policy never received a gradient on.
 from __future__ import annotations
 
 from atoll.pi_train import batches
-from atoll.pi_train.families import FAMILIES, LANGUAGES
-from atoll.pi_train.tasks import HiddenTask, TaskSetError
-
-
-def check_languages(languages: tuple[str, ...]) -> None:
-    unknown = sorted(set(languages) - set(LANGUAGES))
-    if unknown:
-        raise TaskSetError(
-            f"hidden-variant tasks have no language {', '.join(unknown)}; "
-            f"choose from {', '.join(LANGUAGES)}"
-        )
-    if not languages:
-        raise TaskSetError("no language to train")
+from atoll.pi_train.families import FAMILIES
+from atoll.pi_train.tasks import HiddenTask, check_languages
 
 
 def train_tasks(
