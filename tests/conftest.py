@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -38,37 +35,10 @@ def resource_group(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from support import worker_groups
-
     for item in items:
         group = resource_group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
-    worker_groups.record(config, items)
-
-
-def _groups_file(config: pytest.Config) -> Path:
-    return Path(config.stash[_GROUPS_DIR]) / "groups.json"
-
-
-_GROUPS_DIR = pytest.StashKey[str]()
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """The controller tells each worker where to write the groups it collects."""
-    from support.worker_groups import GROUPS_FILE
-
-    node.workerinput[GROUPS_FILE] = str(_groups_file(node.config))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    from support.worker_groups import make_scheduler
-
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    return make_scheduler(config, log, _groups_file(config))
 
 
 #: Threads of the compute libraries in every process the tests start. Test workers run side
@@ -119,13 +89,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if not hasattr(config, "workerinput"):  # the controller, or a run without workers
-        config.stash[_GROUPS_DIR] = tempfile.mkdtemp(prefix="atoll-xdist-groups-")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _GROUPS_DIR in config.stash:
-        shutil.rmtree(config.stash[_GROUPS_DIR], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
