@@ -24,6 +24,16 @@ from atoll.core.environments.local import LocalEnvironment
 # With test_allowlist_trial, the only tests that make atoll-local allowlist tables.
 pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("nftables")]
 
+
+@pytest.fixture(autouse=True)
+def allowlist_tables_turn() -> Iterator[None]:
+    """Shared among these, never beside test_allowlist_trial, which counts every table."""
+    from support.engine_lock import engine_held
+
+    with engine_held("nftables allowlist tables", exclusive=False):
+        yield
+
+
 TASK = Path(__file__).parent / "tasks" / "write-a-file"
 
 
