@@ -87,6 +87,14 @@ SCORER_OUT_OF_RANGE = SCORER.replace(
     '    return sum(instance["items"][k]["v"] for k in output["take"]) / total if total else 0.0\n',
     "    return 1.5\n",
 )
+# Passes every check before grading but raises on a feasible output of four items or more, which
+# only the samples print (the self-check's outputs and the examples take at most two).
+SCORER_RAISES_ON_FOUR = SCORER.replace(
+    '    total = sum(item["v"] for item in instance["items"])\n',
+    '    if len(output["take"]) >= 4:\n'
+    '        raise ValueError("cannot score a selection of 4 or more items")\n'
+    '    total = sum(item["v"] for item in instance["items"])\n',
+)
 
 
 BASELINE = (
@@ -387,6 +395,8 @@ REWARDS_EMPTY = "rewards_empty"  # bin packing whose scorer gives an empty answe
 PLAINLY_REWARDS_EMPTY = "plainly_rewards_empty"  # knapsack scorer giving `{}` 0.5 every time
 SCORER_OUT_OF_RANGE_ALWAYS = "scorer_out_of_range"  # a scorer above 1 every time, `{}` at 0
 CPP_BASELINE_DOES_NOT_COMPILE = "cpp_baseline_does_not_compile"  # a C++ baseline g++ refuses
+SCORER_RAISES_ONCE = "scorer_raises_once"  # the first scorer raises on a sample's output in a trial
+SCORER_RAISES_ALWAYS = "scorer_raises_always"  # so does every repair of it
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
@@ -517,6 +527,10 @@ class KnapsackModel:
             return {"code": SCORER_REWARDS_EMPTY}
         if self._does(request, SCORER_OUT_OF_RANGE_ALWAYS):
             return {"code": SCORER_OUT_OF_RANGE}
+        if self._does(request, SCORER_RAISES_ALWAYS) or (
+            self._does(request, SCORER_RAISES_ONCE) and not is_repair(request)
+        ):
+            return {"code": SCORER_RAISES_ON_FOUR}
         return {"code": self.kit.scorer}
 
     def feasibility(self, request: dict[str, Any]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atoll.checker import Contract
 from atoll.core.llm import (
     BlockedByUncertain,
     PaidChat,
@@ -28,6 +29,7 @@ from atoll.core.llm import (
 from atoll.frontiersmith import execution, stages
 from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
 from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
+from atoll.frontiersmith.evidence import CheckerFailed, repair_findings
 from atoll.frontiersmith.meter import MeteredEndpoint
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import (
@@ -178,7 +180,12 @@ class _Candidate:
         self.evidence["divergence"] = await stages.judge_divergence(self.model, programs, config)
         built = await self._construct(formulation)
         work = self.ctx.run.seed_work(self.seed.id)
-        tested = await self._execute(work, formulation, programs, built)
+        while True:
+            try:
+                tested = await self._execute(work, formulation, programs, built)
+                break
+            except CheckerFailed as failed:  # the task's code failed on real outputs: repair it
+                built = await self._repair_from_execution(formulation, built, failed)
         rollout = await _rollout(tested.directory, work, self.seed, self.ctx, self.stage)
         task = self._export(work, formulation, tested)
         return self.done(
@@ -208,8 +215,38 @@ class _Candidate:
             self.name,
             lambda what: self.ctx.progress(self.seed.id, f"construction: {what}"),
         )
-        self.evidence["construction"] = {"rounds": built.rounds, "failed_rounds": built.findings}
+        self._record_construction(built)
         return built
+
+    def _record_construction(self, built: stages.Construction) -> None:
+        record = self.evidence.setdefault("construction", {})
+        record |= {"rounds": built.rounds, "failed_rounds": built.findings}
+        record["repairs"] = built.repairs
+
+    async def _repair_from_execution(
+        self, formulation: stages.Formulation, built: stages.Construction, failed: CheckerFailed
+    ) -> stages.Construction:
+        """Execution's evidence against the task's code goes back to construction's authors."""
+        ctx = self.ctx
+        self.stage("construction")
+        record = self.evidence.setdefault("construction", {})
+        record.setdefault("execution_failures", []).append([f.to_json() for f in failed.failures])
+        self.tally.trials += len(failed.outcomes)
+        self.tally.worker_seconds += sum(o.seconds for o in failed.outcomes.values())
+        seed = Contract.from_json(built.contract).seed
+        found = repair_findings(failed, await ctx.checks.instances(built.code, seed))
+        repaired = await stages.repair_from_execution(
+            self.model,
+            formulation,
+            ctx.config,
+            ctx.checks,
+            self.name,
+            lambda what: ctx.progress(self.seed.id, f"construction: {what}"),
+            built,
+            found,
+        )
+        self._record_construction(repaired)
+        return repaired
 
     async def _execute(
         self,
@@ -295,8 +332,6 @@ def _spec(
     reference_reward: float | None,
 ) -> BundleSpec:
     """The bundle: with sample `best` as its reference, or (None) the baseline in its place."""
-    from atoll.checker import Contract
-
     contract = Contract.from_json(built.contract)
     reference = programs.baseline if best is None else programs.samples[best]
     return BundleSpec(

@@ -20,8 +20,12 @@ verifier wrote:
 - the oracle's run of the final bundle repeats the reference's per-case
   scores exactly.
 
-A trial that errs (no reward, a failed self-check, a broken environment) is
-retried once; an error is never read as a low score. A trial with a case
+A trial in which the grader finds the task's own code failing (its scorer
+raises on a sample's real output, say) is evidence against the candidate,
+not an error: `CheckerFailed` takes it back to construction as repair
+evidence (`atoll.frontiersmith.evidence`). A trial that errs otherwise (no
+reward, a broken environment) is retried once; an error is never read as a
+low score. A trial with a case
 that timed out is run again once alone (no other trial of the run at the
 same time): a timeout under load is not evidence against a task. Cases that
 time out even alone count as infeasible, and a rejection they cause says so
@@ -39,6 +43,7 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_text
 from atoll.frontiersmith.config import RunConfig
+from atoll.frontiersmith.evidence import raise_on_code_failures
 from atoll.frontiersmith.outcome import InfrastructureError, Reason, Rejected
 from atoll.frontiersmith.trials import NOOP, ORACLE, HarborTrials, TrialOutcome
 
@@ -118,6 +123,8 @@ async def trial(
 
     A trial in which a case timed out is run again once alone; the second
     run's scores stand, and the outcome names the cases that timed out first.
+    A trial whose verifier found the task's own code failing is returned as
+    it is (its `checker_failure` says why): evidence, not an error to retry.
     """
     for attempt in range(TRIAL_RETRIES + 1):
         outcome = await runner.run(
@@ -135,7 +142,7 @@ async def trial(
                 alone=True,
             )
             outcome = dataclasses.replace(outcome, label=label, timed_out_under_load=first)
-        if outcome.ok:
+        if outcome.ok or outcome.checker_failure:
             return outcome
         if attempt == TRIAL_RETRIES:
             raise InfrastructureError(
@@ -155,7 +162,10 @@ async def run_programs(
     progress: Progress,
     language: str = "python",
 ) -> dict[str, TrialOutcome]:
-    """The no-op, the empty answer and every program, each a fresh trial of the staging bundle."""
+    """The no-op, the empty answer and every program, each a fresh trial of the staging bundle.
+
+    CheckerFailed when the task's own code failed in any of them.
+    """
     solve_sh = (staging / "solution" / "solve.sh").read_bytes()
     trials_dir = work / "trials"
     programs = {**ZERO_ANSWERS[language], **programs}
@@ -176,10 +186,14 @@ async def run_programs(
         ),
         return_exceptions=True,
     )
+    done = {
+        label: o for label, o in zip(labels, outcomes, strict=True) if isinstance(o, TrialOutcome)
+    }
+    raise_on_code_failures(done)  # evidence about the task first: its repair runs them all again
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
-    return dict(zip(labels, outcomes, strict=True))  # type: ignore[arg-type]
+    return done
 
 
 def choose_reference(
@@ -265,6 +279,7 @@ async def repeat_reference(
 ) -> TrialOutcome:
     """Harbor's oracle on the final bundle must repeat the reference's per-case scores."""
     repeated = await trial(runner, final, work / "trials", "reference", owner, agent=ORACLE)
+    raise_on_code_failures({"reference": repeated})
     if repeated.scores != reference.scores or repeated.reward != reference.reward:
         raise Rejected(
             "execution",

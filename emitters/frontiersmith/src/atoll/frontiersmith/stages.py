@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from atoll.frontiersmith import prompts
@@ -44,8 +44,11 @@ class Programs:
 class Construction:
     code: TaskCode
     contract: dict[str, Any]
-    rounds: int
-    findings: list[list[str]]  # each failed round's evidence
+    rounds: int  # rounds of review and self-check
+    findings: list[list[str]]  # each failed round's evidence (execution's included)
+    repairs: int = 0  # repairs spent, construction's and execution's, out of --max-repairs
+    # each file's first request, which its repairs extend
+    first_requests: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 def first_axis(seed: Seed) -> int:
@@ -158,9 +161,59 @@ async def construct(
         ]
     )
     code = TaskCode(**{stage: a["code"] for stage, a in zip(FILES, answers, strict=True)})
-    history: list[list[str]] = []
-    for round_ in range(config.max_repairs + 1):
-        progress("review" if round_ == 0 else f"review (repair {round_})")
+    built = Construction(code, {}, 0, [], first_requests=first_requests)
+    return await _settle(model, formulation, config, checks, task_name, progress, built)
+
+
+async def repair_from_execution(
+    model: StageModel,
+    formulation: Formulation,
+    config: RunConfig,
+    checks: SandboxedChecks,
+    task_name: str,
+    progress: Progress,
+    built: Construction,
+    found: list[Finding],
+) -> Construction:
+    """Repair the files execution found failing, with its evidence, then check them again.
+
+    The repair comes out of the same budget as construction's own repairs
+    (`--max-repairs` in all); once it is spent the candidate is rejected
+    with the evidence, at the execution stage.
+    """
+    history = [*built.findings, [f.text() for f in found]]
+    if built.repairs >= config.max_repairs:
+        raise Rejected(
+            "execution",
+            Reason.INFRASTRUCTURE_REPAIR_EXHAUSTED,
+            f"the task's own code still fails on the programs' outputs after "
+            f"{config.max_repairs} repairs: " + "; ".join(f.text() for f in found)[:500],
+            findings=history,
+        )
+    model.tally.repairs += 1
+    progress(f"repair {built.repairs + 1} (execution evidence)")
+    code = await _repair(model, built.first_requests, built.code, found, config)
+    again = Construction(
+        code, built.contract, built.rounds, history, built.repairs + 1, built.first_requests
+    )
+    return await _settle(model, formulation, config, checks, task_name, progress, again)
+
+
+async def _settle(
+    model: StageModel,
+    formulation: Formulation,
+    config: RunConfig,
+    checks: SandboxedChecks,
+    task_name: str,
+    progress: Progress,
+    built: Construction,
+) -> Construction:
+    """Review and self-check `built.code`, repairing with the evidence while repairs are left."""
+    f = formulation.value
+    code, history, repairs, rounds = built.code, list(built.findings), built.repairs, built.rounds
+    while True:
+        rounds += 1
+        progress("review" if repairs == 0 else f"review (repair {repairs})")
         review = await model.ask_valid(
             "review",
             prompts.cross_review(f, code.files(), config.language),
@@ -174,13 +227,14 @@ async def construct(
         else:
             found += await checks.self_check(code, contract)
         if not found:
-            return Construction(code, contract, round_ + 1, history)
+            return Construction(code, contract, rounds, history, repairs, built.first_requests)
         history.append([f.text() for f in found])
-        if round_ == config.max_repairs:
+        if repairs >= config.max_repairs:
             break
+        repairs += 1
         model.tally.repairs += 1
-        progress(f"repair {round_ + 1}")
-        code = await _repair(model, first_requests, code, found, config)
+        progress(f"repair {repairs}")
+        code = await _repair(model, built.first_requests, code, found, config)
     rewarded = await checks.empty_answer_scores(code, contract.get("examples") or [])
     if rewarded:
         raise Rejected(

@@ -60,6 +60,18 @@ except Exception as exc:
 """
 
 
+# The instances generate(seed) makes: what a trial graded, regenerated for repair evidence.
+_INSTANCES_PROBE = r"""
+import json, sys
+namespace = {"__name__": "_atoll_generator", "__file__": sys.argv[1]}
+exec(compile(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1], "exec"), namespace)
+try:
+    print(json.dumps({"instances": namespace["generate"](int(sys.argv[2]))}, allow_nan=False))
+except Exception as exc:
+    print(json.dumps({"error": f"generate raised {type(exc).__name__}: {str(exc)[:300]}"}))
+"""
+
+
 # What the scorer gives an empty answer (`{}`) on each instance of the contract's examples.
 _EMPTY_ANSWER_PROBE = r"""
 import json, sys
@@ -183,6 +195,30 @@ class SandboxedChecks:
             )
         return value, None
 
+    async def instances(self, code: TaskCode, seed: int) -> list[Any]:
+        """The instances `generate(seed)` makes (none when it fails: the checks say why)."""
+        with tempfile.TemporaryDirectory(prefix="atoll-fs-instances-") as tmp:
+            tests = Path(tmp) / "tests"
+            write_tests(tests, code, None)
+            tests.chmod(0o755)
+            out = await self._run(
+                [
+                    SANDBOX_PYTHON,
+                    "-I",
+                    "-c",
+                    _INSTANCES_PROBE,
+                    "/task/tests/generator.py",
+                    str(seed),
+                ],
+                tests,
+                None,
+            )
+        try:
+            value = json.loads(out).get("instances")
+        except (ValueError, AttributeError):
+            return []
+        return value if isinstance(value, list) else []
+
     async def empty_answer_scores(self, code: TaskCode, examples: list[Any]) -> list[float]:
         """The scores, above 0 only, that the scorer gives an empty answer on the examples' instances.
 
@@ -237,7 +273,7 @@ class SandboxedChecks:
             raise CheckInfrastructureError(
                 f"the grader's self-check printed no JSON: {out[-300:]!r}"
             ) from None
-        return [_finding(c["name"], c["detail"]) for c in checks if not c["ok"]]
+        return [finding(c["name"], c["detail"]) for c in checks if not c["ok"]]
 
     async def _run(self, argv: list[str], tests: Path, file_arg: str | None) -> str:
         if file_arg is not None:
@@ -264,7 +300,7 @@ class SandboxedChecks:
         return result.stdout.decode("utf-8", errors="replace")
 
 
-def _finding(check: str, detail: str) -> Finding:
+def finding(check: str, detail: str) -> Finding:
     """Which authors a failed check concerns (the grader names the check and the file)."""
     lowered = f"{check} {detail}".lower()
     files: list[str] = []

@@ -32,6 +32,9 @@ from atoll.core.ledger import Ledger
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
 
 NOOP = "nop"
+# How the grader reports, on stderr, a check of the task's own code that failed (no reward).
+CHECKER_FAILURE = "checker error: self-check failed: "
+LOG_TAIL = 4000  # characters of a failed verifier's output kept as evidence
 ORACLE = "oracle"
 PROGRAM_AGENT = "atoll.frontiersmith.program_agent:ProgramAgent"
 
@@ -113,6 +116,10 @@ class TrialOutcome:
     error: str | None = None
     # cases that timed out in a first run, before this trial ran again alone
     timed_out_under_load: list[int] = field(default_factory=list)
+    # the grader's own line when the task's code failed its check in the verifier (no reward):
+    # evidence about the task, never an infrastructure error
+    checker_failure: str = ""
+    log_tail: str = ""  # the end of the verifier's output (stdout and stderr), when it failed
 
     @property
     def ok(self) -> bool:
@@ -142,6 +149,7 @@ class TrialOutcome:
             "feasible": [c.feasible for c in self.cases],
             "error": self.error,
             "timed_out_under_load": self.timed_out_under_load,
+            "checker_failure": self.checker_failure,
         }
 
 
@@ -278,16 +286,43 @@ def _read_outcome(
     base = functools.partial(TrialOutcome, label, name, str(trial_dir), seconds)
     if result.exception_info is not None:
         info = result.exception_info
-        return base(error=f"{info.exception_type}: {info.exception_message}"[:500])
+        failure, log = _verifier_failure(trial_dir)
+        return base(
+            error=f"{info.exception_type}: {info.exception_message}"[:500],
+            checker_failure=failure,
+            log_tail=log,
+        )
     rewards = (result.verifier_result.rewards or {}) if result.verifier_result else {}
     if "reward" not in rewards:
-        return base(error="the verifier wrote no reward")
+        failure, log = _verifier_failure(trial_dir)
+        return base(error="the verifier wrote no reward", checker_failure=failure, log_tail=log)
     try:
         report = read_scores(trial_dir / "verifier" / "scores.json")
     except CheckerError as exc:
         return base(error=f"no per-case scores: {exc}")
     cases = [CaseScore(c.score, c.status, c.feasible) for c in report.cases]
     return base(reward=float(rewards["reward"]), cases=cases)
+
+
+def verifier_log(trial_dir: Path, limit: int = LOG_TAIL) -> str:
+    """The end of what the verifier printed (test.sh's stdout and stderr, in one file)."""
+    path = trial_dir / "verifier" / "test-stdout.txt"
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - limit))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _verifier_failure(trial_dir: Path) -> tuple[str, str]:
+    """(the grader's `CHECK: DETAIL` when the task's own code failed its check, else "";
+    the end of the verifier's output)."""
+    log = verifier_log(trial_dir)
+    for line in reversed(log.splitlines()):
+        if line.startswith(CHECKER_FAILURE):
+            return line[len(CHECKER_FAILURE) :].strip(), log
+    return "", log
 
 
 def _short(exc: BaseException, limit: int = 500) -> str:

@@ -521,26 +521,30 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
-def _call(check: str, function: Callable[..., Any], *args: Any, seconds: float) -> Any:
+def _call(
+    check: str, function: Callable[..., Any], *args: Any, seconds: float, where: str = ""
+) -> Any:
     try:
         with _deadline(seconds, check):
             return function(*(_fresh(a) for a in args))
     except SelfCheckFailed:
         raise
     except Exception as exc:
-        raise SelfCheckFailed(check, _describe(exc)) from None
+        raise SelfCheckFailed(check, _describe(exc) + (f" for {where}" if where else "")) from None
 
 
 def _judge(code: TaskCode, instance: dict[str, Any], output: Any, where: str) -> tuple[bool, float]:
     """(feasible, score) of one output, holding the validator and the scorer to their contract."""
-    feasible = _call("validator runs", code.is_feasible, instance, output, seconds=JUDGE_SECONDS)
+    feasible = _call(
+        "validator runs", code.is_feasible, instance, output, seconds=JUDGE_SECONDS, where=where
+    )
     if not isinstance(feasible, bool):
         raise SelfCheckFailed(
             "validator returns a bool",
             f"is_feasible returned {type(feasible).__name__} {feasible!r} for {where}",
         )
-    first = _call("scorer runs", code.score, instance, output, seconds=JUDGE_SECONDS)
-    second = _call("scorer runs", code.score, instance, output, seconds=JUDGE_SECONDS)
+    first = _call("scorer runs", code.score, instance, output, seconds=JUDGE_SECONDS, where=where)
+    second = _call("scorer runs", code.score, instance, output, seconds=JUDGE_SECONDS, where=where)
     if isinstance(first, bool) or not isinstance(first, (int, float)):
         raise SelfCheckFailed(
             "scorer returns a number",
