@@ -147,6 +147,7 @@ def test_help_shows_every_default_and_flags_as_flags(venv_bin, tmp_path) -> None
         ("--max-repairs", "[default: 2]"),
         ("--min-divergence", "[default: 0.3]"),
         ("--min-score-spread", "[default: 0.001]"),
+        ("--min-execution-diversity", "[default: 0.3]"),
         ("--max-completion-tokens", "[default: 16384]"),
         ("--base-image", "[default: python:3.12-slim]"),
         ("--worker-price", "[default: 0, unpriced]"),

@@ -104,6 +104,9 @@ def test_three_tasks_from_five_seeds(collection: Any) -> None:
             == trials[f"sample-{accepted['evidence']['execution']['reference_sample']}"]["scores"]
         )
         assert accepted["task"]["reference_reward"] > accepted["task"]["baseline_reward"]
+        diversity = accepted["evidence"]["execution"]["execution_diversity"]
+        assert len(diversity["pairs"]) == 3 and diversity["distinct_fraction"] >= 0.3
+        assert (diversity["min_score_spread"], diversity["min_execution_diversity"]) == (0.001, 0.3)
 
 
 def test_one_dry_run_rollout_is_scored_apart(collection: Any) -> None:
@@ -149,6 +152,8 @@ def test_report_plots_and_no_key_anywhere(collection: Any) -> None:
     out = collection["out"]
     report = (out / "report.md").read_text()
     assert "formulation_rejected" in report and "[s1](tasks/s1)" in report
+    assert "at least 0.3 of the feasible sample pairs are distinct in execution" in report
+    assert "mean per-case score distance is at least 0.001" in report
     for plot in ("funnel.png", "rejections.png", "cost_per_task.png"):
         assert (out / "plots" / plot).read_bytes().startswith(b"\x89PNG")
     done = collection["done"]

@@ -274,7 +274,7 @@ class _Candidate:
         self.evidence["execution"] = {"trials": {k: v.to_json() for k, v in outcomes.items()}}
         tally.trials += len(outcomes)
         tally.worker_seconds += sum(o.seconds for o in outcomes.values())
-        best, spread = execution.choose_reference(outcomes, len(programs.samples), ctx.config)
+        best, diversity = execution.choose_reference(outcomes, len(programs.samples), ctx.config)
         reference = outcomes[f"sample-{best}"]
         final_spec = _spec(
             seed,
@@ -292,7 +292,7 @@ class _Candidate:
         tally.trials += 1
         tally.worker_seconds += repeated.seconds
         result = execution.Execution(
-            {**outcomes, "reference": repeated}, best, reference.reward or 0.0, spread
+            {**outcomes, "reference": repeated}, best, reference.reward or 0.0, diversity
         )
         self.evidence["execution"] = result.to_json()
         return _Tested(final_spec, final, tested, reference.reward, outcomes["baseline"].reward)

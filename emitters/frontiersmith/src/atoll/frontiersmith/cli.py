@@ -82,7 +82,14 @@ _MIN_DIVERGENCE = typer.Option(
 _MIN_SCORE_SPREAD = typer.Option(
     None,
     "--min-score-spread",
-    help="Least per-case score difference between samples. [default: 0.001]",
+    help="Least mean per-case score distance for a pair of feasible samples to count as "
+    "distinct in execution. [default: 0.001]",
+)
+_MIN_EXECUTION_DIVERSITY = typer.Option(
+    None,
+    "--min-execution-diversity",
+    help="Share of feasible sample pairs that must be distinct in execution (see "
+    "--min-score-spread). [default: 0.3]",
 )
 _ROLLOUT_TASKS = typer.Option(
     None,
@@ -165,6 +172,7 @@ def emit(
     max_repairs: int = _MAX_REPAIRS,
     min_divergence: float = _MIN_DIVERGENCE,
     min_score_spread: float = _MIN_SCORE_SPREAD,
+    min_execution_diversity: float = _MIN_EXECUTION_DIVERSITY,
     rollout_tasks: int = _ROLLOUT_TASKS,
     rollout_agent: str = _ROLLOUT_AGENT,
     rollout_timeout: float = _ROLLOUT_TIMEOUT,
@@ -200,6 +208,7 @@ def emit(
         max_repairs=max_repairs,
         min_divergence=min_divergence,
         min_score_spread=min_score_spread,
+        min_execution_diversity=min_execution_diversity,
         rollout_tasks=rollout_tasks,
         rollout_agent=rollout_agent,
         rollout_timeout=rollout_timeout,

@@ -64,7 +64,11 @@ class RunConfig:
     solutions: int = 3
     max_repairs: int = 2
     min_divergence: float = 0.3
+    # execution diversity, as repo2rlenv measures it: a pair of feasible samples is distinct when
+    # their mean per-case score distance is at least min_score_spread; at least
+    # min_execution_diversity of the pairs must be
     min_score_spread: float = 0.001
+    min_execution_diversity: float = 0.3
     rollout_tasks: int = 0
     rollout_agent: str = "pi-docker"  # a Harbor trial of the finished task with this agent
     rollout_timeout: float = 1800.0  # the rollout agent's time limit, in seconds
@@ -90,7 +94,11 @@ class RunConfig:
                 f"--language must be one of {', '.join(LANGUAGES)}, not {self.language!r}",
             ),
             (0.0 <= self.min_divergence <= 1.0, "--min-divergence must be between 0 and 1"),
-            (self.min_score_spread >= 0.0, "--min-score-spread must not be negative"),
+            (0.0 <= self.min_score_spread <= 1.0, "--min-score-spread must be between 0 and 1"),
+            (
+                0.0 <= self.min_execution_diversity <= 1.0,
+                "--min-execution-diversity must be between 0 and 1",
+            ),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
             (self.rollout_timeout > 0, "--rollout-timeout must be above zero"),
             (self.max_completion_tokens >= 256, "--max-completion-tokens must be at least 256"),

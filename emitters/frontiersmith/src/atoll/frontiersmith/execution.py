@@ -14,8 +14,10 @@ verifier wrote:
 - the no-op, the empty answer and the silent answer score exactly 0;
 - the baseline, and at least two samples, are feasible on every case (a
   valid output that scores 0 counts);
-- per-case scores differ between the feasible samples by at least
-  `--min-score-spread` on some case;
+- the feasible samples behave differently, measured as repo2rlenv does: for
+  each pair, the mean over the cases of the distance between their scores; a
+  pair is distinct when that is at least `--min-score-spread`, and at least
+  `--min-execution-diversity` of the pairs must be;
 - the reference beats the baseline and scores above 0;
 - the oracle's run of the final bundle repeats the reference's per-case
   scores exactly.
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,13 +79,40 @@ SOURCE_NAMES = {"python": "solution.py", "cpp": "solution.cpp"}
 
 
 @dataclass(frozen=True)
+class Diversity:
+    """How differently the feasible samples score: each pair's mean per-case distance."""
+
+    pairs: list[tuple[int, int, float]]  # (sample i, sample j, mean |score_i - score_j|)
+    min_score_spread: float  # a pair at least this far apart is distinct
+    min_execution_diversity: float  # the share of pairs that must be distinct
+
+    @property
+    def distinct_fraction(self) -> float:
+        if not self.pairs:
+            return 0.0
+        return sum(d >= self.min_score_spread for _, _, d in self.pairs) / len(self.pairs)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.pairs) and self.distinct_fraction >= self.min_execution_diversity
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pairs": [{"samples": [i, j], "mean_distance": d} for i, j, d in self.pairs],
+            "distinct_fraction": self.distinct_fraction,
+            "min_score_spread": self.min_score_spread,
+            "min_execution_diversity": self.min_execution_diversity,
+        }
+
+
+@dataclass(frozen=True)
 class Execution:
     """The trials' evidence, and which sample is the reference."""
 
     trials: dict[str, TrialOutcome]
     reference_index: int
     reference_reward: float
-    spread: float
+    diversity: Diversity
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,7 +120,7 @@ class Execution:
             "reference_sample": self.reference_index,
             "reference_reward": self.reference_reward,
             "baseline_reward": self.trials["baseline"].reward,
-            "score_spread": self.spread,
+            "execution_diversity": self.diversity.to_json(),
         }
 
 
@@ -198,8 +228,9 @@ async def run_programs(
 
 def choose_reference(
     outcomes: dict[str, TrialOutcome], samples: int, config: RunConfig
-) -> tuple[int, float]:
-    """Apply the acceptance rules to the program trials; (reference sample, spread) or Rejected."""
+) -> tuple[int, Diversity]:
+    """Apply the acceptance rules to the program trials; (reference sample, the samples'
+    diversity) or Rejected."""
     for label, what in (
         (NOOP, "the no-op (no submission)"),
         (EMPTY_ANSWER, "an empty answer"),
@@ -228,13 +259,20 @@ def choose_reference(
             f"{len(feasible)} of {samples} samples are feasible on every case; 2 needed"
             + _timeouts_note(failed),
         )
-    spread = score_spread([outcomes[f"sample-{i}"].scores for i in feasible])
-    if spread < config.min_score_spread:
+    diversity = execution_diversity(
+        {i: outcomes[f"sample-{i}"].scores for i in feasible},
+        config.min_score_spread,
+        config.min_execution_diversity,
+    )
+    if not diversity.ok:
+        distances = ", ".join(f"{i}-{j}: {d:.6g}" for i, j, d in diversity.pairs)
         raise Rejected(
             "execution",
             Reason.LOW_EXECUTION_DIVERSITY_OR_IMPROVEMENT,
-            f"feasible samples differ by at most {spread:.6g} on any case; "
-            f"{config.min_score_spread:g} needed",
+            f"{diversity.distinct_fraction:.2f} of feasible sample pairs have a mean per-case "
+            f"score distance of at least {config.min_score_spread:g}; at least "
+            f"{config.min_execution_diversity:g} needed (mean distances {distances})",
+            execution_diversity=diversity.to_json(),
         )
     best = max(feasible, key=lambda i: (outcomes[f"sample-{i}"].reward or 0.0, -i))
     reward = outcomes[f"sample-{best}"].reward or 0.0
@@ -245,7 +283,7 @@ def choose_reference(
             f"the best sample ({reward:.6g}) does not beat the baseline "
             f"({baseline.reward:.6g}) with a score above 0",
         )
-    return best, spread
+    return best, diversity
 
 
 def _insufficient(failed: list[TrialOutcome]) -> Reason:
@@ -263,11 +301,20 @@ def _timeouts_note(failed: list[TrialOutcome]) -> str:
     return f" (timed out even when run again alone: {listed})"
 
 
-def score_spread(per_sample: list[list[float]]) -> float:
-    """The largest per-case difference between any two samples."""
-    if len(per_sample) < 2:
-        return 0.0
-    return max((max(column) - min(column) for column in zip(*per_sample, strict=True)), default=0.0)
+def execution_diversity(
+    per_sample: dict[int, list[float]], min_score_spread: float, min_execution_diversity: float
+) -> Diversity:
+    """Every pair of samples' mean per-case score distance (repo2rlenv's measure)."""
+    indices = sorted(per_sample)
+    pairs = []
+    for a, i in enumerate(indices):
+        for j in indices[a + 1 :]:
+            left, right = per_sample[i], per_sample[j]
+            if not left or len(left) != len(right):
+                raise ValueError(f"samples {i} and {j} were graded on different cases")
+            distance = math.fsum(abs(x - y) for x, y in zip(left, right, strict=True))
+            pairs.append((i, j, distance / len(left)))
+    return Diversity(pairs, min_score_spread, min_execution_diversity)
 
 
 async def repeat_reference(

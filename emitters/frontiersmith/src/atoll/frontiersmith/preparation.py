@@ -54,6 +54,7 @@ IDENTITY_FLAGS = {
     "max_repairs": "--max-repairs",
     "min_divergence": "--min-divergence",
     "min_score_spread": "--min-score-spread",
+    "min_execution_diversity": "--min-execution-diversity",
     "rollout_tasks": "--rollout-tasks",
     "rollout_agent": "--rollout-agent",
     "rollout_timeout": "--rollout-timeout",
@@ -84,6 +85,7 @@ class Flags:
     max_repairs: int | None = None
     min_divergence: float | None = None
     min_score_spread: float | None = None
+    min_execution_diversity: float | None = None
     rollout_tasks: int | None = None
     rollout_agent: str | None = None
     rollout_timeout: float | None = None
@@ -261,6 +263,7 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "max_repairs",
         "min_divergence",
         "min_score_spread",
+        "min_execution_diversity",
         "rollout_tasks",
         "rollout_agent",
         "rollout_timeout",

@@ -144,6 +144,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         + (f" ({summary['stop']['detail']})" if summary["stop"]["detail"] else "")
         + ".",
         "",
+        _gates(config),
+        "",
         "## Yield and cost",
         "",
         "| | |",
@@ -191,8 +193,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     lines += ["", "## Accepted tasks", ""]
     if summary["accepted"]:
         lines += [
-            "| task | mutation | reference | baseline | token cost | worker time | rollout |",
-            "|---|---|---|---|---|---|---|",
+            "| task | mutation | reference | baseline | distinct sample pairs (execution) "
+            "| token cost | worker time | rollout |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for a in summary["accepted"]:
             task = a["task"]
@@ -200,7 +203,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
             lines.append(
                 f"| [{task['name']}]({task['path']}) | {task['mutation']} | "
                 f"{task['reference_reward']:.4f} | {task['baseline_reward']:.4f} | "
-                f"${a['cost_usd']:.6f} | {a['worker_seconds']:.1f} s | "
+                f"{_diversity(a['evidence'])} | ${a['cost_usd']:.6f} | {a['worker_seconds']:.1f} s | "
                 f"{_rollout(rollout)} |"
             )
         lines += ["", "![cost per accepted task](plots/cost_per_task.png)"]
@@ -250,6 +253,24 @@ def _search_section(search: Mapping[str, Any]) -> list[str]:
             f"{_score(best)} | {gap} | {outcome} |"
         )
     return lines
+
+
+def _gates(config: Mapping[str, Any]) -> str:
+    """The diversity gates the run applied, as its settings say."""
+    return (
+        f"Diversity gates: at least {config.get('min_divergence', 0.3):g} of the sample pairs "
+        "use distinct core algorithms (review); at least "
+        f"{config.get('min_execution_diversity', 0.3):g} of the feasible sample pairs are "
+        "distinct in execution, a pair being distinct when its mean per-case score distance is "
+        f"at least {config.get('min_score_spread', 0.001):g}."
+    )
+
+
+def _diversity(evidence: Mapping[str, Any]) -> str:
+    measured = (evidence.get("execution") or {}).get("execution_diversity") or {}
+    if "distinct_fraction" not in measured:
+        return "-"
+    return f"{measured['distinct_fraction']:.2f} of {len(measured['pairs'])}"
 
 
 def _score(value: float | None) -> str:
