@@ -50,6 +50,7 @@ def test_statuses_are_the_documented_ones():
         "timeout",
         "memory",
         "output_limit",
+        "judge_error",
     )
 
 

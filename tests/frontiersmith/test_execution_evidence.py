@@ -1,8 +1,9 @@
 """A task's own code failing on a program's real output is repair evidence, never an error.
 
-The scripted scorer passes every check before grading but raises on a
-selection of four items or more, which only some samples print, so the
-failure shows only in the execution trials. One seed's scorer is right once
+The scripted scorer passes every check before grading (construction's fuzz
+included) but raises on a selection of four items or more, which only some
+samples print, so the failure shows only in the execution trials: there the
+grader scores the case 0 (`judge_error`) and names why. One seed's scorer is right once
 repaired with that evidence; the other's never is, and its candidate is
 rejected when the repairs run out. A resume then tries neither again.
 """
@@ -95,9 +96,12 @@ def test_the_scorer_is_repaired_with_the_execution_evidence(campaign: Any) -> No
     assert "on the real output of the sample-1 program" in evidence
     assert f"the failing instance (case {failures[0]['case']}): {{" in evidence
     assert '"capacity"' in evidence  # the instance itself
-    assert "the verifier's output (end):" in evidence and "checker error" in evidence
+    assert 'the output: {"take": [' in evidence  # the sample's own output, as graded
+    assert "the verifier's output (end):" in evidence
+    assert f"grader: case {failures[0]['case']} scores 0: scorer runs" in evidence
     assert "every program's per-case scores in execution:" in evidence
-    assert "- baseline: reward " in evidence  # the programs whose grading finished
+    assert "- baseline: reward " in evidence  # every program's grading finished
+    assert "judge_error" in evidence  # the failing sample's statuses among them
     # only the implicated file was asked again
     others = [
         r.body

@@ -19,7 +19,9 @@ from support.frontiersmith_model import (
     INVALID_BASELINE_ONCE,
     LOW_DIVERGENCE,
     PLAINLY_REWARDS_EMPTY,
+    SCORER_FRAGILE_ONCE,
     SCORER_OUT_OF_RANGE_ALWAYS,
+    SCORER_TRUSTS_INDICES,
     KnapsackModel,
 )
 from support.openai_server import ScriptedOpenAIServer, stage_of
@@ -207,3 +209,30 @@ def test_a_broken_scorer_that_gives_an_empty_answer_0_runs_out_of_repairs(tmp_pa
         Reason.INFRASTRUCTURE_REPAIR_EXHAUSTED,
     )
     assert "scorer is in [0, 1]" in rejected.detail
+
+
+@pytest.mark.slow
+def test_construction_shows_the_scorer_returns_a_verdict_on_fuzzed_outputs(tmp_path: Path) -> None:
+    """A scorer that passes the grader's self-check but raises on a mistyped index (what a
+    submission may print) is found before acceptance and repaired with the fuzzed output."""
+    model = KnapsackModel({"s1": SCORER_FRAGILE_ONCE})
+    with ScriptedOpenAIServer(model.script) as server:
+        stage_model = _model(server, tmp_path)
+        formulation = stages.Formulation(
+            json.loads(json.dumps(model.mutate({"messages": [{"content": "Seed problem s1 "}]}))),
+            1,
+            [],
+        )
+        built = asyncio.run(
+            stages.construct(
+                stage_model, formulation, _config(), SandboxedChecks(), "s1", lambda what: None
+            )
+        )
+    assert KnapsackModel().kit.scorer != SCORER_TRUSTS_INDICES
+    assert built.rounds == 2 and built.repairs == 1
+    (finding,) = built.findings[0]
+    assert finding.startswith("scorer runs: TypeError")
+    assert "the fuzzed output of example 'nothing taken' with" in finding
+    first, repair = _bodies(server, "scorer")
+    assert json.loads(repair["messages"][-2]["content"]) == {"code": SCORER_TRUSTS_INDICES}
+    assert "fuzzed output" in repair["messages"][-1]["content"]

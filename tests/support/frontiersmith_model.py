@@ -96,6 +96,13 @@ SCORER_RAISES_ON_FOUR = SCORER.replace(
     '    total = sum(item["v"] for item in instance["items"])\n',
 )
 
+# Skips the type check of the indices: right on every output the self-check's own pass and the
+# examples hold up, it raises on a mistyped index, which construction's fuzz tries.
+SCORER_TRUSTS_INDICES = SCORER.replace(
+    "        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(items):\n",
+    "        if not 0 <= k < len(items):\n",
+)
+
 
 BASELINE = (
     "import json, sys\n\ninstance = json.load(sys.stdin)\nitems = instance['items']\n"
@@ -397,6 +404,7 @@ SCORER_OUT_OF_RANGE_ALWAYS = "scorer_out_of_range"  # a scorer above 1 every tim
 CPP_BASELINE_DOES_NOT_COMPILE = "cpp_baseline_does_not_compile"  # a C++ baseline g++ refuses
 SCORER_RAISES_ONCE = "scorer_raises_once"  # the first scorer raises on a sample's output in a trial
 SCORER_RAISES_ALWAYS = "scorer_raises_always"  # so does every repair of it
+SCORER_FRAGILE_ONCE = "scorer_fragile_once"  # the first scorer raises on a fuzzed output
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
@@ -527,6 +535,8 @@ class KnapsackModel:
             return {"code": SCORER_REWARDS_EMPTY}
         if self._does(request, SCORER_OUT_OF_RANGE_ALWAYS):
             return {"code": SCORER_OUT_OF_RANGE}
+        if self._does(request, SCORER_FRAGILE_ONCE) and not is_repair(request):
+            return {"code": SCORER_TRUSTS_INDICES}
         if self._does(request, SCORER_RAISES_ALWAYS) or (
             self._does(request, SCORER_RAISES_ONCE) and not is_repair(request)
         ):

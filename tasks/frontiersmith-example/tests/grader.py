@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
 CONTRACT_SCHEMA = "atoll.checker.contract/1"
 SCORES_SCHEMA = "atoll.checker.scores/1"
 
@@ -75,7 +75,11 @@ CRASH = "crash"
 TIMEOUT = "timeout"
 MEMORY = "memory"
 OUTPUT_LIMIT = "output_limit"
-STATUSES = (OK, INFEASIBLE, MALFORMED, CRASH, TIMEOUT, MEMORY, OUTPUT_LIMIT)
+# The task's scorer or validator failed on the output (raised, ran past its time, broke its
+# contract): the submission scores 0 on the case, and the grader's log says why. A submission
+# can never make its own grading an infrastructure error.
+JUDGE_ERROR = "judge_error"
+STATUSES = (OK, INFEASIBLE, MALFORMED, CRASH, TIMEOUT, MEMORY, OUTPUT_LIMIT, JUDGE_ERROR)
 
 # The languages a submission may be written in: Python 3, or C++ compiled with g++.
 PYTHON = "python"
@@ -120,11 +124,29 @@ MALFORMED_OUTPUTS: tuple[Any, ...] = (
     {"answer": [None, {"nested": "junk"}], "value": "NaN"},
 )
 
+# How the construction's fuzz derives malformed outputs from a feasible example's output.
+FUZZ_NODES = 24  # values of the output mutated (breadth first), at most
+FUZZ_HUGE = 100_000  # elements of a huge list
+FUZZ_HUGE_LISTS = 3  # lists made huge, at most
+FUZZ_DEPTH = 60  # levels of a deeply nested value (a submission's may nest up to JSON_DEPTH)
+FUZZ_WRONG_TYPES: tuple[Any, ...] = (None, True, "x", 1.5, -7, [], {})
+FUZZ_NUMBERS: tuple[Any, ...] = (
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    -1,
+    -1.5,
+    -(10**9),
+    10**18,
+    1e308,
+)
+
 # Wall-clock bounds on the task's own code, per call (the verifier phase has its own timeout).
 GENERATOR_SECONDS = 60.0
 JUDGE_SECONDS = 10.0
 
 JSON_DEPTH = 64  # deeper outputs are malformed (and could exhaust a scorer's recursion)
+JUDGE_OUTPUT_SHOWN = 300  # characters of an output the task's code failed on, in its case's detail
 STDERR_TAIL = 600  # characters of a failed run's stderr kept in scores.json
 
 
@@ -529,7 +551,7 @@ def _call(
             return function(*(_fresh(a) for a in args))
     except SelfCheckFailed:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # the task's code may even call sys.exit()
         raise SelfCheckFailed(check, _describe(exc) + (f" for {where}" if where else "")) from None
 
 
@@ -604,6 +626,7 @@ def self_check(
     contract: Contract | None = None,
     code: TaskCode | None = None,
     cross_process: bool = True,
+    fuzz: bool = False,
 ) -> SelfCheckReport:
     """Check the task's generator, scorer and validator before anything is graded.
 
@@ -611,6 +634,8 @@ def self_check(
     depend on earlier ones); the report lists what ran. `cross_process` also
     regenerates the three seeds in two fresh interpreters with different hash
     seeds, which catches a generator that iterates over a set of strings.
+    `fuzz` (construction's check, not a grading's) also judges malformed
+    outputs derived from each feasible example (`fuzzed_outputs`).
     """
     tests_dir = Path(tests_dir).absolute()
     checks: list[Check] = []
@@ -634,6 +659,9 @@ def self_check(
         checks.append(Check("scorer and validator reject malformed outputs", True))
         _check_examples(code, contract)
         checks.append(Check("examples are judged as the contract says", True))
+        if fuzz:
+            _check_fuzzed(code, contract)
+            checks.append(Check("scorer and validator judge fuzzed outputs", True))
     except SelfCheckFailed as failed:
         checks.append(Check(failed.check, False, failed.detail))
     except CheckerError as failed:
@@ -802,6 +830,83 @@ def _check_examples(code: TaskCode, contract: Contract) -> None:
                 "scorer agrees with the examples",
                 f"score returned {score!r} for {where}, which scores {example.score!r}",
             )
+
+
+def fuzzed_outputs(output: Any) -> list[tuple[str, Any]]:
+    """Malformed outputs derived from a feasible one, each with what was changed: wrong types,
+    missing and extra keys, empty, longer and huge lists, NaN, infinities, negative and
+    out-of-range numbers, deep nesting. What a careless or hostile submission prints."""
+    found: list[tuple[str, Any]] = []
+    huge = 0
+    for path, value in _nodes(output)[:FUZZ_NODES]:
+        at = "the output" + "".join(f"[{json.dumps(step)}]" for step in path)
+        if path:
+            for wrong in FUZZ_WRONG_TYPES:
+                if type(wrong) is not type(value):
+                    found.append((f"{at} := {json.dumps(wrong)}", _put(output, path, wrong)))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            for number in FUZZ_NUMBERS:
+                found.append((f"{at} := {json.dumps(number)}", _put(output, path, number)))
+        elif isinstance(value, dict):
+            for key in list(value)[:FUZZ_NODES]:
+                missing = {k: v for k, v in value.items() if k != key}
+                found.append((f"{at} without {json.dumps(key)}", _put(output, path, missing)))
+            extra = {**value, "unexpected": [1, "x"]}
+            found.append((f"{at} with an extra key", _put(output, path, extra)))
+        elif isinstance(value, list):
+            found.append((f"{at} := []", _put(output, path, [])))
+            longer = [*value, value[0] if value else 0]
+            found.append((f"{at} one element longer", _put(output, path, longer)))
+            if huge < FUZZ_HUGE_LISTS:
+                huge += 1
+                filler = value or [0]
+                big = [filler[i % len(filler)] for i in range(FUZZ_HUGE)]
+                found.append((f"{at} of {FUZZ_HUGE} elements", _put(output, path, big)))
+        if path and isinstance(value, (dict, list)):
+            deep: Any = value
+            for _ in range(FUZZ_DEPTH):
+                deep = [deep]
+            found.append((f"{at} nested {FUZZ_DEPTH} lists deep", _put(output, path, deep)))
+    return found
+
+
+def _nodes(value: Any) -> list[tuple[tuple[Any, ...], Any]]:
+    """Every value inside `value` with its path of keys and indices, breadth first."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    level: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while level and len(found) < FUZZ_NODES:
+        found += level
+        nested: list[tuple[tuple[Any, ...], Any]] = []
+        for path, item in level:
+            if isinstance(item, dict):
+                nested += [((*path, k), v) for k, v in item.items()]
+            elif isinstance(item, list):
+                nested += [((*path, i), v) for i, v in enumerate(item)]
+        level = nested
+    return found
+
+
+def _put(value: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    """A copy of `value` with the value at `path` replaced."""
+    if not path:
+        return replacement
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _put(value[head], rest, replacement)}
+    copy = list(value)
+    copy[head] = _put(value[head], rest, replacement)
+    return copy
+
+
+def _check_fuzzed(code: TaskCode, contract: Contract) -> None:
+    """The scorer and the validator return a verdict (a bool; a finite score in [0, 1], 0 when
+    infeasible) on every fuzzed variant of each feasible example, within their time limits."""
+    for example in contract.examples:
+        if not example.feasible:
+            continue
+        for change, output in fuzzed_outputs(example.output):
+            where = f"the fuzzed output of example {example.name!r} with {change}"
+            _judge(code, example.instance, output, where)
 
 
 # --- locking ------------------------------------------------------------------------------
@@ -1561,7 +1666,16 @@ def _grade_case(
     output, why = parse_output(run.stdout)
     if output is None:
         return CaseResult(index, MALFORMED, 0.0, False, run.wall_seconds, why)
-    feasible, score = _judge(code, instance, output, f"the output of case {index}")
+    try:
+        feasible, score = _judge(code, instance, output, f"the output of case {index}")
+    except SelfCheckFailed as failed:
+        # The task's own code failed on this output: never an infrastructure error, which a
+        # trainer would drop or retry; the case scores 0, with the reason in the log.
+        shown = json.dumps(output, sort_keys=True)
+        shown = shown if len(shown) <= JUDGE_OUTPUT_SHOWN else shown[:JUDGE_OUTPUT_SHOWN] + "..."
+        detail = f"{failed.check}: {failed.detail}; the output: {shown}"
+        print(f"grader: case {index} scores 0: {detail}", file=sys.stderr, flush=True)
+        return CaseResult(index, JUDGE_ERROR, 0.0, False, run.wall_seconds, detail)
     if not feasible:
         return CaseResult(index, INFEASIBLE, 0.0, False, run.wall_seconds, "infeasible output")
     return CaseResult(index, OK, score, True, run.wall_seconds)
@@ -1626,6 +1740,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_cmd = commands.add_parser("self-check", help="check the task's own code")
     check_cmd.add_argument("--tests", type=Path, required=True)
     check_cmd.add_argument("--json", action="store_true")
+    check_cmd.add_argument(
+        "--fuzz", action="store_true", help="also judge outputs fuzzed from the examples"
+    )
     args = parser.parse_args(argv)
     libc = _Libc()
     if libc.prctl is not None:
@@ -1633,7 +1750,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     try:
         if args.command == "self-check":
-            report = self_check(args.tests)
+            report = self_check(args.tests, fuzz=args.fuzz)
             if args.json:
                 print(json.dumps([dataclasses.asdict(c) for c in report.checks], indent=2))
             else:

@@ -1,11 +1,13 @@
 """Execution evidence against a task's own code, handed back to construction as repair evidence.
 
 The grader checks the task's generator, scorer and validator before it
-grades, and holds the scorer and the validator to their contract on every
-output it judges. When one of them fails inside a trial (the scorer raises
+grades (a failure: no reward, the failed check named on its stderr), and
+holds the scorer and the validator to their contract on every output it
+judges (a failure there scores the case 0 with status `judge_error`, the
+reason in the case's detail and on stderr: a submission never makes its
+own grading an error). When either shows inside a trial (the scorer raises
 on a sample's real output, the validator returns something that is not a
-bool), the trial's verifier writes no reward and names the failed check on
-its stderr. That is a finding about the candidate, exactly as a failed
+bool), that is a finding about the candidate, exactly as a failed
 self-check during construction is, so it must not be read as an
 infrastructure error (retried on every resume, failing the same way each
 time): the failed check, the verifier's output, the failing instance and
@@ -61,15 +63,17 @@ def code_failures(outcomes: Mapping[str, TrialOutcome]) -> list[CodeFailure]:
     """Every trial in which the grader found the task's own code failing."""
     found = []
     for label, outcome in outcomes.items():
-        if not outcome.checker_failure:
-            continue
-        check, _, detail = outcome.checker_failure.partition(": ")
-        case = _CASE.search(detail)
-        found.append(
-            CodeFailure(
-                label, check, detail, int(case.group(1)) if case else None, outcome.log_tail
+        for index in outcome.judge_errors:  # graded 0, the grader's reason in the case's detail
+            check, _, detail = outcome.cases[index].detail.partition(": ")
+            found.append(CodeFailure(label, check, detail, index, outcome.log_tail))
+        if outcome.checker_failure:  # no reward: a check of the task's code failed
+            check, _, detail = outcome.checker_failure.partition(": ")
+            case = _CASE.search(detail)
+            found.append(
+                CodeFailure(
+                    label, check, detail, int(case.group(1)) if case else None, outcome.log_tail
+                )
             )
-        )
     return found
 
 

@@ -249,7 +249,9 @@ class SandboxedChecks:
         return [float(v) for v in scores if v is not None and v == v and float(v) != 0.0]
 
     async def self_check(self, code: TaskCode, contract: dict[str, Any]) -> list[Finding]:
-        """The grader's self-check of the files; each failure as a finding (empty: all pass)."""
+        """The grader's self-check of the files, fuzzed outputs included (the scorer and the
+        validator must return a verdict on malformed outputs derived from each feasible
+        example); each failure as a finding (empty: all pass)."""
         with tempfile.TemporaryDirectory(prefix="atoll-fs-check-") as tmp:
             tests = Path(tmp) / "tests"
             write_tests(tests, code, contract)
@@ -263,6 +265,7 @@ class SandboxedChecks:
                     "--tests",
                     "/task/tests",
                     "--json",
+                    "--fuzz",
                 ],
                 tests,
                 None,

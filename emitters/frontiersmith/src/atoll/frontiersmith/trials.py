@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atoll.checker import TIMEOUT  # the grader's per-case status for a run past its limits
+from atoll.checker import JUDGE_ERROR, TIMEOUT  # the grader's per-case statuses
 from atoll.core.ledger import Ledger
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Harbor's litellm: no network
@@ -101,6 +101,7 @@ class CaseScore:
     score: float
     status: str
     feasible: bool
+    detail: str = ""  # why the case failed, as the grader wrote it
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,11 @@ class TrialOutcome:
     def timed_out(self) -> list[int]:
         """The cases that ran past their limits."""
         return [i for i, c in enumerate(self.cases) if c.status == TIMEOUT]
+
+    @property
+    def judge_errors(self) -> list[int]:
+        """The cases on whose output the task's own scorer or validator failed."""
+        return [i for i, c in enumerate(self.cases) if c.status == JUDGE_ERROR]
 
     @property
     def feasible_everywhere(self) -> bool:
@@ -300,8 +306,10 @@ def _read_outcome(
         report = read_scores(trial_dir / "verifier" / "scores.json")
     except CheckerError as exc:
         return base(error=f"no per-case scores: {exc}")
-    cases = [CaseScore(c.score, c.status, c.feasible) for c in report.cases]
-    return base(reward=float(rewards["reward"]), cases=cases)
+    cases = [CaseScore(c.score, c.status, c.feasible, c.detail) for c in report.cases]
+    judged = any(c.status == JUDGE_ERROR for c in cases)  # the task's code failed on an output
+    log = verifier_log(trial_dir) if judged else ""
+    return base(reward=float(rewards["reward"]), cases=cases, log_tail=log)
 
 
 def verifier_log(trial_dir: Path, limit: int = LOG_TAIL) -> str:

@@ -16,7 +16,9 @@ The public Python API (stable; the FrontierSmith pipeline builds on it):
   `SelfCheckFailed` (`.check`, `.detail`).
 - `grader_source() -> bytes`: the grader file every bundle carries as tests/grader.py.
 - `Compile` (how a contract's solution is compiled), `TIMEOUT` (the status of a case
-  that ran out of time) and `SCORER_NAME` (the name of the checker's search scorer).
+  that ran out of time), `JUDGE_ERROR` (the status of a case whose output the task's
+  scorer or validator failed on: it scores 0) and `SCORER_NAME` (the name of the
+  checker's search scorer).
 - The public sub-module `atoll.checker.layout`: the files of a task bundle and
   where each goes (`BundleFile`, `LayoutError`).
 
@@ -35,6 +37,7 @@ from atoll.core.lazy import exports
 if TYPE_CHECKING:
     from atoll.checker.grader import (
         GRADER_VERSION,
+        JUDGE_ERROR,
         STATUSES,
         TIMEOUT,
         CaseResult,
@@ -62,6 +65,7 @@ __getattr__ = exports(
         **dict.fromkeys(
             (
                 "GRADER_VERSION",
+                "JUDGE_ERROR",
                 "STATUSES",
                 "TIMEOUT",
                 "CaseResult",
@@ -90,6 +94,7 @@ __public_modules__ = ("layout",)
 
 __all__ = [
     "GRADER_VERSION",
+    "JUDGE_ERROR",
     "SCORER_NAME",
     "STATUSES",
     "TIMEOUT",
