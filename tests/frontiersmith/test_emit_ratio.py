@@ -44,7 +44,11 @@ def test_a_ratio_to_bound_campaign_is_accepted_and_an_empty_answer_reward_is_cau
     (accepted,) = summary["accepted"]
     assert accepted["seed_id"] == "r1"
     contract = read_bundle(out / accepted["task"]["path"]).spec.contract
-    assert [e.score for e in contract.examples if e.feasible] == [2 / 3, 1.0]  # no feasible zero
+    assert [(e.name, e.score) for e in contract.examples if e.feasible] == [
+        ("one item per bin", 2 / 3),
+        ("pairs that fit", 1.0),
+        ("published example", 1.0),  # the instruction's worked example, checked too
+    ]  # no feasible zero
     trials = accepted["evidence"]["execution"]["trials"]
     assert trials["nop"]["reward"] == 0.0 and trials["empty-answer"]["reward"] == 0.0
     assert set(trials["empty-answer"]["statuses"]) == {"infeasible"}

@@ -23,6 +23,9 @@ EXPECTED_FIELDS = {
         "objective",
         "feasibility",
         "score_formula",
+        "example_instance",
+        "example_output",
+        "example_score",
         "baseline_strategy",
         "why_open_ended",
     },
@@ -112,3 +115,19 @@ def test_cpp_programs_are_accepted_as_cpp_and_only_as_cpp():
     for code, why in (("   ", "empty"), ("print(1)\n", "no main function")):
         with pytest.raises(InvalidAnswer, match=why):
             parse_answer("solve", json.dumps({"strategy": "s", "code": code}), language="cpp")
+
+
+def test_the_mutation_publishes_a_worked_example_that_parses() -> None:
+    from support.frontiersmith_model import formulation
+
+    good = formulation("s1")
+    assert _answer("mutate", good)["example_score"] == 0.6
+    for field, value, why in [
+        ("example_instance", "items: 2", "example_instance is not JSON text"),
+        ("example_output", "[0]", "example_output must be a JSON object, not list"),
+        ("example_output", '{"take": NaN}', "example_output is not JSON text"),
+        ("example_score", 1.5, r"example_score must be a number in \[0, 1\], not 1.5"),
+        ("example_score", -0.1, r"example_score must be a number in \[0, 1\]"),
+    ]:
+        with pytest.raises(InvalidAnswer, match=why):
+            _answer("mutate", good | {field: value})

@@ -15,14 +15,18 @@ import pytest
 from support.frontiersmith_model import (
     BAD_SCORER,
     BAD_SCORER_ONCE,
+    EXAMPLE_SCORE_WRONG,
     FILTER_REJECTS,
+    GENERATOR_WITH_OPTIMUM,
     INVALID_BASELINE_ONCE,
     LOW_DIVERGENCE,
+    OPTIMUM_ONCE,
     PLAINLY_REWARDS_EMPTY,
     SCORER_FRAGILE_ONCE,
     SCORER_OUT_OF_RANGE_ALWAYS,
     SCORER_TRUSTS_INDICES,
     KnapsackModel,
+    is_repair,
 )
 from support.openai_server import ScriptedOpenAIServer, stage_of
 
@@ -236,3 +240,63 @@ def test_construction_shows_the_scorer_returns_a_verdict_on_fuzzed_outputs(tmp_p
     first, repair = _bodies(server, "scorer")
     assert json.loads(repair["messages"][-2]["content"]) == {"code": SCORER_TRUSTS_INDICES}
     assert "fuzzed output" in repair["messages"][-1]["content"]
+
+
+def _construct(model: KnapsackModel, tmp_path: Path, **config) -> tuple:
+    """construct() for seed s1 against `model`: (the Construction or the Rejected, the server)."""
+    with ScriptedOpenAIServer(model.script) as server:
+        stage_model = _model(server, tmp_path)
+        formulation = stages.Formulation(
+            json.loads(json.dumps(model.mutate({"messages": [{"content": "Seed problem s1 "}]}))),
+            1,
+            [],
+        )
+        try:
+            built = asyncio.run(
+                stages.construct(
+                    stage_model,
+                    formulation,
+                    _config(**config),
+                    SandboxedChecks(),
+                    "s1",
+                    lambda what: None,
+                )
+            )
+        except Rejected as rejected:
+            return rejected, server
+    return built, server
+
+
+@pytest.mark.slow
+def test_a_checker_that_disagrees_with_the_published_example_is_repaired_then_refused(
+    tmp_path: Path,
+) -> None:
+    rejected, server = _construct(
+        KnapsackModel({"s1": EXAMPLE_SCORE_WRONG}), tmp_path, max_repairs=1
+    )
+    assert isinstance(rejected, Rejected)
+    assert (rejected.stage, rejected.reason) == (
+        "construction",
+        Reason.EXAMPLE_DISAGREES_WITH_CHECKER,
+    )
+    assert "example 'published example', which scores 0.7" in rejected.detail
+    first, repair = _bodies(server, "scorer")
+    assert "the task's scorer and validator must reproduce it" in repair["messages"][-1]["content"]
+    assert len(_bodies(server, "generator")) == 1  # the generator's own examples were right
+
+
+@pytest.mark.slow
+def test_instances_carrying_an_optimum_the_scorer_reads_are_refused(tmp_path: Path) -> None:
+    built, server = _construct(KnapsackModel({"s1": OPTIMUM_ONCE}), tmp_path)
+    assert not isinstance(built, Rejected), built
+    assert built.rounds == 2
+    (finding,) = built.findings[0]  # the scripted review approves: the check alone finds it
+    assert finding.startswith("instances carry no precomputed optimum the scorer reads: ")
+    assert "'best_value'" in finding
+    generators, scorers = _bodies(server, "generator"), _bodies(server, "scorer")
+    assert [is_repair(b) for b in generators] == [False, True]
+    assert [is_repair(b) for b in scorers] == [False, True]
+    assert json.loads(generators[1]["messages"][-2]["content"]) == {"code": GENERATOR_WITH_OPTIMUM}
+    review = _text(_bodies(server, "review")[0])
+    assert "must not carry a precomputed optimum" in review
+    assert built.contract["examples"][-1]["name"] == "published example"

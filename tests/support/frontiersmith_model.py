@@ -103,6 +103,24 @@ SCORER_TRUSTS_INDICES = SCORER.replace(
     "        if not 0 <= k < len(items):\n",
 )
 
+# Stores each instance's optimum (by exhaustive search) as `best_value`, which the scorer below
+# divides by: a precomputed reference answer that construction must refuse.
+GENERATOR_WITH_OPTIMUM = "import itertools\n" + GENERATOR.replace(
+    '        instances.append({"items": items, "capacity": rng.randint(8, 15)})\n',
+    "        capacity = rng.randint(8, 15)\n"
+    "        best = max(\n"
+    '            sum(items[k]["v"] for k in combo)\n'
+    "            for r in range(7)\n"
+    "            for combo in itertools.combinations(range(6), r)\n"
+    '            if sum(items[k]["w"] for k in combo) <= capacity\n'
+    "        )\n"
+    '        instances.append({"items": items, "capacity": capacity, "best_value": best})\n',
+)
+SCORER_READS_OPTIMUM = SCORER.replace(
+    '    total = sum(item["v"] for item in instance["items"])\n',
+    '    total = instance.get("best_value") or sum(item["v"] for item in instance["items"])\n',
+)
+
 
 BASELINE = (
     "import json, sys\n\ninstance = json.load(sys.stdin)\nitems = instance['items']\n"
@@ -146,6 +164,7 @@ class TaskKit:
     objective: str
     feasibility_text: str
     score_formula: str
+    example: tuple[str, str, float]  # the worked example: instance, output (JSON text), score
     baseline_strategy: str
     generator: str
     scorer: str
@@ -167,6 +186,11 @@ KNAPSACK = TaskKit(
     objective="Maximize the share of the total value that fits under the cap.",
     feasibility_text="Distinct valid indices whose weights sum to at most the capacity.",
     score_formula="sum of taken values / sum of all values, in [0, 1]",
+    example=(
+        '{"capacity": 5, "items": [{"v": 3, "w": 5}, {"v": 2, "w": 4}]}',
+        '{"take": [0]}',
+        0.6,
+    ),
     baseline_strategy="Take every other item while it fits.",
     generator=GENERATOR,
     scorer=SCORER,
@@ -376,6 +400,7 @@ BIN_PACKING = TaskKit(
     objective="Pack every parcel into as few bins as possible.",
     feasibility_text="Every index once; no bin over capacity.",
     score_formula="ceil(sum(sizes) / capacity) / len(bins)",
+    example=('{"capacity": 10, "sizes": [6, 5, 4]}', '{"bins": [[0, 2], [1]]}', 1.0),
     baseline_strategy="Next fit: open a new bin whenever the parcel does not fit the last one.",
     generator=BIN_GENERATOR,
     scorer=BIN_SCORER,
@@ -405,6 +430,8 @@ CPP_BASELINE_DOES_NOT_COMPILE = "cpp_baseline_does_not_compile"  # a C++ baselin
 SCORER_RAISES_ONCE = "scorer_raises_once"  # the first scorer raises on a sample's output in a trial
 SCORER_RAISES_ALWAYS = "scorer_raises_always"  # so does every repair of it
 SCORER_FRAGILE_ONCE = "scorer_fragile_once"  # the first scorer raises on a fuzzed output
+EXAMPLE_SCORE_WRONG = "example_score_wrong"  # the published example's score is not the formula's
+OPTIMUM_ONCE = "optimum_once"  # the first generator stores each optimum, the first scorer reads it
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
@@ -425,7 +452,7 @@ def is_repair(request: dict[str, Any]) -> bool:
     return any(m.get("role") == "assistant" for m in request.get("messages", []))
 
 
-def formulation(seed_id: str, kit: TaskKit = KNAPSACK) -> dict[str, str]:
+def formulation(seed_id: str, kit: TaskKit = KNAPSACK) -> dict[str, Any]:
     return {
         "title": f"{kit.title} [seed {seed_id}]",
         "mutation": "objective",
@@ -433,6 +460,9 @@ def formulation(seed_id: str, kit: TaskKit = KNAPSACK) -> dict[str, str]:
         "objective": kit.objective,
         "feasibility": kit.feasibility_text,
         "score_formula": kit.score_formula,
+        "example_instance": kit.example[0],
+        "example_output": kit.example[1],
+        "example_score": kit.example[2],
         "baseline_strategy": kit.baseline_strategy,
         "why_open_ended": "The best share depends on the instance; no fixed rule reaches it.",
     }
@@ -465,7 +495,7 @@ class KnapsackModel:
                 "baseline": self._answer(self.baseline),
                 "solve": self._answer(self.solve),
                 "divergence": self._answer(self.divergence),
-                "generator": self._answer(lambda r: {"code": self.kit.generator}),
+                "generator": self._answer(self.generator),
                 "scorer": self._answer(self.scorer),
                 "feasibility": self._answer(self.feasibility),
                 "review": self._answer(self.review),
@@ -489,8 +519,10 @@ class KnapsackModel:
     def _does(self, request: dict[str, Any], behaviour: str) -> bool:
         return self.behaviours.get(seed_of(request)) == behaviour
 
-    def mutate(self, request: dict[str, Any]) -> dict[str, str]:
+    def mutate(self, request: dict[str, Any]) -> dict[str, Any]:
         answer = formulation(seed_of(request), self.kit)
+        if self._does(request, EXAMPLE_SCORE_WRONG):
+            answer["example_score"] = 0.7  # the formula gives 0.6
         attempt = re.search(r"Attempt (\d+)\.", _text(request))
         if attempt:  # a reworked formulation reads differently
             answer["title"] += f" (attempt {attempt.group(1)})"
@@ -526,7 +558,14 @@ class KnapsackModel:
         pairs = [[i, j] for i in range(count) for j in range(i + 1, count)]
         return {"distinct_pairs": pairs, "rationale": "different algorithms"}
 
+    def generator(self, request: dict[str, Any]) -> dict[str, str]:
+        if self._does(request, OPTIMUM_ONCE) and not is_repair(request):
+            return {"code": GENERATOR_WITH_OPTIMUM}
+        return {"code": self.kit.generator}
+
     def scorer(self, request: dict[str, Any]) -> dict[str, str]:
+        if self._does(request, OPTIMUM_ONCE) and not is_repair(request):
+            return {"code": SCORER_READS_OPTIMUM}
         if self._does(request, BAD_SCORER_ONCE) and not is_repair(request):
             return {"code": BAD_SCORER}
         if self._does(request, REWARDS_EMPTY):

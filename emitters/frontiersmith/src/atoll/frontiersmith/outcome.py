@@ -42,6 +42,8 @@ class Reason(StrEnum):
     LOW_EXECUTION_DIVERSITY_OR_IMPROVEMENT = "low_execution_diversity_or_improvement"
     REFERENCE_NOT_REPEATABLE = "reference_not_repeatable"
     NOOP_NOT_ZERO = "noop_not_zero"
+    # the task's checker still disagrees with the worked example its instruction publishes
+    EXAMPLE_DISAGREES_WITH_CHECKER = "example_disagrees_with_checker"
     INFRASTRUCTURE_REPAIR_EXHAUSTED = "infrastructure_repair_exhausted"
     INVALID_MODEL_OUTPUT = "invalid_model_output"
     # errors: findings about the infrastructure, retried on resume

@@ -79,7 +79,14 @@ def _messages(user: str) -> list[dict[str, str]]:
 
 def public_formulation(formulation: Mapping[str, Any]) -> str:
     """The formulation as a solver sees it: no author reasoning, no baseline plan."""
-    return "\n\n".join(f"## {field}\n{formulation[field]}" for field in PUBLIC_FIELDS)
+    text = "\n\n".join(f"## {field}\n{formulation[field]}" for field in PUBLIC_FIELDS)
+    if "example_instance" in formulation:
+        text += (
+            f"\n\n## worked example\ninstance: {formulation['example_instance']}\n"
+            f"a feasible output: {formulation['example_output']}\n"
+            f"its score: {formulation['example_score']!r}"
+        )
+    return text
 
 
 def mutate(
@@ -94,7 +101,10 @@ def mutate(
         "statement: the input JSON object's fields and bounds, the output JSON object's fields, "
         "what makes an output feasible, the score formula, and one small worked example with an "
         "input, a feasible output and its score); objective; feasibility; score_formula (bounded "
-        "in [0, 1], computable from the instance and output alone); baseline_strategy (a simple "
+        "in [0, 1], computable from the instance and output alone); example_instance, "
+        "example_output, example_score (the worked example exactly: the instance and the "
+        "feasible output each as one JSON object's text, and its exact score, which the task's "
+        "own checker must reproduce); baseline_strategy (a simple "
         "method that always yields a feasible output); why_open_ended.",
     ]
     if findings:
@@ -212,7 +222,10 @@ def cross_review(
         + "\n\nCheck that these three files agree with the formulation and with each other: the "
         "generator produces instances of exactly the described shape and bounds; the scorer "
         "implements the score formula, stays in [0, 1] and gives 0 to malformed or infeasible "
-        "outputs; the validator accepts exactly the feasible outputs. Name the file (generator, "
+        "outputs; the validator accepts exactly the feasible outputs. An instance must not carry a "
+        "precomputed optimum, best known value or reference answer that the scorer reads: the "
+        "score comes from the instance's problem data and the output alone; name any such field "
+        "as an issue of the generator and the scorer. Name the file (generator, "
         "scorer or feasibility) in each issue. approved is true exactly when issues is empty.\n\n"
         + listed
     )

@@ -54,6 +54,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "objective": _TEXT,
             "feasibility": _TEXT,
             "score_formula": _TEXT,
+            # the worked example, checked against the task's own checker in construction
+            "example_instance": _TEXT,  # one instance, as JSON text
+            "example_output": _TEXT,  # a feasible output for it, as JSON text
+            "example_score": {"type": "number"},  # its exact score under the formula
             "baseline_strategy": _TEXT,
             "why_open_ended": _TEXT,
         }
@@ -120,6 +124,7 @@ def _check(stage: str, value: Mapping[str, Any], samples: int | None, language: 
         empty = [k for k, v in value.items() if isinstance(v, str) and not v.strip()]
         if empty:
             raise InvalidAnswer(f"empty fields: {', '.join(empty)}")
+        worked_example(value)
     elif stage in ("filter", "review"):
         issues = [i for i in value["issues"] if i.strip()]
         if len(issues) != len(value["issues"]):
@@ -139,6 +144,28 @@ def _check(stage: str, value: Mapping[str, Any], samples: int | None, language: 
             raise InvalidAnswer(f"the code defines no top-level function {wanted}()")
     elif stage == "divergence":
         _pairs(value["distinct_pairs"], samples)
+
+
+def worked_example(formulation: Mapping[str, Any]) -> tuple[dict[str, Any], Any, float]:
+    """(instance, output, score) of a formulation's worked example; InvalidAnswer if it is
+    not one: the instance a JSON object, the output a JSON object, the score in [0, 1]."""
+    parsed = []
+    for field in ("example_instance", "example_output"):
+        try:
+            item = json.loads(formulation[field], parse_constant=_no_constant)
+        except ValueError as exc:
+            raise InvalidAnswer(f"{field} is not JSON text ({exc})") from None
+        if not isinstance(item, dict):
+            raise InvalidAnswer(f"{field} must be a JSON object, not {type(item).__name__}")
+        parsed.append(item)
+    score = formulation["example_score"]
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+        raise InvalidAnswer(f"example_score must be a number in [0, 1], not {score!r}")
+    return parsed[0], parsed[1], float(score)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _looks_like_cpp(code: str) -> None:

@@ -21,6 +21,12 @@ from atoll.frontiersmith.config import RunConfig
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import Reason, Rejected
 from atoll.frontiersmith.protocol import MUTATIONS, distinct_fraction
+from atoll.frontiersmith.public_contract import (
+    blame_the_checker,
+    concerns_published_example,
+    optimum_findings,
+    published_example,
+)
 from atoll.frontiersmith.seeds import Seed
 from atoll.frontiersmith.taskcode import FILES, Finding, SandboxedChecks, TaskCode, contract_json
 
@@ -210,7 +216,9 @@ async def _settle(
 ) -> Construction:
     """Review and self-check `built.code`, repairing with the evidence while repairs are left."""
     f = formulation.value
+    published = published_example(f)
     code, history, repairs, rounds = built.code, list(built.findings), built.repairs, built.rounds
+    last: list[Finding] = []
     while True:
         rounds += 1
         progress("review" if repairs == 0 else f"review (repair {repairs})")
@@ -221,13 +229,17 @@ async def _settle(
         )
         found = [_review_finding(issue) for issue in review["issues"]]
         examples, problem = await checks.examples(code)
-        contract = contract_json(task_name, examples, config.language)
+        # the formulation's worked example joins the generator's: the checker must agree with it
+        contract = contract_json(task_name, [*examples, published], config.language)
         if problem is not None:
             found.append(problem)
         else:
-            found += await checks.self_check(code, contract)
+            found += blame_the_checker(await checks.self_check(code, contract))
+            instances = await checks.instances(code, contract["seed"])
+            found += optimum_findings(instances, code.scorer)
         if not found:
             return Construction(code, contract, rounds, history, repairs, built.first_requests)
+        last = found
         history.append([f.text() for f in found])
         if repairs >= config.max_repairs:
             break
@@ -242,6 +254,14 @@ async def _settle(
             Reason.NOOP_NOT_ZERO,
             f"the scorer gives an empty answer ({{}}) {rewarded[0]!r}, not exactly 0, after "
             f"{config.max_repairs} repairs: " + "; ".join(history[-1])[:400],
+            findings=history,
+        )
+    if any(concerns_published_example(f) for f in last):
+        raise Rejected(
+            "construction",
+            Reason.EXAMPLE_DISAGREES_WITH_CHECKER,
+            f"the task's checker disagrees with its published worked example after "
+            f"{config.max_repairs} repairs: " + "; ".join(history[-1])[:500],
             findings=history,
         )
     raise Rejected(
