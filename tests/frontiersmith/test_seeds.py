@@ -95,3 +95,40 @@ def test_duplicate_ids_unknown_names_and_broken_json(tmp_path: Path) -> None:
     path.write_text("[{")
     with pytest.raises(SeedError, match="not valid JSON"):
         load_seeds(str(path))
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "name"),
+    [
+        ("cart.v2", "cart-v2", "cart-v2"),  # '.' and '-' both become '-'
+        ("cart", "cart.", "cart"),  # a trailing '-' is dropped
+        ("a" * 63 + "-one", "a" * 63 + "-two", "a" * 63),  # cut at 63 characters
+    ],
+    ids=["dot and dash", "trailing dot", "past 63 characters"],
+)
+def test_ids_that_become_one_task_name_are_refused_naming_both(
+    tmp_path: Path, first: str, second: str, name: str
+) -> None:
+    path = tmp_path / "seeds.jsonl"
+    path.write_text(json.dumps(_seed(id=first)) + "\n" + json.dumps(_seed(id=second)) + "\n")
+    with pytest.raises(SeedError) as refused:
+        load_seeds(str(path))
+    assert f"seed ids {first!r} and {second!r} both become the task name {name!r}" in str(
+        refused.value
+    )
+
+
+@pytest.mark.slow
+def test_the_command_refuses_them_before_anything_is_paid(venv_bin, tmp_path: Path) -> None:
+    from support.frontiersmith_cli import emit
+
+    path = tmp_path / "seeds.jsonl"
+    path.write_text(json.dumps(_seed(id="p.1")) + "\n" + json.dumps(_seed(id="p-1")) + "\n")
+    done = emit(
+        venv_bin, tmp_path, "--seeds", str(path), "--target", "1", "--budget", "1",
+        "--model", "scripted", "--base-url", "http://127.0.0.1:9/v1", "--price-in", "1",
+        "--price-out", "1", "--environment", "atoll-local", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "seed ids 'p.1' and 'p-1' both become the task name 'p-1'" in done.stderr
+    assert not (tmp_path / "out").exists()

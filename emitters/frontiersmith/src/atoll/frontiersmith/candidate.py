@@ -43,7 +43,7 @@ from atoll.frontiersmith.outcome import (
 from atoll.frontiersmith.rollout import MODEL_FREE
 from atoll.frontiersmith.runs import RunDir
 from atoll.frontiersmith.search_contract import search_contract
-from atoll.frontiersmith.seeds import Seed
+from atoll.frontiersmith.seeds import Seed, task_name
 from atoll.frontiersmith.taskcode import CheckInfrastructureError, SandboxedChecks
 from atoll.frontiersmith.trials import HarborTrials
 
@@ -64,12 +64,6 @@ class Context:
     base_image: str
     progress: Progress
     rollouts_left: list[int]  # a one-element counter shared by the workers
-
-
-def task_name(seed: Seed) -> str:
-    """The emitted task's directory and Harbor name: the seed id, made a bundle name."""
-    name = re.sub(r"[^a-z0-9_-]", "-", seed.id.lower()).strip("-_")
-    return (name or "task")[:63]
 
 
 async def process(seed: Seed, ctx: Context) -> Outcome:

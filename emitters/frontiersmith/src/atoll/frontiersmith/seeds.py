@@ -11,6 +11,7 @@ same shape: a JSON list, or JSON Lines (one object a line).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
@@ -20,6 +21,7 @@ from typing import Any
 import jsonschema
 
 SHIPPED_SETS = ("textbook", "domains")
+TASK_NAME_CHARS = 63
 
 
 class SeedError(ValueError):
@@ -85,7 +87,30 @@ def parse_seeds(text: str, where: str) -> list[Seed]:
             raise SeedError(f"{where}: seed id {record['id']!r} appears twice")
         seen.add(record["id"])
         seeds.append(Seed(**record))
+    _distinct_task_names(seeds, where)
     return seeds
+
+
+def task_name(seed: Seed) -> str:
+    """The emitted task's directory and Harbor name: the seed id, made a bundle name
+    (lowercase letters, digits, `-` and `_`, at most 63 characters)."""
+    name = re.sub(r"[^a-z0-9_-]", "-", seed.id.lower()).strip("-_")
+    return (name or "task")[:TASK_NAME_CHARS]
+
+
+def _distinct_task_names(seeds: list[Seed], where: str) -> None:
+    """Two seeds whose tasks would share one bundle name are refused before anything runs: the
+    second task could neither be written beside the first nor be told apart from it."""
+    owners: dict[str, str] = {}
+    for seed in seeds:
+        name = task_name(seed)
+        if name in owners:
+            raise SeedError(
+                f"{where}: seed ids {owners[name]!r} and {seed.id!r} both become the task name "
+                f"{name!r} (a task name keeps lowercase letters, digits, '-' and '_', at most "
+                f"{TASK_NAME_CHARS} characters); give one of them another id"
+            )
+        owners[name] = seed.id
 
 
 def _records(text: str, where: str) -> list[Any]:
