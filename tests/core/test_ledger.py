@@ -123,6 +123,23 @@ def test_a_settled_receipt_keeps_the_exact_request_and_answer(tmp_path: Path) ->
         ledger.settle(rid, 3, response={}, usage=None)
 
 
+def test_a_cost_settled_above_its_reservation_is_flagged(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 1_000)
+    within = ledger.reserve("a", "x", "m", BODY, 100)
+    ledger.dispatch(within)
+    ledger.settle(within, 100, response={}, usage=None)  # exactly the reservation: fine
+    over = ledger.reserve("b", "x", "m", BODY, 100)
+    ledger.dispatch(over)
+    ledger.settle(over, 160, response={}, usage=None)  # the provider charged more
+    totals = ledger.totals()
+    assert (totals.over_reservation, totals.over_reservation_micro) == (1, 60)
+    assert [r.id for r in ledger.over_reservation()] == [over]
+    assert ledger.receipt(over).over_reservation_micro == 60
+    assert ledger.receipt(within).over_reservation_micro == 0
+    ledger.close()
+    assert Ledger.open(tmp_path / "ledger.sqlite").totals().over_reservation == 1  # on record
+
+
 def test_worker_receipts(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     wid = ledger.start_work("trial", "atoll-local", "task__abc", {"dir": "x"})

@@ -150,7 +150,7 @@ def test_help_shows_every_default_and_flags_as_flags(venv_bin, tmp_path) -> None
         ("--min-execution-diversity", "[default: 0.3]"),
         ("--max-completion-tokens", "[default: 16384]"),
         ("--base-image", "[default: python:3.12-slim]"),
-        ("--worker-price", "[default: 0, unpriced]"),
+        ("--worker-price", "[default: none: the report says the worker cost is unknown]"),
     ]:
         block = " ".join(text.split(flag, 1)[1].split("\n  --", 1)[0].split())
         assert default in block, (flag, block)

@@ -119,7 +119,7 @@ _WORKER_PRICE = typer.Option(
     None,
     "--worker-price",
     help="What an hour of trial time costs you, in USD (the report's worker cost). "
-    "[default: 0, unpriced]",
+    "[default: none: the report says the worker cost is unknown]",
 )
 _OUT = typer.Option(
     None, "--out", help="Output directory: tasks, report, run state. [required for a new run]"

@@ -340,7 +340,8 @@ def print_summary(console: Console, summary: dict[str, Any], run: RunDir) -> Non
     if t["token_cost_per_accepted_usd"] is not None:
         table.add_row("token cost per task", f"${t['token_cost_per_accepted_usd']:.6f}")
     table.add_row("worker time", f"{t['worker_seconds']:.1f} s")
-    table.add_row("worker cost", f"${t['worker_cost_usd']:.6f}")
+    cost = t["worker_cost_usd"]
+    table.add_row("worker cost", "unknown (no --worker-price)" if cost is None else f"${cost:.6f}")
     table.add_row("stopped", summary["stop"]["reason"])
     console.print(table)
     console.print(f"report: {run.out / 'report.md'}  tasks: {run.tasks_dir}")

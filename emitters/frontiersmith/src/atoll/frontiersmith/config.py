@@ -74,7 +74,7 @@ class RunConfig:
     rollout_timeout: float = 1800.0  # the rollout agent's time limit, in seconds
     base_image: str = ""  # "" until chosen: the bundle default, python:3.12-slim
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
-    worker_price: str = "0"  # USD per hour of trial time, for the report's worker cost
+    worker_price: str = ""  # USD per hour of trial time, for the report's worker cost ("": unknown)
     language: str = "python"  # what the baseline, samples and references are written in
 
     def validate(self) -> None:
@@ -113,7 +113,10 @@ class RunConfig:
         self.prices()
         self.worker_usd_per_hour()
 
-    def worker_usd_per_hour(self) -> Decimal:
+    def worker_usd_per_hour(self) -> Decimal | None:
+        """The price of an hour of trial time; None when none was given (the cost is unknown)."""
+        if self.worker_price == "":
+            return None
         try:
             price = Decimal(self.worker_price)
         except ArithmeticError:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
-from atoll.core.ledger import Ledger, State, format_usd
+from atoll.core.ledger import Ledger, Receipt, State, format_usd
+from atoll.core.ledger_receipts import OPEN_STATES
 from atoll.frontiersmith.outcome import FUNNEL, Status
 from atoll.frontiersmith.resend import is_rollout
 
@@ -50,8 +51,11 @@ def build_summary(
     tried = len(accepted) + len(rejected) + len(errors)  # every seed tried, errors included
     funnel = {stage: sum(1 for o in ordered if stage in o["reached"]) for stage in FUNNEL}
     config = dict(stored.get("config", {}))
-    per_hour = float(config.get("worker_price") or 0)
-    worker_usd = worker_seconds / 3600 * per_hour
+    # no --worker-price: the worker cost is unknown, not $0
+    priced = str(config.get("worker_price") or "") != ""
+    per_hour = float(config["worker_price"]) if priced else None
+    worker_usd = worker_seconds / 3600 * per_hour if per_hour is not None else None
+    over = totals.over_reservation
     if not config.get("rollout_tasks"):
         funnel.pop("rollout")  # an optional stage this run did not ask for
     funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
@@ -76,6 +80,10 @@ def build_summary(
             "reconciled_rollout_requests": sum(1 for r in reconciled if is_rollout(r)),
             "invalid_outputs": invalid,
             "token_cost_usd": totals.spent_micro / 1e6,
+            # synthesis (the stages), rollout and search requests, apart
+            "token_cost_by_kind_usd": _costs_by_kind(receipts),
+            "settled_above_reservation": over,
+            "settled_above_reservation_usd": totals.over_reservation_micro / 1e6,
             "reserved_uncertain_usd": totals.open_micro / 1e6,
             "budget_usd": totals.limit_micro / 1e6,
             "worker_seconds": round(worker_seconds, 3),
@@ -85,10 +93,13 @@ def build_summary(
             "worker_seconds_per_accepted": (worker_seconds / len(accepted) if accepted else None),
             "worker_usd_per_hour": per_hour,
             "worker_cost_usd": worker_usd,
-            "worker_cost_per_accepted_usd": worker_usd / len(accepted) if accepted else None,
+            "worker_cost_per_accepted_usd": (
+                worker_usd / len(accepted) if accepted and worker_usd is not None else None
+            ),
         },
         "funnel": funnel,
         "rejections": dict(Counter(o["reason"] for o in rejected).most_common()),
+        "rejections_by_stage": _by_stage(rejected),
         "errors": dict(Counter(o["reason"] for o in errors).most_common()),
         "accepted": [
             {
@@ -117,6 +128,29 @@ def build_summary(
             for o in rejected + errors
         ],
     }
+
+
+SPEND_KINDS = ("synthesis", "rollout", "search")
+
+
+def _costs_by_kind(receipts: Sequence[Receipt]) -> dict[str, float]:
+    """Settled token cost of the stages' requests (synthesis), the rollouts' and the searches'."""
+    micro = dict.fromkeys(SPEND_KINDS, 0)
+    for receipt in receipts:
+        if receipt.state in OPEN_STATES:
+            continue  # still reserved, counted apart
+        kind = receipt.label.partition(":")[0]
+        micro[kind if kind in micro else "synthesis"] += receipt.cost_micro or 0
+    return {kind: amount / 1e6 for kind, amount in micro.items()}
+
+
+def _by_stage(rejected: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Rejections counted by the stage that rejected them, then by reason."""
+    counted: dict[str, Counter[str]] = {}
+    for outcome in rejected:
+        counted.setdefault(outcome["stage"], Counter())[outcome["reason"]] += 1
+    ordered = sorted(counted, key=lambda s: FUNNEL.index(s) if s in FUNNEL else len(FUNNEL))
+    return {stage: dict(counted[stage].most_common()) for stage in ordered}
 
 
 def write_report(out: Path, summary: dict[str, Any]) -> list[Path]:
@@ -157,6 +191,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"| infrastructure errors (not rejections) | {t['errors']} |",
         f"| model requests | {t['requests']} ({t['invalid_outputs']} invalid answers) |",
         f"| token cost | ${t['token_cost_usd']:.6f} of ${t['budget_usd']:.2f} |",
+        *_kinds_rows(t),
         f"| of which reconciled requests (answer lost, settled at their reservation; a stage's "
         f"request is sent again on resume, a rollout's never) | ${t.get('reconciled_usd', 0.0):.6f} "
         f"({t.get('reconciled_requests', 0)}, of which {t.get('reconciled_rollout_requests', 0)} "
@@ -165,9 +200,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"| token cost per accepted task | {_usd(per_task)} |",
         f"| worker time (Harbor trials) | {t['worker_seconds']:.1f} s |",
         f"| worker time per accepted task | {_secs(t['worker_seconds_per_accepted'])} |",
-        f"| worker cost (at ${t.get('worker_usd_per_hour', 0.0):g} per hour) | "
-        f"${t.get('worker_cost_usd', 0.0):.6f} |",
-        f"| worker cost per accepted task | {_usd(t.get('worker_cost_per_accepted_usd'))} |",
+        *_worker_cost_rows(t),
         f"| wall time | {summary['wall_seconds']:.1f} s |",
         "",
         "![yield funnel](plots/funnel.png)",
@@ -184,6 +217,12 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     if summary["rejections"]:
         lines += ["| reason | count |", "|---|---|"]
         lines += [f"| `{r}` | {n} |" for r, n in summary["rejections"].items()]
+        lines += ["", "By stage:", "", "| stage | reason | count |", "|---|---|---|"]
+        lines += [
+            f"| {stage} | `{reason}` | {n} |"
+            for stage, reasons in summary.get("rejections_by_stage", {}).items()
+            for reason, n in reasons.items()
+        ]
         lines += ["", "![rejection reasons](plots/rejections.png)"]
     else:
         lines.append("None.")
@@ -271,6 +310,31 @@ def _diversity(evidence: Mapping[str, Any]) -> str:
     if "distinct_fraction" not in measured:
         return "-"
     return f"{measured['distinct_fraction']:.2f} of {len(measured['pairs'])}"
+
+
+def _kinds_rows(t: Mapping[str, Any]) -> list[str]:
+    kinds = t.get("token_cost_by_kind_usd") or {}
+    rows = [
+        f"| of which {kind} requests | ${kinds[kind]:.6f} |"
+        for kind in SPEND_KINDS
+        if kind in kinds
+    ]
+    if t.get("settled_above_reservation"):
+        rows.append(
+            f"| requests settled above their reservation (flagged in the ledger) | "
+            f"{t['settled_above_reservation']} (${t['settled_above_reservation_usd']:.6f} over) |"
+        )
+    return rows
+
+
+def _worker_cost_rows(t: Mapping[str, Any]) -> list[str]:
+    if t.get("worker_cost_usd") is None:
+        unknown = "unknown (no --worker-price)"
+        return [f"| worker cost | {unknown} |", f"| worker cost per accepted task | {unknown} |"]
+    return [
+        f"| worker cost (at ${t['worker_usd_per_hour']:g} per hour) | ${t['worker_cost_usd']:.6f} |",
+        f"| worker cost per accepted task | {_usd(t.get('worker_cost_per_accepted_usd'))} |",
+    ]
 
 
 def _score(value: float | None) -> str:

@@ -17,7 +17,10 @@ in one SQLite file, in integer micro-dollars (no float rounding):
   out again. A process that dies mid-request leaves a *dispatched* receipt,
   which `recover()` turns into an uncertain one;
 - requests a provider refused outright settle at zero (*rejected*), and
-  reservations that never left (*released*) cost nothing.
+  reservations that never left (*released*) cost nothing;
+- an answer that settles above its reservation (the worst case reserved
+  was not the worst case) is flagged: `over_reservation()` lists such
+  receipts and `totals()` counts them and by how much they went over.
 
 A new ledger needs an explicit limit. The limit is never changed by opening
 the ledger with another number: `raise_limit` is the one explicit way, and
@@ -228,6 +231,10 @@ class Ledger:
                 "SELECT state, COALESCE(SUM(reserved_micro), 0), COALESCE(SUM(cost_micro), 0), "
                 "COUNT(*) FROM receipts GROUP BY state"
             ).fetchall()
+            over = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(cost_micro - reserved_micro), 0) FROM receipts "
+                "WHERE cost_micro IS NOT NULL AND cost_micro > reserved_micro"
+            ).fetchone()
         spent = open_ = uncertain = 0
         for state, reserved, cost, count in rows:
             if state in OPEN_STATES:
@@ -236,7 +243,7 @@ class Ledger:
                 spent += int(cost)
             if state == State.UNCERTAIN:
                 uncertain = int(count)
-        return Totals(self.limit_micro, spent, open_, uncertain)
+        return Totals(self.limit_micro, spent, open_, uncertain, int(over[0]), int(over[1]))
 
     # -- paid requests ---------------------------------------------------------------------
 
@@ -287,6 +294,17 @@ class Ledger:
             latency_s=latency_s,
             settled_at=time.time(),
         )
+
+    def over_reservation(self) -> list[Receipt]:
+        """Settled receipts whose cost went above their reservation: the worst case reserved
+        was not the worst case (a provider that ignored the output bound, or a price that
+        changed), so the limit may have been passed by that much."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM receipts WHERE cost_micro IS NOT NULL "
+                "AND cost_micro > reserved_micro ORDER BY id"
+            ).fetchall()
+        return [_receipt(row) for row in rows]
 
     def reject(self, receipt_id: int, http_status: int, error: str) -> None:
         """The provider refused the request outright (400/401/403/404/422...): zero cost."""

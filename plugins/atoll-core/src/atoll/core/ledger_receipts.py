@@ -78,6 +78,13 @@ class Receipt:
             return self.reserved_micro
         return self.cost_micro or 0
 
+    @property
+    def over_reservation_micro(self) -> int:
+        """How far its settled cost went above what was reserved for it (0: within it)."""
+        if self.state in OPEN_STATES or self.cost_micro is None:
+            return 0
+        return max(0, self.cost_micro - self.reserved_micro)
+
 
 @dataclass(frozen=True)
 class WorkerReceipt:
@@ -100,6 +107,9 @@ class Totals:
     spent_micro: int  # settled costs
     open_micro: int  # standing reservations (reserved, dispatched, uncertain)
     uncertain: int  # receipts waiting for reconciliation
+    # settled above their reservation: the provider charged more than the worst case reserved
+    over_reservation: int = 0
+    over_reservation_micro: int = 0  # by how much, in all
 
     @property
     def available_micro(self) -> int:
