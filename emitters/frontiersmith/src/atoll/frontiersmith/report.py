@@ -43,19 +43,11 @@ def build_summary(
     accepted = [o for o in ordered if o["status"] == Status.ACCEPTED]
     rejected = [o for o in ordered if o["status"] == Status.REJECTED]
     errors = [o for o in ordered if o["status"] == Status.ERROR]
-    totals = ledger.totals()
     receipts = ledger.receipts()
     invalid = sum(1 for r in receipts if (r.verdict or "").startswith("invalid"))
-    reconciled = [r for r in receipts if r.state is State.RECONCILED]
-    worker_seconds = sum(w.seconds or 0.0 for w in ledger.work())
     tried = len(accepted) + len(rejected) + len(errors)  # every seed tried, errors included
     funnel = {stage: sum(1 for o in ordered if stage in o["reached"]) for stage in FUNNEL}
     config = dict(stored.get("config", {}))
-    # no --worker-price: the worker cost is unknown, not $0
-    priced = str(config.get("worker_price") or "") != ""
-    per_hour = float(config["worker_price"]) if priced else None
-    worker_usd = worker_seconds / 3600 * per_hour if per_hour is not None else None
-    over = totals.over_reservation
     if not config.get("rollout_tasks"):
         funnel.pop("rollout")  # an optional stage this run did not ask for
     funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
@@ -75,27 +67,8 @@ def build_summary(
             "errors": len(errors),
             "yield": len(accepted) / tried if tried else 0.0,
             "requests": sum(1 for r in receipts if r.state in ("answered", "rejected")),
-            "reconciled_requests": len(reconciled),
-            "reconciled_usd": sum(r.cost_micro or 0 for r in reconciled) / 1e6,
-            "reconciled_rollout_requests": sum(1 for r in reconciled if is_rollout(r)),
             "invalid_outputs": invalid,
-            "token_cost_usd": totals.spent_micro / 1e6,
-            # synthesis (the stages), rollout and search requests, apart
-            "token_cost_by_kind_usd": _costs_by_kind(receipts),
-            "settled_above_reservation": over,
-            "settled_above_reservation_usd": totals.over_reservation_micro / 1e6,
-            "reserved_uncertain_usd": totals.open_micro / 1e6,
-            "budget_usd": totals.limit_micro / 1e6,
-            "worker_seconds": round(worker_seconds, 3),
-            "token_cost_per_accepted_usd": (
-                totals.spent_micro / 1e6 / len(accepted) if accepted else None
-            ),
-            "worker_seconds_per_accepted": (worker_seconds / len(accepted) if accepted else None),
-            "worker_usd_per_hour": per_hour,
-            "worker_cost_usd": worker_usd,
-            "worker_cost_per_accepted_usd": (
-                worker_usd / len(accepted) if accepted and worker_usd is not None else None
-            ),
+            **_money(ledger, receipts, len(accepted), config),
         },
         "funnel": funnel,
         "rejections": dict(Counter(o["reason"] for o in rejected).most_common()),
@@ -127,6 +100,39 @@ def build_summary(
             }
             for o in rejected + errors
         ],
+    }
+
+
+def _money(
+    ledger: Ledger, receipts: Sequence[Receipt], accepted: int, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The totals' token cost (by kind, reconciled, over reservation) and worker time and cost."""
+    totals = ledger.totals()
+    reconciled = [r for r in receipts if r.state is State.RECONCILED]
+    worker_seconds = sum(w.seconds or 0.0 for w in ledger.work())
+    # no --worker-price: the worker cost is unknown, not $0
+    priced = str(config.get("worker_price") or "") != ""
+    per_hour = float(config["worker_price"]) if priced else None
+    worker_usd = worker_seconds / 3600 * per_hour if per_hour is not None else None
+    return {
+        "reconciled_requests": len(reconciled),
+        "reconciled_usd": sum(r.cost_micro or 0 for r in reconciled) / 1e6,
+        "reconciled_rollout_requests": sum(1 for r in reconciled if is_rollout(r)),
+        "token_cost_usd": totals.spent_micro / 1e6,
+        # synthesis (the stages), rollout and search requests, apart
+        "token_cost_by_kind_usd": _costs_by_kind(receipts),
+        "settled_above_reservation": totals.over_reservation,
+        "settled_above_reservation_usd": totals.over_reservation_micro / 1e6,
+        "reserved_uncertain_usd": totals.open_micro / 1e6,
+        "budget_usd": totals.limit_micro / 1e6,
+        "worker_seconds": round(worker_seconds, 3),
+        "token_cost_per_accepted_usd": totals.spent_micro / 1e6 / accepted if accepted else None,
+        "worker_seconds_per_accepted": worker_seconds / accepted if accepted else None,
+        "worker_usd_per_hour": per_hour,
+        "worker_cost_usd": worker_usd,
+        "worker_cost_per_accepted_usd": (
+            worker_usd / accepted if accepted and worker_usd is not None else None
+        ),
     }
 
 
@@ -165,21 +171,9 @@ def write_report(out: Path, summary: dict[str, Any]) -> list[Path]:
 
 def render_markdown(summary: Mapping[str, Any]) -> str:
     t = summary["totals"]
-    config = summary["config"]
     per_task = t["token_cost_per_accepted_usd"]
     lines = [
-        f"# FrontierSmith collection {summary['run_id']}",
-        "",
-        f"Model `{config.get('model')}` at `{config.get('base_url')}`, seeds `{config.get('seeds')}`, "
-        f"trials on `{config.get('environment')}`"
-        + (f" ({config['environment_choice']})" if config.get("environment_choice") else "")
-        + f", target {config.get('target')}. "
-        f"Stopped: {summary['stop']['reason']}"
-        + (f" ({summary['stop']['detail']})" if summary["stop"]["detail"] else "")
-        + ".",
-        "",
-        _gates(config),
-        "",
+        *_heading(summary),
         "## Yield and cost",
         "",
         "| | |",
@@ -292,6 +286,25 @@ def _search_section(search: Mapping[str, Any]) -> list[str]:
             f"{_score(best)} | {gap} | {outcome} |"
         )
     return lines
+
+
+def _heading(summary: Mapping[str, Any]) -> list[str]:
+    """The title, what the run was and why it stopped, and the gates it applied."""
+    config = summary["config"]
+    return [
+        f"# FrontierSmith collection {summary['run_id']}",
+        "",
+        f"Model `{config.get('model')}` at `{config.get('base_url')}`, seeds `{config.get('seeds')}`, "
+        f"trials on `{config.get('environment')}`"
+        + (f" ({config['environment_choice']})" if config.get("environment_choice") else "")
+        + f", target {config.get('target')}. "
+        f"Stopped: {summary['stop']['reason']}"
+        + (f" ({summary['stop']['detail']})" if summary["stop"]["detail"] else "")
+        + ".",
+        "",
+        _gates(config),
+        "",
+    ]
 
 
 def _gates(config: Mapping[str, Any]) -> str:
