@@ -1,0 +1,220 @@
+"""A bubblewrap session: the box is built once, each run starts in a private copy of it.
+
+The box is bubblewrap's own (the same root, system binds, /proc, /dev, the
+spec's mounts, a network namespace of loopback only), built by bubblewrap
+once and then held by descriptors of its mount, network and UTS namespaces:
+no process stays in it. A run is started by the launcher (`launcher.c`): it
+joins the run's cgroup, enters the box's network and hostname and a copy of
+its mounts, with fresh IPC, pid and cgroup namespaces, a fresh /tmp and
+/proc, the run's own mounts on the slots, then starts the program with the
+run's rlimits as the spec's uid, without capabilities. The per-run cgroup,
+the supervision, the counters and the Status are those of a run in a box of
+its own (`bwrap_run`), so limits and verdicts are the same either way.
+
+What a run leaves is gone before the next starts: its processes die with
+its pid namespace's pid 1 (and its cgroup is emptied and removed), its /tmp,
+/proc and mounts with its mount namespace, its IPC objects with its IPC
+namespace. The box's own mounts are read-only to a run (and its root is
+read-only to the launcher too), so nothing written reaches the next run but
+through the spec's writable mounts. Runs of a session share the network
+namespace, which is why they never overlap: sockets die with their processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import subprocess
+from collections.abc import Sequence
+
+from atoll.core.sandbox.bwrap_argv import box_env, box_options
+from atoll.core.sandbox.bwrap_run import Start, Starter, run_in_box
+from atoll.core.sandbox.cancel import CancelToken
+from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.launcher import launcher_path
+from atoll.core.sandbox.rlimits import run_rlimits
+from atoll.core.sandbox.session import SandboxSession
+from atoll.core.sandbox.spec import (
+    Mount,
+    Pipes,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    mount_target,
+)
+from atoll.core.sizes import MiB
+
+# The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
+_SHARED = ("mnt", "net", "uts")
+_READY_SECONDS = 30.0
+# The box's own /tmp is never seen (each run mounts its own over it).
+_TEMPLATE_TMPFS = 1 * MiB
+
+
+class BoxTemplate:
+    """A bubblewrap box held by descriptors of its namespaces, with no process in it."""
+
+    def __init__(self, spec: SandboxSpec, slots: Sequence[str]) -> None:
+        if spec.user_namespace is not None:
+            raise SandboxError("a bwrap session cannot run in a user namespace; use backend.run")
+        self.fds: dict[str, int] = {}
+        status_r, status_w = os.pipe()
+        try:
+            try:
+                argv = box_options(
+                    dataclasses.replace(spec, workdir="/"),
+                    caps=(),
+                    status_fd=status_w,
+                    tmpfs_bytes=_TEMPLATE_TMPFS,
+                    mount_points=slots,
+                )
+            except BaseException:
+                os.close(status_w)
+                raise
+            # The holder says the box is built, then waits for us to close its stdin.
+            holder = ["/bin/sh", "-c", "echo ready; exec cat >/dev/null"]
+            self._build([*argv, *holder], status_r, status_w)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            os.close(status_r)
+
+    def _build(self, argv: list[str], status_r: int, status_w: int) -> None:
+        """Start bubblewrap, hold its namespaces once its command runs, let it end (closes status_w)."""
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_w,),
+                env={"PATH": "/usr/bin:/bin"},
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot start bubblewrap: {exc}") from exc
+        finally:
+            os.close(status_w)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            ready, _, _ = select.select([proc.stdout], [], [], _READY_SECONDS)
+            if not ready or proc.stdout.readline() != b"ready\n":
+                raise SandboxError(
+                    "bubblewrap could not build the session's box: " + _stderr_of(proc)
+                )
+            self._hold(_status_record(status_r))
+        finally:
+            proc.stdin.close()  # the holder ends; the namespaces live on in our descriptors
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def _hold(self, status: dict[str, object]) -> None:
+        """Open the box's namespaces, checked against what bubblewrap reported of them."""
+        pid = status.get("child-pid")
+        if not isinstance(pid, int) or "mnt-namespace" not in status:
+            raise SandboxError(f"bubblewrap reported no box process and mounts: {status}")
+        for name in _SHARED:
+            try:
+                fd = os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise SandboxError(f"cannot hold the box's {name} namespace: {exc}") from exc
+            self.fds[name] = fd
+            reported = status.get(f"{name}-namespace")
+            if reported is not None and os.fstat(fd).st_ino != reported:
+                raise SandboxError(f"the box's {name} namespace changed while it was held")
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = {}
+
+
+def _status_record(status_r: int) -> dict[str, object]:
+    """bubblewrap's first JSON status record (written before its command started)."""
+    os.set_blocking(status_r, False)
+    try:
+        text = os.read(status_r, 65536)
+    except BlockingIOError:
+        text = b""
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                return record
+    raise SandboxError("bubblewrap wrote no status for the session's box")
+
+
+def _stderr_of(proc: subprocess.Popen[bytes]) -> str:
+    proc.kill()
+    assert proc.stderr is not None
+    return proc.stderr.read().decode(errors="replace").strip() or "(no message)"
+
+
+class BwrapSession(SandboxSession):
+    """A `SandboxSession` of the bwrap backend (see the module's docstring)."""
+
+    def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
+        super().__init__(spec, slots)
+        self._launcher = str(launcher_path())
+        self._box = BoxTemplate(spec, self.slots)
+
+    def _release(self) -> None:
+        self._box.close()
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None,
+        mounts: tuple[Mount, ...],
+        pipes: Pipes | None,
+        cancel: CancelToken | None,
+    ) -> SandboxResult:
+        return run_in_box(spec, stdin, cancel, pipes, self._starter(argv, spec, mounts))
+
+    def _starter(
+        self, argv: Sequence[str], spec: SandboxSpec, mounts: tuple[Mount, ...]
+    ) -> Starter:
+        if not argv:
+            raise SandboxError("nothing to run: the command is empty")
+        for mount in mounts:
+            if not os.path.exists(mount.source):
+                raise SandboxError(f"sandbox mount source does not exist: {mount.source}")
+        env = box_env(spec)
+
+        def start(group: RunCgroup | None, status_w: int) -> Start:
+            fds = self._box.fds
+            command = [
+                self._launcher,
+                *("--parent", str(os.getpid()), "--status-fd", str(status_w)),
+                *("--mnt-fd", str(fds["mnt"]), "--net-fd", str(fds["net"])),
+                *("--uts-fd", str(fds["uts"]), "--chdir", spec.workdir),
+                *("--uid", str(spec.uid), "--gid", str(spec.gid)),
+            ]
+            if spec.limits.memory_bytes is not None:
+                command += ["--tmpfs", str(spec.limits.memory_bytes)]
+            for path in group.procs_files() if group is not None else []:
+                command += ["--cgroup", str(path)]
+            for limit in run_rlimits(spec.limits, group):
+                command += ["--rlimit", str(limit.resource), str(limit.soft), str(limit.hard)]
+            for mount in mounts:
+                flag = "--bind" if mount.writable else "--ro-bind"
+                command += [flag, os.fspath(mount.source), mount_target(mount.target)]
+            for key, value in env.items():
+                command += ["--setenv", f"{key}={value}"]
+            return Start(
+                [*command, "--", *argv],
+                tuple(fds.values()),
+                failure="the sandbox launcher could not start the run",
+            )
+
+        return start

@@ -1,0 +1,337 @@
+/*
+ * atoll-sandbox-launch: one run inside a prepared box, isolated from every other run.
+ *
+ * Why it exists: starting a bubblewrap box costs milliseconds (namespaces, a
+ * dozen bind mounts, pivot_root), which a judge running 70 short programs a
+ * submission pays 70 times. A session prepares the box once (bubblewrap's
+ * mount namespace, held by a descriptor) and this launcher starts each run in
+ * a private copy of it, in a few hundred microseconds:
+ *
+ *   - joins the run's cgroups (its memory, pids and CPU limits and counters);
+ *   - enters the box's network and UTS namespaces and a *copy* of its mount
+ *     namespace, with a fresh tmpfs on /tmp, a fresh /proc, and the run's own
+ *     bind mounts; fresh IPC, pid and cgroup namespaces;
+ *   - forks pid 1 of the new pid namespace, which forks the program as pid 2
+ *     and exits when it does, so the kernel kills whatever the program left
+ *     running (as bubblewrap's own pid 1 does);
+ *   - the program gets the run's rlimits, a new session, an empty environment
+ *     but the given variables, the unprivileged uid and gid, no supplementary
+ *     groups, no capabilities (bounding, inheritable, ambient) and
+ *     no_new_privs, then is exec'd.
+ *
+ * Nothing a run does reaches the box or the next run: its files live in its
+ * own tmpfs and writable mounts, its IPC objects in its own namespace, and its
+ * processes die with it. Everything is set by the trusted caller on the
+ * command line; a failure before the program starts prints one line naming
+ * the step and exits 125 without writing the status record, so that the
+ * caller reports a sandbox failure rather than a program failure.
+ *
+ * Exit status: the program's exit code, or 128 + N if a signal N ended it
+ * (as bubblewrap reports it).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+#define MAX_ITEMS 64
+#define NAME "atoll-sandbox-launch"
+
+struct bind {
+    const char *source;
+    const char *target;
+    int writable;
+    int fd; /* a detached copy of the source's mount (open_tree), made on the host's side */
+};
+
+struct rlim {
+    int resource;
+    rlim_t soft, hard;
+};
+
+struct options {
+    pid_t parent;
+    int status_fd, mnt_fd, net_fd, uts_fd;
+    const char *cgroups[MAX_ITEMS];
+    int n_cgroups;
+    struct rlim rlimits[MAX_ITEMS];
+    int n_rlimits;
+    struct bind binds[MAX_ITEMS];
+    int n_binds;
+    const char *env[MAX_ITEMS];
+    int n_env;
+    unsigned long long tmpfs_bytes;
+    const char *workdir;
+    uid_t uid;
+    gid_t gid;
+    char **argv;
+};
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    int saved = errno;
+    va_start(ap, fmt);
+    fprintf(stderr, NAME ": ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, ": %s\n", strerror(saved));
+    _exit(125);
+}
+
+static void usage(const char *what) {
+    fprintf(stderr, NAME ": bad command line: %s\n", what);
+    _exit(125);
+}
+
+static long long number(const char *text, const char *what) {
+    char *end;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    if (errno || *end || end == text) usage(what);
+    return value;
+}
+
+static rlim_t limit_value(const char *text) {
+    return strcmp(text, "inf") == 0 ? RLIM_INFINITY : (rlim_t)number(text, "rlimit value");
+}
+
+static void parse(int argc, char **argv, struct options *o) {
+    memset(o, 0, sizeof *o);
+    o->status_fd = o->mnt_fd = o->net_fd = o->uts_fd = -1;
+    o->workdir = "/";
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        int left = argc - i - 1;
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (left < 1) usage(arg);
+        if (strcmp(arg, "--parent") == 0) o->parent = (pid_t)number(argv[++i], arg);
+        else if (strcmp(arg, "--status-fd") == 0) o->status_fd = (int)number(argv[++i], arg);
+        else if (strcmp(arg, "--mnt-fd") == 0) o->mnt_fd = (int)number(argv[++i], arg);
+        else if (strcmp(arg, "--net-fd") == 0) o->net_fd = (int)number(argv[++i], arg);
+        else if (strcmp(arg, "--uts-fd") == 0) o->uts_fd = (int)number(argv[++i], arg);
+        else if (strcmp(arg, "--tmpfs") == 0) o->tmpfs_bytes = (unsigned long long)number(argv[++i], arg);
+        else if (strcmp(arg, "--chdir") == 0) o->workdir = argv[++i];
+        else if (strcmp(arg, "--uid") == 0) o->uid = (uid_t)number(argv[++i], arg);
+        else if (strcmp(arg, "--gid") == 0) o->gid = (gid_t)number(argv[++i], arg);
+        else if (strcmp(arg, "--cgroup") == 0) {
+            if (o->n_cgroups == MAX_ITEMS) usage("too many cgroups");
+            o->cgroups[o->n_cgroups++] = argv[++i];
+        } else if (strcmp(arg, "--setenv") == 0) {
+            if (o->n_env == MAX_ITEMS) usage("too many variables");
+            o->env[o->n_env++] = argv[++i];
+        } else if (strcmp(arg, "--rlimit") == 0) {
+            if (left < 3 || o->n_rlimits == MAX_ITEMS) usage(arg);
+            struct rlim *r = &o->rlimits[o->n_rlimits++];
+            r->resource = (int)number(argv[i + 1], "rlimit resource");
+            r->soft = limit_value(argv[i + 2]);
+            r->hard = limit_value(argv[i + 3]);
+            i += 3;
+        } else if (strcmp(arg, "--bind") == 0 || strcmp(arg, "--ro-bind") == 0) {
+            if (left < 2 || o->n_binds == MAX_ITEMS) usage(arg);
+            struct bind *b = &o->binds[o->n_binds++];
+            b->writable = strcmp(arg, "--bind") == 0;
+            b->source = argv[i + 1];
+            b->target = argv[i + 2];
+            b->fd = -1;
+            i += 2;
+        } else usage(arg);
+    }
+    if (i >= argc) usage("no command after --");
+    if (o->mnt_fd < 0 || o->status_fd < 0 || o->parent <= 0) usage("--mnt-fd, --status-fd and --parent are required");
+    if (o->uid == 0 || o->gid == 0) usage("the program never runs as root");
+    o->argv = argv + i;
+}
+
+static void write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) die("open %s", path);
+    ssize_t n = write(fd, text, strlen(text));
+    if (n != (ssize_t)strlen(text)) die("write %s", path);
+    close(fd);
+}
+
+static void join_cgroups(const struct options *o) {
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    for (int i = 0; i < o->n_cgroups; i++) write_file(o->cgroups[i], pid);
+}
+
+static void enter_box(struct options *o) {
+    /* Host paths are resolved before the box's mount namespace hides them. */
+    for (int i = 0; i < o->n_binds; i++) {
+        struct bind *b = &o->binds[i];
+        b->fd = (int)syscall(SYS_open_tree, AT_FDCWD, b->source,
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (b->fd < 0) die("copy the mount of %s", b->source);
+    }
+    if (o->net_fd >= 0 && setns(o->net_fd, CLONE_NEWNET) < 0) die("enter the box's network");
+    if (o->uts_fd >= 0 && setns(o->uts_fd, CLONE_NEWUTS) < 0) die("enter the box's hostname");
+    if (setns(o->mnt_fd, CLONE_NEWNS) < 0) die("enter the box's mounts");
+    if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWCGROUP) < 0)
+        die("make the run's own namespaces");
+    /* What this run mounts stays in its copy of the box. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make the run's mounts private");
+}
+
+static void make_target(const struct bind *b) {
+    struct stat source, target;
+    if (fstat(b->fd, &source) < 0) die("stat %s", b->source);
+    if (lstat(b->target, &target) == 0) {
+        if (S_ISLNK(target.st_mode)) {
+            errno = ELOOP;
+            die("refuse the mount target %s, a symbolic link", b->target);
+        }
+        return;
+    }
+    if (errno != ENOENT) die("stat the mount target %s", b->target);
+    /* A missing target may only be made inside a writable mount of this run. */
+    if (S_ISDIR(source.st_mode)) {
+        if (mkdir(b->target, 0755) < 0) die("make the mount point %s", b->target);
+    } else {
+        int fd = open(b->target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0) die("make the mount point %s", b->target);
+        close(fd);
+    }
+}
+
+static void mount_run(const struct options *o) {
+    unsigned long quiet = MS_NOSUID | MS_NODEV;
+    if (mount("proc", "/proc", "proc", quiet | MS_NOEXEC, NULL) < 0) die("mount /proc");
+    char data[64] = "mode=1777";
+    if (o->tmpfs_bytes) snprintf(data, sizeof data, "mode=1777,size=%llu", o->tmpfs_bytes);
+    if (mount("tmpfs", "/tmp", "tmpfs", quiet, data) < 0) die("mount /tmp");
+    for (int i = 0; i < o->n_binds; i++) {
+        const struct bind *b = &o->binds[i];
+        make_target(b);
+        if (syscall(SYS_move_mount, b->fd, "", AT_FDCWD, b->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            die("bind %s", b->target);
+        unsigned long flags = MS_BIND | MS_REMOUNT | quiet | (b->writable ? 0 : MS_RDONLY);
+        if (mount(NULL, b->target, NULL, flags, NULL) < 0) die("remount %s", b->target);
+        close(b->fd);
+    }
+}
+
+static void drop_privileges(const struct options *o) {
+    for (int i = 0; i < o->n_rlimits; i++) {
+        struct rlimit r = {o->rlimits[i].soft, o->rlimits[i].hard};
+        if (setrlimit(o->rlimits[i].resource, &r) < 0) die("set rlimit %d", o->rlimits[i].resource);
+    }
+    if (chdir(o->workdir) < 0) die("chdir %s", o->workdir);
+    if (clearenv() != 0) die("clear the environment");
+    for (int i = 0; i < o->n_env; i++)
+        if (putenv((char *)o->env[i]) != 0) die("set %s", o->env[i]);
+    if (setgroups(0, NULL) < 0) die("clear the groups");
+    if (setresgid(o->gid, o->gid, o->gid) < 0) die("set the gid");
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) die("drop capability %d", cap);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        die("clear the ambient capabilities");
+    if (setresuid(o->uid, o->uid, o->uid) < 0) die("set the uid");
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2];
+    memset(none, 0, sizeof none);
+    if (syscall(SYS_capset, &header, none) < 0) die("clear the capabilities");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("set no_new_privs");
+}
+
+static int status_of(int wait_status) {
+    if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+    return WEXITSTATUS(wait_status);
+}
+
+/* pid 2 of the run's namespace: becomes the program. */
+static void program(const struct options *o, int ready) {
+    if (setsid() < 0) die("start a new session");
+    drop_privileges(o);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    if (write(ready, "r", 1) != 1) die("report the start");
+    execvp(o->argv[0], o->argv);
+    fprintf(stderr, NAME ": failed to execute %s: %s\n", o->argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* pid 1 of the run's namespace: mounts, starts the program, ends with it. */
+static void init(const struct options *o, int ready) {
+    /* Only the launcher writes the status; the box's descriptors stay out of the run. */
+    int held[] = {o->status_fd, o->mnt_fd, o->net_fd, o->uts_fd};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        if (held[i] >= 0) close(held[i]);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    mount_run(o);
+    pid_t child = fork();
+    if (child < 0) die("fork the program");
+    if (child == 0) program(o, ready);
+    close(ready);
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid == child) _exit(status_of(status));
+        if (pid < 0 && errno != EINTR) die("wait for the program");
+    }
+}
+
+int main(int argc, char **argv) {
+    struct options o;
+    parse(argc, argv, &o);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    if (getppid() != o.parent) _exit(125); /* the caller is gone: start nothing */
+    join_cgroups(&o);
+    enter_box(&o);
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
+    pid_t first = fork();
+    if (first < 0) die("fork pid 1");
+    if (first == 0) {
+        close(ready[0]);
+        init(&o, ready[1]);
+    }
+    close(ready[1]);
+    for (int i = 0; i < o.n_binds; i++) close(o.binds[i].fd); /* pid 1 holds its copies */
+    char byte;
+    ssize_t got;
+    do got = read(ready[0], &byte, 1);
+    while (got < 0 && errno == EINTR);
+    int status;
+    if (got == 1) {
+        char record[64];
+        int n = snprintf(record, sizeof record, "{ \"child-pid\": %d }\n", (int)first);
+        if (write(o.status_fd, record, (size_t)n) != n) die("write the status");
+    }
+    close(o.status_fd);
+    while (waitpid(first, &status, 0) < 0)
+        if (errno != EINTR) die("wait for pid 1");
+    if (got != 1) _exit(125); /* the run failed to start: its message is on stderr */
+    _exit(status_of(status));
+}

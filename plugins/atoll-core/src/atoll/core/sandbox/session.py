@@ -1,0 +1,155 @@
+"""A box that runs command after command, each run as isolated as in a box of its own.
+
+Why: preparing a box (namespaces, a dozen mounts) can cost more than the
+short programs a judge runs in it; a judge runs 70 of them per submission.
+A session prepares the box once for a spec (its mounts, environment, uid,
+network) and runs each command with its own limits, stdin and per-run mounts.
+
+What a run must never notice of the runs before it, on any backend: their
+files (each run has a fresh /tmp; read-only mounts stay read-only), their
+processes (none is left when a run ends), their IPC objects, and their use of
+the limits (each run has its own CPU, memory, process and output budget and
+its own counters). What runs do share is the spec's writable mounts, which
+the caller chose to share. Runs of one session do not overlap (a second
+waits for the first); for parallel runs open several sessions.
+
+Per-run mounts land on `slots` (empty directories the session makes in the
+box for them) or inside another per-run mount of the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from atoll.core.sandbox.cancel import CancelToken
+from atoll.core.sandbox.spec import (
+    Limits,
+    Mount,
+    Pipes,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    mount_target,
+)
+
+if TYPE_CHECKING:
+    from atoll.core.sandbox.base import SandboxBackend
+
+
+class SandboxSession(ABC):
+    """One prepared box; `run` runs one command in it. Close it (or use `with`) when done."""
+
+    def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
+        self.spec = spec
+        self.slots = tuple(mount_target(slot) for slot in slots)
+        for target in (*self.slots, *(m.target for m in spec.mounts)):
+            if PurePosixPath(mount_target(target)) == PurePosixPath("/tmp"):
+                raise SandboxError("a session gives every run a fresh /tmp: mount elsewhere")
+        self._one_at_a_time = threading.Lock()
+        self.closed = False
+
+    def run(
+        self,
+        argv: Sequence[str],
+        limits: Limits | None = None,
+        stdin: bytes | None = None,
+        *,
+        mounts: Sequence[Mount] = (),
+        stdin_seekable: bool | None = None,
+        pipes: Pipes | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SandboxResult:
+        """Run `argv` in the box with `limits` (default: the spec's), as `SandboxBackend.run`.
+
+        `mounts` are this run's own, on the session's slots; `stdin_seekable`
+        defaults to the spec's. SandboxError for a mount off the slots.
+        """
+        try:
+            ordered = self._check_mounts(mounts)
+        except SandboxError:
+            if pipes is not None:
+                pipes.close()
+            raise
+        spec = dataclasses.replace(
+            self.spec,
+            limits=self.spec.limits if limits is None else limits,
+            stdin_seekable=self.spec.stdin_seekable if stdin_seekable is None else stdin_seekable,
+        )
+        with self._one_at_a_time:
+            if self.closed:
+                if pipes is not None:
+                    pipes.close()
+                raise SandboxError("this sandbox session is closed; open another")
+            return self._run(argv, spec, stdin, ordered, pipes, cancel)
+
+    @abstractmethod
+    def _run(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None,
+        mounts: tuple[Mount, ...],
+        pipes: Pipes | None,
+        cancel: CancelToken | None,
+    ) -> SandboxResult:
+        """One run, its mounts checked and ordered (parents first)."""
+
+    def close(self) -> None:
+        """Release the box (after the run in progress, if any); runs after this raise SandboxError."""
+        with self._one_at_a_time:
+            if not self.closed:
+                self.closed = True
+                self._release()
+
+    def _release(self) -> None:  # noqa: B027 - a session that holds nothing has nothing to release
+        """What `close` frees: the backend's hold on the box."""
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_mounts(self, mounts: Sequence[Mount]) -> tuple[Mount, ...]:
+        """`mounts` parents first; SandboxError for a target neither a slot nor inside a mount."""
+        ordered = sorted(mounts, key=lambda m: len(PurePosixPath(mount_target(m.target)).parts))
+        slots = {PurePosixPath(slot) for slot in self.slots}
+        placed: list[PurePosixPath] = []
+        for mount in ordered:
+            target = PurePosixPath(mount_target(mount.target))
+            if target == PurePosixPath("/tmp"):
+                raise SandboxError("a session gives every run a fresh /tmp: mount elsewhere")
+            inside = any(target.is_relative_to(p) and target != p for p in placed)
+            if target not in slots and not inside and not target.is_relative_to("/tmp"):
+                known = ", ".join(self.slots) or "none"
+                raise SandboxError(
+                    f"a run's mount target {target} is not a slot of its session (slots: "
+                    f"{known}); open the session with it among its slots"
+                )
+            placed.append(target)
+        return tuple(ordered)
+
+
+class OneOffSession(SandboxSession):
+    """A session whose every run is a box of its own: for backends that prepare nothing."""
+
+    def __init__(self, backend: SandboxBackend, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
+        super().__init__(spec, slots)
+        self.backend = backend
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        spec: SandboxSpec,
+        stdin: bytes | None,
+        mounts: tuple[Mount, ...],
+        pipes: Pipes | None,
+        cancel: CancelToken | None,
+    ) -> SandboxResult:
+        whole = dataclasses.replace(spec, mounts=(*spec.mounts, *mounts))
+        return self.backend.run(argv, whole, stdin, pipes=pipes, cancel=cancel)
