@@ -14,7 +14,10 @@ tout.txt ans.txt`) run at once, each one's stdout the other's stdin, each
 held to its own limits. The score is 100 x the mean case ratio, as there.
 Cases run in parallel, `workers` busy processes at a time, a dialogue counting
 two (its program and its interactor), so that dialogues do not stretch each
-other's wall time.
+other's wall time. Programs, checkers and interactors run in sandbox sessions
+(a box prepared once, each run in a private copy of it with its own limits:
+see `atoll.core.sandbox.session`), which spares each case the cost of
+building a box; a case sees nothing of the cases before it.
 
 A failure of the judge itself (sandbox broken, compiler missing, a checker
 or interactor that does not compile, crosses its own limits, or cannot be
@@ -47,6 +50,7 @@ from atoll.core.sandbox import (
     Status,
     get_backend,
 )
+from atoll.core.sandbox.session_pool import SessionPool
 from atoll.core.sizes import MiB
 from atoll.judge import testlib_message
 from atoll.judge.compiler import (
@@ -75,6 +79,11 @@ PROGRAM = "/judge/solution"  # where a case's spec mounts the compiled program
 TOOL_DIR = "/checker"  # where the compiled checker or interactor is mounted
 CASE_DIR = "/case"  # the tool's working directory: in.txt, out.txt (or tout.txt), ans.txt
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C"}
+# The boxes programs and tools run in; what differs per case is mounted per run.
+PROGRAM_BOX = SandboxSpec(workdir="/tmp", env=ENV, network=Network.NONE)
+TOOL_BOX = SandboxSpec(workdir=CASE_DIR, env=ENV, network=Network.NONE)
+PROGRAM_SLOTS = ("/judge",)
+TOOL_SLOTS = (CASE_DIR, TOOL_DIR)
 
 # The authority's checker limits: 10 s CPU, 20 s wall clock, 256 MiB, 1 MiB of each output.
 CHECKER_LIMITS = Limits(
@@ -210,6 +219,8 @@ class Engine:
             self.backend.check()
         except SandboxError as exc:
             raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
+        self._programs = SessionPool(self.backend, PROGRAM_BOX, PROGRAM_SLOTS)
+        self._tools = SessionPool(self.backend, TOOL_BOX, TOOL_SLOTS)
         self._check_limits()
         self.compile_cache = CompileCache(state_dir / "binaries", self.backend)
         self.tool_cache = CompileCache(state_dir / "checkers", self.backend)
@@ -224,21 +235,27 @@ class Engine:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._partners.shutdown(wait=False, cancel_futures=True)
+        self._programs.close()
+        self._tools.close()
 
     def _check_limits(self) -> None:
-        """Refuse to start where the run limits cannot be set: every case would fail."""
-        needed: dict[Limits, str] = {}
+        """Refuse to start where the run limits cannot be set: every case would fail.
+
+        Each set of limits is tried in the box its runs use, which also opens
+        the first session of each kind before the first submission arrives.
+        """
+        needed: dict[tuple[Limits, bool], str] = {}
         for problem in self.problems.values():
             interactive = problem.mode is Mode.INTERACTIVE
             for case in problem.cases:
-                needed.setdefault(run_limits(case.limits, interactive), problem.id)
+                needed.setdefault((run_limits(case.limits, interactive), False), problem.id)
                 if problem.tool is not None:
                     tool = interactor_limits(case.limits) if interactive else CHECKER_LIMITS
-                    needed.setdefault(tool, problem.id)
-        for limits, pid in needed.items():
-            spec = SandboxSpec(network=Network.NONE, limits=limits)
+                    needed.setdefault((tool, True), problem.id)
+        for (limits, is_tool), pid in needed.items():
             try:
-                result = self.backend.run(["/bin/echo", "limits-set"], spec)
+                with (self._tools if is_tool else self._programs).lease() as box:
+                    result = box.run(["/bin/echo", "limits-set"], limits)
             except SandboxError as exc:
                 raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
             if result.stdout.strip() != b"limits-set":
@@ -341,17 +358,16 @@ class Engine:
     ) -> CaseOutcome:
         """The program on the case's input, then atoll's checker or the checkout's."""
         case = problem.cases[index]
-        spec = SandboxSpec(
-            mounts=(Mount(binary.parent, "/judge"),),
-            workdir="/tmp",
-            env=ENV,
-            network=Network.NONE,
-            limits=run_limits(case.limits),
-            # The authority's go-judge copies the input into a memfd: a program may size,
-            # map or seek its stdin (`seekg`/`tellg`, `fstat`, `mmap`), as on a file.
-            stdin_seekable=True,
-        )
-        result = self.backend.run([PROGRAM], spec, stdin=problem.case_input(index))
+        with self._programs.lease() as box:
+            result = box.run(
+                [PROGRAM],
+                run_limits(case.limits),
+                problem.case_input(index),
+                mounts=(Mount(binary.parent, "/judge"),),
+                # The authority's go-judge copies the input into a memfd: a program may size,
+                # map or seek its stdin (`seekg`/`tellg`, `fstat`, `mmap`), as on a file.
+                stdin_seekable=True,
+            )
         failed = _program_failure(index + 1, result)
         if failed is not None:
             return failed
@@ -382,17 +398,13 @@ class Engine:
             out = work / "out.txt"
             out.write_bytes(run.stdout)
             out.chmod(0o644)
-            spec = SandboxSpec(
-                mounts=_tool_mounts(work, case, checker),
-                workdir=CASE_DIR,
-                env=ENV,
-                network=Network.NONE,
-                limits=CHECKER_LIMITS,
-            )
             started = time.perf_counter()
-            checked = self.backend.run(
-                [f"{TOOL_DIR}/{checker.name}", "in.txt", "out.txt", "ans.txt"], spec
-            )
+            with self._tools.lease() as box:
+                checked = box.run(
+                    [f"{TOOL_DIR}/{checker.name}", "in.txt", "out.txt", "ans.txt"],
+                    CHECKER_LIMITS,
+                    mounts=_tool_mounts(work, case, checker),
+                )
             check_seconds = time.perf_counter() - started
         _refuse_tool_over_limits(problem, "checker", index + 1, checked)
         status, text = _tool_verdict(
@@ -420,34 +432,27 @@ class Engine:
         case = problem.cases[index]
         number = index + 1
         with _case_dir() as work:
-            tool_spec = SandboxSpec(
-                mounts=_tool_mounts(work, case, interactor),
-                workdir=CASE_DIR,
-                env=ENV,
-                network=Network.NONE,
-                limits=interactor_limits(case.limits),
-            )
-            program_spec = SandboxSpec(
-                mounts=(Mount(binary.parent, "/judge"),),
-                workdir="/tmp",
-                env=ENV,
-                network=Network.NONE,
-                limits=run_limits(case.limits, interactive=True),
-            )
             to_program, from_interactor = os.pipe()
             to_interactor, from_program = os.pipe()
             started = time.perf_counter()
             partner = self._partners.submit(
-                self.backend.run,
+                self._run_tool,
                 [f"{TOOL_DIR}/{interactor.name}", "in.txt", "tout.txt", "ans.txt"],
-                tool_spec,
-                pipes=Pipes(to_interactor, from_interactor),
+                interactor_limits(case.limits),
+                _tool_mounts(work, case, interactor),
+                Pipes(to_interactor, from_interactor),
             )
+            program_pipes = Pipes(to_program, from_program)
             try:
-                program = self.backend.run(
-                    [PROGRAM], program_spec, pipes=Pipes(to_program, from_program)
-                )
+                with self._programs.lease() as box:
+                    program = box.run(
+                        [PROGRAM],
+                        run_limits(case.limits, interactive=True),
+                        mounts=(Mount(binary.parent, "/judge"),),
+                        pipes=program_pipes,
+                    )
             finally:
+                program_pipes.close()  # idempotent: if the run never started, end the dialogue
                 talked = partner.result()  # ends once the program's side of the pipes closed
             check_seconds = time.perf_counter() - started
         text = talked.stderr.decode("utf-8", errors="replace")
@@ -478,6 +483,17 @@ class Engine:
             check_seconds,
             testlib_message.shorten(text),
         )
+
+    def _run_tool(
+        self, argv: list[str], limits: Limits, mounts: tuple[Mount, ...], pipes: Pipes
+    ) -> SandboxResult:
+        """An interactor's run, in a tool box of its own beside its program's."""
+        try:
+            with self._tools.lease() as box:
+                return box.run(argv, limits, mounts=mounts, pipes=pipes)
+        except BaseException:
+            pipes.close()  # idempotent: the program must see the dialogue end
+            raise
 
 
 def _program_failure(number: int, result: SandboxResult) -> CaseOutcome | None:
