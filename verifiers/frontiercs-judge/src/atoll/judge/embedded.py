@@ -83,6 +83,19 @@ class JudgeSetup:
         return JudgeService(engine, store, max_queue=self.max_queue)
 
 
+def tcp_listener(family: socket.AddressFamily = socket.AF_INET) -> socket.socket:
+    """A TCP socket to listen on, whose connections asyncio sets TCP_NODELAY on.
+
+    asyncio disables Nagle's algorithm only on sockets whose `proto` says TCP,
+    and a socket made as `socket(AF_INET, SOCK_STREAM)` says 0: then every
+    answer, written as headers and body apart, waited for the client's
+    delayed ACK, 40 ms per request (a submission and each poll of its result).
+    """
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return sock
+
+
 def serve(
     host: str,
     port: int,
@@ -104,8 +117,7 @@ def serve(
             judge_socket.remove(directory, created=True)
         raise
     try:
-        tcp = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp = tcp_listener(socket.AF_INET6 if ":" in host else socket.AF_INET)
         try:
             tcp.bind((host, port))
         except OSError as exc:
@@ -165,8 +177,7 @@ class EmbeddedJudge:
         sockets = self._sockets = []
         if self.socket_dir is not None:  # first: the error a user is most likely to meet
             sockets.append(judge_socket.bind(self.socket_dir))
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock = tcp_listener()
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         sockets.insert(0, sock)
