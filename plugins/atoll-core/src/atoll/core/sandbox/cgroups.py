@@ -155,7 +155,7 @@ def _ensure_exit_hook() -> None:
 
 
 def _write(path: Path, value: int | str) -> None:
-    path.write_text(str(value))
+    cgroupfs.write(path, str(value))
 
 
 class RunCgroup:
@@ -205,7 +205,7 @@ class RunCgroup:
         dirs = [p / name for p in sorted(parents)]
         _ensure_exit_hook()
         for d in dirs:
-            d.mkdir()
+            os.mkdir(d)
         group = cls(lay, dirs)
         try:
             group._limit(memory_bytes, processes, cpus)
@@ -250,7 +250,7 @@ class RunCgroup:
         found: set[int] = set()
         for f in self.procs_files():
             with contextlib.suppress(OSError, ValueError):
-                found.update(int(line) for line in f.read_text().split())
+                found.update(int(line) for line in cgroupfs.read(f).split())
         return found
 
     def peak_memory(self) -> int | None:

@@ -53,16 +53,26 @@ def supervise(
     cpu_poll_seconds: float = 0.1,
     cancel: CancelToken | None = None,
 ) -> Outcome:
-    """Run `proc` to completion (or until a limit), reap it, and report."""
+    """Run `proc` to completion (or until a limit), reap it, and report.
+
+    CPU time is polled every `cpu_poll_seconds` while the process runs (its
+    total is read once more after it ends), not after every chunk of output:
+    a short run would spend more on reading its counters than on running.
+    """
     watch = _Watch(proc, kill, stdin, stdout_cap, stderr_cap)
     watch.register(status_read_fd, cancel)
     deadline = None if wall_seconds is None else started + wall_seconds
+    next_cpu_poll = started + cpu_poll_seconds
     try:
         while not watch.exited or watch.open_streams:
-            polls_cpu = cpu_used is not None and cpu_limit is not None and watch.killed_for is None
-            events = watch.sel.select(
-                _select_timeout(deadline, cpu_poll_seconds if polls_cpu else None, watch.exited)
+            polls_cpu = (
+                cpu_used is not None
+                and cpu_limit is not None
+                and watch.killed_for is None
+                and not watch.exited
             )
+            cpu_wait = max(next_cpu_poll - time.monotonic(), 0.0) if polls_cpu else None
+            events = watch.sel.select(_select_timeout(deadline, cpu_wait, watch.exited))
             if not events:
                 if (
                     deadline is not None
@@ -72,26 +82,25 @@ def supervise(
                     watch.stop(Why.WALL)
                     deadline = None
                     continue
-                if watch.exited:
+                if watch.exited and not polls_cpu:
                     break  # something still holds the pipes open; the run is over
             for key, _ in events:
                 watch.handle(key)
-            if cpu_used is not None and cpu_limit is not None and watch.killed_for is None:
+            if polls_cpu and cpu_used is not None and time.monotonic() >= next_cpu_poll:
+                next_cpu_poll = time.monotonic() + cpu_poll_seconds
                 used = cpu_used()
-                if used is not None and used > cpu_limit:
+                if used is not None and cpu_limit is not None and used > cpu_limit:
                     watch.stop(Why.CPU)
     finally:
         wait_status, rusage = watch.reap()
     return watch.outcome(wait_status, rusage, time.monotonic() - started)
 
 
-def _select_timeout(
-    deadline: float | None, cpu_poll_seconds: float | None, draining: bool
-) -> float | None:
+def _select_timeout(deadline: float | None, cpu_wait: float | None, draining: bool) -> float | None:
     """How long one select may wait: to the wall deadline, the next CPU poll, 1 s while draining."""
     timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-    if cpu_poll_seconds is not None:
-        timeout = cpu_poll_seconds if timeout is None else min(timeout, cpu_poll_seconds)
+    if cpu_wait is not None:
+        timeout = cpu_wait if timeout is None else min(timeout, cpu_wait)
     if draining:  # the process exited: only draining what is left in the pipes
         timeout = 1.0 if timeout is None else min(timeout, 1.0)
     return timeout
