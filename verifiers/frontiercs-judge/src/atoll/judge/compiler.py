@@ -26,6 +26,7 @@ from pathlib import Path
 
 from atoll.core.durable import fsync_dir, fsync_file
 from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSpec, Status
+from atoll.core.sandbox.session_pool import SessionPool
 from atoll.core.sizes import KiB, MiB
 
 COMPILER = "g++"
@@ -45,6 +46,14 @@ COMPILE_LIMITS = Limits(
     stderr_bytes=64 * KiB,
 )
 MAX_MESSAGE = 8 * KiB
+# The compiler's box: the source's directory and the headers are mounted per compile.
+BUILD = "/build"
+COMPILE_BOX = SandboxSpec(
+    workdir=BUILD,
+    env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
+    network=Network.NONE,
+)
+COMPILE_SLOTS = (BUILD, INCLUDE)
 
 
 class CompileError(Exception):
@@ -126,14 +135,27 @@ def cache_key(source: bytes, recipe: Recipe = PROGRAM) -> str:
 
 
 class CompileCache:
-    """Binaries by cache key under `directory`; concurrent compiles of one key run once."""
+    """Binaries by cache key under `directory`; concurrent compiles of one key run once.
 
-    def __init__(self, directory: Path, backend: SandboxBackend) -> None:
+    Compiles run in sandbox sessions of `COMPILE_BOX` (`sessions`, else a pool
+    of its own on `backend`): the box is built once, not per compile.
+    """
+
+    def __init__(
+        self, directory: Path, backend: SandboxBackend, sessions: SessionPool | None = None
+    ) -> None:
         self.directory = directory
         self.backend = backend
+        self.sessions = sessions or SessionPool(backend, COMPILE_BOX, COMPILE_SLOTS)
+        self._own_sessions = sessions is None
         directory.mkdir(parents=True, exist_ok=True)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+
+    def close(self) -> None:
+        """Close the sessions this cache opened itself (not a pool it was given)."""
+        if self._own_sessions:
+            self.sessions.close()
 
     def path_for(self, key: str, recipe: Recipe = PROGRAM) -> Path:
         """The binary for `key`, alone in its own directory (the sandbox mounts that directory)."""
@@ -158,17 +180,11 @@ class CompileCache:
             build_dir.mkdir()
             (build_dir / recipe.source_name).write_bytes(source)
             os.chmod(build_dir, 0o777)  # the compiler runs as an unprivileged uid
-            mounts = [Mount(build_dir, "/build", writable=True)]
+            mounts = [Mount(build_dir, BUILD, writable=True)]
             if recipe.include_dir is not None:
                 mounts.append(Mount(recipe.include_dir, INCLUDE))
-            spec = SandboxSpec(
-                mounts=tuple(mounts),
-                workdir="/build",
-                env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
-                network=Network.NONE,
-                limits=COMPILE_LIMITS,
-            )
-            result = self.backend.run(recipe.argv(), spec)
+            with self.sessions.lease() as box:
+                result = box.run(recipe.argv(), COMPILE_LIMITS, mounts=tuple(mounts))
             built = build_dir / recipe.binary_name
             if result.status is not Status.OK or not built.is_file():
                 raise CompileError(_describe_failure(result.status, result.stderr))

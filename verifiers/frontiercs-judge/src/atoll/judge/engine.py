@@ -54,6 +54,9 @@ from atoll.core.sandbox.session_pool import SessionPool
 from atoll.core.sizes import MiB
 from atoll.judge import testlib_message
 from atoll.judge.compiler import (
+    COMPILE_BOX,
+    COMPILE_LIMITS,
+    COMPILE_SLOTS,
     CompileCache,
     Compiled,
     CompileError,
@@ -221,9 +224,10 @@ class Engine:
             raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
         self._programs = SessionPool(self.backend, PROGRAM_BOX, PROGRAM_SLOTS)
         self._tools = SessionPool(self.backend, TOOL_BOX, TOOL_SLOTS)
+        self._compiles = SessionPool(self.backend, COMPILE_BOX, COMPILE_SLOTS)
         self._check_limits()
-        self.compile_cache = CompileCache(state_dir / "binaries", self.backend)
-        self.tool_cache = CompileCache(state_dir / "checkers", self.backend)
+        self.compile_cache = CompileCache(state_dir / "binaries", self.backend, self._compiles)
+        self.tool_cache = CompileCache(state_dir / "checkers", self.backend, self._compiles)
         self._tool_failures: dict[str, str] = {}
         self._tool_guard = threading.Lock()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-case")
@@ -237,30 +241,36 @@ class Engine:
         self._partners.shutdown(wait=False, cancel_futures=True)
         self._programs.close()
         self._tools.close()
+        self._compiles.close()
 
     def _check_limits(self) -> None:
         """Refuse to start where the run limits cannot be set: every case would fail.
 
         Each set of limits is tried in the box its runs use, which also opens
-        the first session of each kind before the first submission arrives.
+        the first session of each kind (and the compiler's) before the first
+        submission arrives.
         """
-        needed: dict[tuple[Limits, bool], str] = {}
+        needed: dict[tuple[Limits, SessionPool], str] = {
+            (COMPILE_LIMITS, self._compiles): "the compiler"
+        }
         for problem in self.problems.values():
             interactive = problem.mode is Mode.INTERACTIVE
             for case in problem.cases:
-                needed.setdefault((run_limits(case.limits, interactive), False), problem.id)
+                needed.setdefault(
+                    (run_limits(case.limits, interactive), self._programs), f"problem {problem.id}"
+                )
                 if problem.tool is not None:
                     tool = interactor_limits(case.limits) if interactive else CHECKER_LIMITS
-                    needed.setdefault((tool, True), problem.id)
-        for (limits, is_tool), pid in needed.items():
+                    needed.setdefault((tool, self._tools), f"problem {problem.id}")
+        for (limits, pool), who in needed.items():
             try:
-                with (self._tools if is_tool else self._programs).lease() as box:
+                with pool.lease() as box:
                     result = box.run(["/bin/echo", "limits-set"], limits)
             except SandboxError as exc:
                 raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
             if result.stdout.strip() != b"limits-set":
                 raise JudgeInfrastructureError(
-                    f"cannot set problem {pid}'s stack and address-space limits in "
+                    f"cannot set {who}'s stack and address-space limits in "
                     f"the sandbox: {result.stderr.decode(errors='replace').strip()}"
                 )
 
