@@ -4,8 +4,9 @@ A run of the bwrap backend starts either a fresh bubblewrap box or, in a
 session, the launcher that enters a prepared one. Everything around that
 start is the same and lives here: the run's cgroup, its stdin (bytes, a
 sealed memfd, or a caller's pipe), the supervisor's clocks and caps, the
-counters read back, and the Status. A `Starter` says only which command
-starts the box, given the run's cgroup and the status descriptor.
+counters read back, and the Status. A `Starter` says only how the box
+starts, given the run's cgroup and the status descriptor: a command to run
+(a fresh box), or a spawn through a session's launcher server.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from atoll.core.sandbox.spec import (
     SandboxResult,
     SandboxSpec,
 )
-from atoll.core.sandbox.supervise import Outcome, supervise
+from atoll.core.sandbox.supervise import Child, Outcome, PopenChild, supervise
 from atoll.core.sizes import KiB
 
 # What allocation failures look like when only RLIMIT_AS guards memory.
@@ -42,14 +43,19 @@ _ALLOC_FAILURE = re.compile(
 )
 
 
+#: (stdin, stdout, stderr descriptors, the status pipe's write end) -> the started run.
+Spawn = Callable[[tuple[int, int, int], int], Child]
+
+
 @dataclass(frozen=True)
 class Start:
-    """The command that starts one run's box, and the descriptors it must inherit."""
+    """How one run's box starts: `argv` run as a child of ours (inheriting `pass_fds`), or `spawn`."""
 
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
     #: What failed, for the SandboxError when the box never reported its program's start.
     failure: str = "bubblewrap could not set up the sandbox"
+    spawn: Spawn | None = None
 
 
 #: (the run's cgroup or None, the status pipe's write end) -> how to start the run.
@@ -103,14 +109,7 @@ def _run_owning_pipes(
         start = starter(group, status_w)
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                start.argv,
-                stdin=stdin_file if stdin_file >= 0 else _stdin_of(stdin, pipes),
-                stdout=subprocess.PIPE if pipes is None else pipes.stdout_fd,
-                stderr=subprocess.PIPE,
-                pass_fds=(status_w, *start.pass_fds),
-                env={"PATH": "/usr/bin:/bin"},
-            )
+            proc = _start(start, stdin_file, stdin, pipes, status_w)
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox: {exc}") from exc
         finally:
@@ -147,6 +146,60 @@ def _run_owning_pipes(
     return _result(outcome, limits, cpu, peak, oom, hit_memory, group is not None)
 
 
+def _start(
+    start: Start, stdin_file: int, stdin: bytes | None, pipes: Pipes | None, status_w: int
+) -> Child:
+    """The run's process, started as `start` says, its stdin the file, bytes, pipe or nothing."""
+    if start.spawn is None:
+        popen = subprocess.Popen(
+            start.argv,
+            stdin=stdin_file if stdin_file >= 0 else _stdin_of(stdin, pipes),
+            stdout=subprocess.PIPE if pipes is None else pipes.stdout_fd,
+            stderr=subprocess.PIPE,
+            pass_fds=(status_w, *start.pass_fds),
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        return PopenChild(popen)
+    ours: list[int] = []  # the ends this process keeps, wrapped as the child's streams
+    theirs: list[int] = []  # the ends the run takes, closed here once it has them
+    try:
+        if stdin_file >= 0:
+            child_in = stdin_file
+        elif pipes is not None:
+            child_in = pipes.stdin_fd
+        elif stdin:
+            child_in, write_end = os.pipe()
+            theirs.append(child_in)
+            ours.append(write_end)
+        else:
+            child_in = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            theirs.append(child_in)
+        if pipes is None:
+            read_out, child_out = os.pipe()
+            ours.append(read_out)
+            theirs.append(child_out)
+        else:
+            child_out = pipes.stdout_fd
+        read_err, child_err = os.pipe()
+        ours.append(read_err)
+        theirs.append(child_err)
+        run = start.spawn((child_in, child_out, child_err), status_w)
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    streams = iter(ours)
+    if stdin_file < 0 and pipes is None and stdin:
+        run.stdin = os.fdopen(next(streams), "wb", buffering=0)
+    if pipes is None:
+        run.stdout = os.fdopen(next(streams), "rb", buffering=0)
+    run.stderr = os.fdopen(next(streams), "rb", buffering=0)
+    return run
+
+
 def child_pid(status_text: bytes) -> int | None:
     """The `child-pid` of the box's JSON status records, None if it never reported one."""
     for line in status_text.splitlines():
@@ -158,7 +211,7 @@ def child_pid(status_text: bytes) -> int | None:
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: Child,
     started: float,
     stdin: bytes | None,
     status_r: int,
@@ -171,8 +224,7 @@ def _supervise(
         # cgroup catches anything else; the box's starter goes last.
         if group is not None:
             group.kill_all()
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
+        proc.kill()
 
     return supervise(
         proc,

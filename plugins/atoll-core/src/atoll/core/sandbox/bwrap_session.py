@@ -31,9 +31,10 @@ import subprocess
 from collections.abc import Sequence
 
 from atoll.core.sandbox.bwrap_argv import box_env, box_options
-from atoll.core.sandbox.bwrap_run import Start, Starter, run_in_box
+from atoll.core.sandbox.bwrap_run import Spawn, Start, Starter, run_in_box
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.launch_server import LaunchServer
 from atoll.core.sandbox.launcher import launcher_path
 from atoll.core.sandbox.rlimits import run_rlimits
 from atoll.core.sandbox.session import SandboxSession
@@ -45,6 +46,7 @@ from atoll.core.sandbox.spec import (
     SandboxSpec,
     mount_target,
 )
+from atoll.core.sandbox.supervise import Child
 from atoll.core.sizes import MiB
 
 # The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
@@ -160,14 +162,31 @@ def _stderr_of(proc: subprocess.Popen[bytes]) -> str:
 
 
 class BwrapSession(SandboxSession):
-    """A `SandboxSession` of the bwrap backend (see the module's docstring)."""
+    """A `SandboxSession` of the bwrap backend (see the module's docstring).
+
+    Its runs are forked by a launcher server (`launch_server`) started with
+    the session, and started again should it ever fail.
+    """
 
     def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
         super().__init__(spec, slots)
         self._launcher = str(launcher_path())
         self._box = BoxTemplate(spec, self.slots)
+        self._server: LaunchServer | None = None
+        try:
+            self._server = self._start_server()
+        except BaseException:
+            self._box.close()
+            raise
+
+    def _start_server(self) -> LaunchServer:
+        fds = self._box.fds
+        box = [word for name in _SHARED for word in (f"--{name}-fd", str(fds[name]))]
+        return LaunchServer(self._launcher, box, tuple(fds[name] for name in _SHARED))
 
     def _release(self) -> None:
+        if self._server is not None:
+            self._server.close()
         self._box.close()
 
     def _run(
@@ -192,29 +211,32 @@ class BwrapSession(SandboxSession):
         env = box_env(spec)
 
         def start(group: RunCgroup | None, status_w: int) -> Start:
-            fds = self._box.fds
-            command = [
-                self._launcher,
-                *("--parent", str(os.getpid()), "--status-fd", str(status_w)),
-                *("--mnt-fd", str(fds["mnt"]), "--net-fd", str(fds["net"])),
-                *("--uts-fd", str(fds["uts"]), "--chdir", spec.workdir),
-                *("--uid", str(spec.uid), "--gid", str(spec.gid)),
-            ]
+            options = ["--chdir", spec.workdir, "--uid", str(spec.uid), "--gid", str(spec.gid)]
             if spec.limits.memory_bytes is not None:
-                command += ["--tmpfs", str(spec.limits.memory_bytes)]
+                options += ["--tmpfs", str(spec.limits.memory_bytes)]
             for path in group.procs_files() if group is not None else []:
-                command += ["--cgroup", str(path)]
+                options += ["--cgroup", str(path)]
             for limit in run_rlimits(spec.limits, group):
-                command += ["--rlimit", str(limit.resource), str(limit.soft), str(limit.hard)]
+                options += ["--rlimit", str(limit.resource), str(limit.soft), str(limit.hard)]
             for mount in mounts:
                 flag = "--bind" if mount.writable else "--ro-bind"
-                command += [flag, os.fspath(mount.source), mount_target(mount.target)]
+                options += [flag, os.fspath(mount.source), mount_target(mount.target)]
             for key, value in env.items():
-                command += ["--setenv", f"{key}={value}"]
+                options += ["--setenv", f"{key}={value}"]
+            options += ["--", *argv]
             return Start(
-                [*command, "--", *argv],
-                tuple(fds.values()),
-                failure="the sandbox launcher could not start the run",
+                [], failure="the sandbox launcher could not start the run", spawn=spawn(options)
             )
+
+        def spawn(options: list[str]) -> Spawn:
+            def started(stdio: tuple[int, int, int], status_w: int) -> Child:
+                if self._server is None or self._server.broken:
+                    if self._server is not None:
+                        self._server.close()
+                    self._server = None
+                    self._server = self._start_server()
+                return self._server.spawn(options, stdio, status_w)
+
+            return started
 
         return start

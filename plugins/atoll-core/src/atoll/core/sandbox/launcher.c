@@ -28,6 +28,16 @@
  *
  * Exit status: the program's exit code, or 128 + N if a signal N ended it
  * (as bubblewrap reports it).
+ *
+ * Server mode (`--serve FD`): started once per session, it reads run requests
+ * from the SOCK_SEQPACKET socket FD and forks one launcher per request rather
+ * than being exec'd for each, which spares every run an exec and the
+ * caller's own fork: a request is the per-run options and the command,
+ * NUL-separated, with the run's stdin, stdout, stderr and status descriptors
+ * attached (SCM_RIGHTS). It answers "pid N" with a pidfd of the run's
+ * launcher attached, then "exit STATUS UTIME_US STIME_US MAXRSS_KB" once it
+ * has reaped it, and exits when the socket closes. It empties its capability
+ * bounding set once, at start; the runs it forks inherit that.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -243,6 +255,14 @@ static void mount_run(const struct options *o) {
     }
 }
 
+static void drop_bounding_set(void) {
+    for (int cap = 0;; cap++) {
+        int held = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+        if (held < 0) break; /* past the last capability */
+        if (held && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) die("drop capability %d", cap);
+    }
+}
+
 static void drop_privileges(const struct options *o) {
     for (int i = 0; i < o->n_rlimits; i++) {
         struct rlimit r = {o->rlimits[i].soft, o->rlimits[i].hard};
@@ -254,8 +274,7 @@ static void drop_privileges(const struct options *o) {
         if (putenv((char *)o->env[i]) != 0) die("set %s", o->env[i]);
     if (setgroups(0, NULL) < 0) die("clear the groups");
     if (setresgid(o->gid, o->gid, o->gid) < 0) die("set the gid");
-    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) die("drop capability %d", cap);
+    drop_bounding_set();
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         die("clear the ambient capabilities");
     if (setresuid(o->uid, o->uid, o->uid) < 0) die("set the uid");
@@ -302,23 +321,20 @@ static void init(const struct options *o, int ready) {
     }
 }
 
-int main(int argc, char **argv) {
-    struct options o;
-    parse(argc, argv, &o);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    if (getppid() != o.parent) _exit(125); /* the caller is gone: start nothing */
-    join_cgroups(&o);
-    enter_box(&o);
+/* The launcher proper: the run's cgroups, the box, pid 1, the status record; ends with the run. */
+static void launch(struct options *o) {
+    join_cgroups(o);
+    enter_box(o);
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
     pid_t first = fork();
     if (first < 0) die("fork pid 1");
     if (first == 0) {
         close(ready[0]);
-        init(&o, ready[1]);
+        init(o, ready[1]);
     }
     close(ready[1]);
-    for (int i = 0; i < o.n_binds; i++) close(o.binds[i].fd); /* pid 1 holds its copies */
+    for (int i = 0; i < o->n_binds; i++) close(o->binds[i].fd); /* pid 1 holds its copies */
     char byte;
     ssize_t got;
     do got = read(ready[0], &byte, 1);
@@ -327,11 +343,147 @@ int main(int argc, char **argv) {
     if (got == 1) {
         char record[64];
         int n = snprintf(record, sizeof record, "{ \"child-pid\": %d }\n", (int)first);
-        if (write(o.status_fd, record, (size_t)n) != n) die("write the status");
+        if (write(o->status_fd, record, (size_t)n) != n) die("write the status");
     }
-    close(o.status_fd);
+    close(o->status_fd);
     while (waitpid(first, &status, 0) < 0)
         if (errno != EINTR) die("wait for pid 1");
     if (got != 1) _exit(125); /* the run failed to start: its message is on stderr */
     _exit(status_of(status));
+}
+
+struct server {
+    int sock;
+    const char *box[8]; /* --mnt-fd N --net-fd N --uts-fd N, as given to the server */
+    int n_box;
+};
+
+static void reply(int sock, const char *text, int fd) {
+    struct iovec iov = {(void *)text, strlen(text)};
+    union {
+        char space[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        msg.msg_control = control.space;
+        msg.msg_controllen = sizeof control.space;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("answer the session");
+}
+
+/* One request: its text (NUL-terminated tokens) and its four descriptors; 0 at end of file. */
+static ssize_t request(int sock, char *buf, size_t size, int fds[4]) {
+    struct iovec iov = {buf, size - 1};
+    union {
+        char space[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.space;
+    msg.msg_controllen = sizeof control.space;
+    ssize_t n;
+    do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int)) ||
+        (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        errno = EPROTO;
+        die("read a run request");
+    }
+    memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
+    buf[n] = 0;
+    return n;
+}
+
+/* In the forked child: the run's stdio, then the launcher with the server's box and the request. */
+static void serve_one(const struct server *srv, pid_t server, char *text, ssize_t size, int fds[4]) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    if (getppid() != server) _exit(125);
+    close(srv->sock);
+    for (int i = 0; i < 3; i++) {
+        if (dup2(fds[i], i) < 0) die("take descriptor %d", i);
+    }
+    for (int i = 0; i < 3; i++) close(fds[i]);
+    char status[16], parent[16];
+    snprintf(status, sizeof status, "%d", fds[3]);
+    snprintf(parent, sizeof parent, "%d", (int)server);
+    char *argv[4 * MAX_ITEMS + 16];
+    int argc = 0;
+    argv[argc++] = NAME;
+    argv[argc++] = "--parent";
+    argv[argc++] = parent;
+    argv[argc++] = "--status-fd";
+    argv[argc++] = status;
+    for (int i = 0; i < srv->n_box; i++) argv[argc++] = (char *)srv->box[i];
+    for (char *token = text; token < text + size; token += strlen(token) + 1) {
+        if (argc == (int)(sizeof argv / sizeof argv[0]) - 1) usage("too many words in a request");
+        argv[argc++] = token;
+    }
+    argv[argc] = NULL;
+    struct options o;
+    parse(argc, argv, &o);
+    launch(&o);
+}
+
+static void serve(int argc, char **argv) {
+    struct server srv = {.sock = -1};
+    pid_t parent = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--serve") == 0) srv.sock = (int)number(argv[i + 1], "--serve");
+        else if (strcmp(argv[i], "--parent") == 0) parent = (pid_t)number(argv[i + 1], "--parent");
+        else if (srv.n_box < 6) {
+            srv.box[srv.n_box++] = argv[i];
+            srv.box[srv.n_box++] = argv[i + 1];
+        } else usage(argv[i]);
+    }
+    if (srv.sock < 0 || parent <= 0) usage("--serve and --parent are required");
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    if (getppid() != parent) _exit(125);
+    drop_bounding_set(); /* once for every run: root here keeps its effective capabilities */
+    pid_t self = getpid();
+    static char text[65536];
+    for (;;) {
+        int fds[4];
+        ssize_t size = request(srv.sock, text, sizeof text, fds);
+        if (size == 0) _exit(0);
+        if (size < 0) die("read a run request");
+        pid_t child = fork();
+        if (child < 0) die("fork a run");
+        if (child == 0) serve_one(&srv, self, text, size, fds);
+        for (int i = 0; i < 4; i++) close(fds[i]);
+        int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+        if (pidfd < 0) die("open a pidfd of the run");
+        char line[64];
+        snprintf(line, sizeof line, "pid %d", (int)child);
+        reply(srv.sock, line, pidfd);
+        close(pidfd);
+        int status;
+        struct rusage usage;
+        while (wait4(child, &status, 0, &usage) < 0)
+            if (errno != EINTR) die("wait for a run");
+        snprintf(line, sizeof line, "exit %d %lld %lld %ld", status,
+                 (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
+                 (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss);
+        reply(srv.sock, line, -1);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--serve") == 0) serve(argc, argv);
+    struct options o;
+    parse(argc, argv, &o);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    if (getppid() != o.parent) _exit(125); /* the caller is gone: start nothing */
+    launch(&o);
 }

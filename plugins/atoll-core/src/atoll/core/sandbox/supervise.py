@@ -3,7 +3,9 @@
 Everything happens in the calling thread with one selector, so many runs can
 proceed in parallel from a thread pool without extra threads per run. The
 process's exit is observed through a pidfd, so a program that closes its
-output and keeps running is still caught by the wall clock.
+output and keeps running is still caught by the wall clock. The process is a
+`Child`: one this process started (`PopenChild`), or one a session's launcher
+server forked for it (`launch_server.ServerRun`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import contextlib
 import os
 import resource
 import selectors
+import signal
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO, Protocol
 
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.capture import Capture
@@ -23,6 +27,39 @@ from atoll.core.sandbox.classify import Why
 from atoll.core.sizes import KiB
 
 _CHUNK = 64 * KiB
+
+
+class Child(Protocol):
+    """A started process as `supervise` watches it: its pidfd and pipes, a kill, a wait."""
+
+    pidfd: int  # readable once the process has exited; `supervise` closes it
+    stdin: IO[bytes] | None  # where stdin bytes are written, if any
+    stdout: IO[bytes] | None  # None: joined to a descriptor of the caller's
+    stderr: IO[bytes] | None
+
+    def kill(self) -> None:
+        """SIGKILL the process (nothing if it is gone)."""
+
+    def wait(self) -> tuple[int, resource.struct_rusage]:
+        """Reap the process: its wait status and resource use."""
+
+
+class PopenChild:
+    """A `subprocess.Popen` child as a `Child`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pidfd = os.pidfd_open(proc.pid)
+        self.stdin, self.stdout, self.stderr = proc.stdin, proc.stdout, proc.stderr
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+
+    def wait(self) -> tuple[int, resource.struct_rusage]:
+        _, wait_status, rusage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(wait_status)
+        return wait_status, rusage
 
 
 @dataclass
@@ -39,7 +76,7 @@ class Outcome:
 
 
 def supervise(
-    proc: subprocess.Popen[bytes],
+    proc: Child,
     *,
     started: float,
     stdin: bytes | None,
@@ -116,7 +153,7 @@ class _Watch:
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: Child,
         kill: Callable[[], None],
         stdin: bytes | None,
         stdout_cap: int,
@@ -125,7 +162,7 @@ class _Watch:
         self.proc = proc
         self.kill = kill
         self.sel = selectors.DefaultSelector()
-        self.pidfd = os.pidfd_open(proc.pid)
+        self.pidfd = proc.pidfd
         self.outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
         self.status = bytearray()
         self.pending_in = memoryview(stdin or b"")
@@ -204,12 +241,13 @@ class _Watch:
             self.kill()
         self.sel.close()
         os.close(self.pidfd)
-        _, wait_status, rusage = os.wait4(self.proc.pid, 0)
-        self.proc.returncode = os.waitstatus_to_exitcode(wait_status)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        try:
+            wait_status, rusage = self.proc.wait()
+        finally:
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
         return wait_status, rusage
 
     def outcome(
