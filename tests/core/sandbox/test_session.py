@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,3 +167,15 @@ def _processes_in_mount_namespace(inode: int) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def test_a_session_outlives_the_thread_that_opened_it(spec: SandboxSpec) -> None:
+    """Its launcher server watches this process, not the thread that started it (the
+    parent-death signal follows the thread: a pool's worker thread that ended took it along)."""
+    opened: list[SandboxSession] = []
+    worker = threading.Thread(target=lambda: opened.append(get_backend("bwrap").session(spec)))
+    worker.start()
+    worker.join()
+    with opened[0] as session:
+        assert session.run(["true"]).ok
+        assert session.run(["true"]).ok

@@ -37,7 +37,10 @@
  * attached (SCM_RIGHTS). It answers "pid N" with a pidfd of the run's
  * launcher attached, then "exit STATUS UTIME_US STIME_US MAXRSS_KB" once it
  * has reaped it, and exits when the socket closes. It empties its capability
- * bounding set once, at start; the runs it forks inherit that.
+ * bounding set once, at start; the runs it forks inherit that. It outlives
+ * the thread that started it, so it watches its parent process through a
+ * pidfd rather than the parent-death signal (which follows the thread): once
+ * that process is gone it kills the run in flight, if any, and exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -436,6 +440,19 @@ static void serve_one(const struct server *srv, pid_t server, char *text, ssize_
     launch(&o);
 }
 
+/* Wait until `fd` is readable; false when the parent process ended first. */
+static int wait_readable(int fd, int parent_fd) {
+    struct pollfd watch[2] = {{fd, POLLIN, 0}, {parent_fd, POLLIN, 0}};
+    for (;;) {
+        if (poll(watch, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("wait for the session");
+        }
+        if (watch[1].revents) return 0;
+        if (watch[0].revents) return 1;
+    }
+}
+
 static void serve(int argc, char **argv) {
     struct server srv = {.sock = -1};
     pid_t parent = 0;
@@ -448,12 +465,13 @@ static void serve(int argc, char **argv) {
         } else usage(argv[i]);
     }
     if (srv.sock < 0 || parent <= 0) usage("--serve and --parent are required");
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    if (getppid() != parent) _exit(125);
+    int parent_fd = (int)syscall(SYS_pidfd_open, parent, 0);
+    if (parent_fd < 0 || getppid() != parent) _exit(125); /* the caller is gone: serve nothing */
     drop_bounding_set(); /* once for every run: root here keeps its effective capabilities */
     pid_t self = getpid();
     static char text[65536];
     for (;;) {
+        if (!wait_readable(srv.sock, parent_fd)) _exit(0);
         int fds[4];
         ssize_t size = request(srv.sock, text, sizeof text, fds);
         if (size == 0) _exit(0);
@@ -467,11 +485,14 @@ static void serve(int argc, char **argv) {
         char line[64];
         snprintf(line, sizeof line, "pid %d", (int)child);
         reply(srv.sock, line, pidfd);
+        int orphaned = !wait_readable(pidfd, parent_fd);
+        if (orphaned) kill(child, SIGKILL); /* its pid 1, and the run, die with it */
         close(pidfd);
         int status;
         struct rusage usage;
         while (wait4(child, &status, 0, &usage) < 0)
             if (errno != EINTR) die("wait for a run");
+        if (orphaned) _exit(0);
         snprintf(line, sizeof line, "exit %d %lld %lld %ld", status,
                  (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
                  (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss);
