@@ -25,8 +25,15 @@ from functools import cache
 from pathlib import Path
 
 from atoll.core.durable import fsync_dir, fsync_file
-from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSpec, Status
-from atoll.core.sandbox.session_pool import SessionPool
+from atoll.core.sandbox import (
+    Limits,
+    Mount,
+    Network,
+    SandboxBackend,
+    SandboxSpec,
+    SessionPool,
+    Status,
+)
 from atoll.core.sizes import KiB, MiB
 
 COMPILER = "g++"

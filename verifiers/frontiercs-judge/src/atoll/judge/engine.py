@@ -47,10 +47,10 @@ from atoll.core.sandbox import (
     SandboxError,
     SandboxResult,
     SandboxSpec,
+    SessionPool,
     Status,
     get_backend,
 )
-from atoll.core.sandbox.session_pool import SessionPool
 from atoll.core.sizes import MiB
 from atoll.judge import testlib_message
 from atoll.judge.compiler import (
