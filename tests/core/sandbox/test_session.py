@@ -151,8 +151,8 @@ def test_a_session_holds_no_process_and_closes(spec: SandboxSpec) -> None:
     assert _processes_in_mount_namespace(held) == []
     assert session.run(["true"]).ok
     assert _processes_in_mount_namespace(held) == []
+    session.close()  # and with it the next run's cgroup it kept ready
     assert backend.leftovers() == []
-    session.close()
     with pytest.raises(SandboxError, match="closed"):
         session.run(["true"])
 
@@ -179,3 +179,19 @@ def test_a_session_outlives_the_thread_that_opened_it(spec: SandboxSpec) -> None
     with opened[0] as session:
         assert session.run(["true"]).ok
         assert session.run(["true"]).ok
+
+
+def test_each_run_gets_its_own_memory_limit_up_or_down(session: SandboxSession) -> None:
+    """The next run's cgroup is made ahead with this run's limits; a run with others gets its own."""
+    touch = ["python3", "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"]
+    statuses = []
+    for memory in (128 * MiB, 512 * MiB, 128 * MiB, None, 128 * MiB):
+        limits = dataclasses.replace(LIMITS, memory_bytes=memory)
+        statuses.append(session.run(touch, limits).status)
+    assert statuses == [
+        Status.MEMORY_LIMIT,
+        Status.OK,
+        Status.MEMORY_LIMIT,
+        Status.OK,
+        Status.MEMORY_LIMIT,
+    ], statuses

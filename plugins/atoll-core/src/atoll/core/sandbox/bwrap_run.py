@@ -62,16 +62,24 @@ class Start:
 Starter = Callable[[RunCgroup | None, int], Start]
 
 
+#: The run's cgroup for its limits (None where cgroups cannot be used); removed after the run.
+GroupMaker = Callable[[Limits], RunCgroup | None]
+
+
 def run_in_box(
     spec: SandboxSpec,
     stdin: bytes | None,
     cancel: CancelToken | None,
     pipes: Pipes | None,
     starter: Starter,
+    group_for: GroupMaker | None = None,
 ) -> SandboxResult:
-    """Run what `starter` starts under `spec`'s limits; closes `pipes` whatever happens."""
+    """Run what `starter` starts under `spec`'s limits; closes `pipes` whatever happens.
+
+    The run's cgroup is `group_for(limits)` (default: a new one, `run_cgroup`).
+    """
     try:
-        return _run_owning_pipes(spec, stdin, cancel, pipes, starter)
+        return _run_owning_pipes(spec, stdin, cancel, pipes, starter, group_for or run_cgroup)
     finally:
         if pipes is not None:  # ours since the call; closed at once after the start
             pipes.close()
@@ -96,10 +104,11 @@ def _run_owning_pipes(
     cancel: CancelToken | None,
     pipes: Pipes | None,
     starter: Starter,
+    group_for: GroupMaker,
 ) -> SandboxResult:
     refuse_unrunnable(spec, stdin, pipes)
     limits = spec.limits
-    group = _run_cgroup(limits)
+    group = group_for(limits)
     status_r, status_w = os.pipe()
     stdin_file = -1
     try:
@@ -241,18 +250,22 @@ def _supervise(
     )
 
 
-def _run_cgroup(limits: Limits) -> RunCgroup | None:
-    """The run's own cgroup (None where cgroups cannot be used), sized for the box's processes too."""
+def cgroup_limits(limits: Limits) -> tuple[int | None, int | None, float | None, bool]:
+    """(memory, processes, CPUs, whether CPU time is counted) of a run's cgroup for `limits`.
+
+    The processes are sized for the box's own too; the box's pid 1 reaps the
+    program and is never reaped by the starter, so rusage misses the program:
+    CPU time needs cpuacct.
+    """
     processes = None if limits.processes is None else limits.processes + SANDBOX_OWN_PROCESSES
+    return limits.memory_bytes, processes, limits.cpus, limits.cpu_seconds is not None
+
+
+def run_cgroup(limits: Limits) -> RunCgroup | None:
+    """A new cgroup for a run with `limits` (None where cgroups cannot be used)."""
+    memory, processes, cpus, account_cpu = cgroup_limits(limits)
     try:
-        # The box's own pid 1 reaps the program and is never reaped by the
-        # starter, so rusage misses the program: CPU time needs cpuacct.
-        return RunCgroup.create(
-            limits.memory_bytes,
-            processes,
-            limits.cpus,
-            account_cpu=limits.cpu_seconds is not None,
-        )
+        return RunCgroup.create(memory, processes, cpus, account_cpu=account_cpu)
     except OSError as exc:
         raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
 

@@ -3,8 +3,9 @@
 The box is bubblewrap's own (the same root, system binds, /proc, /dev, the
 spec's mounts, a network namespace of loopback only), built by bubblewrap
 once and then held by descriptors of its mount, network and UTS namespaces:
-no process stays in it. A run is started by the launcher (`launcher.c`): it
-joins the run's cgroup, enters the box's network and hostname and a copy of
+no process stays in it. A run is started by the launcher (`launcher.c`),
+forked for it by the session's launcher server (`launch_server`): it joins
+the run's cgroup (made, and joined, while the run before still ran), enters the box's network and hostname and a copy of
 its mounts, with fresh IPC, pid and cgroup namespaces, a fresh /tmp and
 /proc, the run's own mounts on the slots, then starts the program with the
 run's rlimits as the spec's uid, without capabilities. The per-run cgroup,
@@ -15,7 +16,7 @@ What a run leaves is gone before the next starts: its processes die with
 its pid namespace's pid 1 (and its cgroup is emptied and removed), its /tmp,
 /proc and mounts with its mount namespace, its IPC objects with its IPC
 namespace. The box's own mounts are read-only to a run (and its root is
-read-only to the launcher too), so nothing written reaches the next run but
+left as it is by the launcher), so nothing written reaches the next run but
 through the spec's writable mounts. Runs of a session share the network
 namespace, which is why they never overlap: sockets die with their processes.
 """
@@ -31,7 +32,14 @@ import subprocess
 from collections.abc import Sequence
 
 from atoll.core.sandbox.bwrap_argv import box_env, box_options
-from atoll.core.sandbox.bwrap_run import Spawn, Start, Starter, run_in_box
+from atoll.core.sandbox.bwrap_run import (
+    Spawn,
+    Start,
+    Starter,
+    cgroup_limits,
+    run_cgroup,
+    run_in_box,
+)
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.cgroups import RunCgroup
 from atoll.core.sandbox.launch_server import LaunchServer
@@ -39,6 +47,7 @@ from atoll.core.sandbox.launcher import launcher_path
 from atoll.core.sandbox.rlimits import run_rlimits
 from atoll.core.sandbox.session import SandboxSession
 from atoll.core.sandbox.spec import (
+    Limits,
     Mount,
     Pipes,
     SandboxError,
@@ -165,7 +174,10 @@ class BwrapSession(SandboxSession):
     """A `SandboxSession` of the bwrap backend (see the module's docstring).
 
     Its runs are forked by a launcher server (`launch_server`) started with
-    the session, and started again should it ever fail.
+    the session, and started again should it ever fail. While a run runs,
+    the next run's cgroup is made and the server's launcher for it joins it
+    (`LaunchServer.prepare`): a run with the same kind of limits starts in it
+    with its own limits set, without waiting to join a cgroup.
     """
 
     def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
@@ -173,6 +185,8 @@ class BwrapSession(SandboxSession):
         self._launcher = str(launcher_path())
         self._box = BoxTemplate(spec, self.slots)
         self._server: LaunchServer | None = None
+        self._prepared: RunCgroup | None = None  # the next run's cgroup, joined ahead
+        self._claimed: RunCgroup | None = None  # the run in flight's, if it was prepared
         try:
             self._server = self._start_server()
         except BaseException:
@@ -184,10 +198,61 @@ class BwrapSession(SandboxSession):
         box = [word for name in _SHARED for word in (f"--{name}-fd", str(fds[name]))]
         return LaunchServer(self._launcher, box, tuple(fds[name] for name in _SHARED))
 
+    def _server_now(self) -> LaunchServer:
+        """The server, started again if it failed (with the cgroup it had prepared gone)."""
+        if self._server is None or self._server.broken:
+            if self._server is not None:
+                self._server.close()
+            self._server = None
+            self._drop_prepared()
+            self._server = self._start_server()
+        return self._server
+
     def _release(self) -> None:
         if self._server is not None:
-            self._server.close()
+            self._server.close()  # its prepared launcher ends with it
+        self._drop_prepared()
         self._box.close()
+
+    def _drop_prepared(self) -> None:
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            try:
+                prepared.remove()
+            except OSError as exc:
+                raise SandboxError(str(exc)) from exc
+
+    def _group_for(self, limits: Limits) -> RunCgroup | None:
+        """The prepared cgroup if these limits need the same hierarchies (its limits set), else a new one."""
+        memory, processes, cpus, account_cpu = cgroup_limits(limits)
+        prepared, self._claimed = self._prepared, None
+        if prepared is not None and prepared.fits(processes, cpus, account_cpu):
+            self._prepared = None
+            try:
+                prepared.apply_limits(memory, processes, cpus)
+            except OSError as exc:
+                self._prepared = prepared  # removed with the session
+                raise SandboxError(f"cannot set the run's cgroup limits: {exc}") from exc
+            self._claimed = prepared
+            return prepared
+        self._drop_prepared()
+        return run_cgroup(limits)
+
+    def _prepare_next(self, limits: Limits) -> None:
+        """A cgroup for a next run like this one, joined by the server's launcher for it now.
+
+        Only an optimisation: where it fails, the next run makes its cgroup itself.
+        """
+        try:
+            group = run_cgroup(limits)
+            if group is None:
+                return
+            self._prepared = group
+            if self._server is not None and not self._server.broken:
+                self._server.prepare([str(path) for path in group.procs_files()])
+        except SandboxError:
+            with contextlib.suppress(SandboxError):
+                self._drop_prepared()
 
     def _run(
         self,
@@ -198,7 +263,8 @@ class BwrapSession(SandboxSession):
         pipes: Pipes | None,
         cancel: CancelToken | None,
     ) -> SandboxResult:
-        return run_in_box(spec, stdin, cancel, pipes, self._starter(argv, spec, mounts))
+        starter = self._starter(argv, spec, mounts)
+        return run_in_box(spec, stdin, cancel, pipes, starter, self._group_for)
 
     def _starter(
         self, argv: Sequence[str], spec: SandboxSpec, mounts: tuple[Mount, ...]
@@ -224,19 +290,16 @@ class BwrapSession(SandboxSession):
             for key, value in env.items():
                 options += ["--setenv", f"{key}={value}"]
             options += ["--", *argv]
-            return Start(
-                [], failure="the sandbox launcher could not start the run", spawn=spawn(options)
-            )
-
-        def spawn(options: list[str]) -> Spawn:
-            def started(stdio: tuple[int, int, int], status_w: int) -> Child:
-                if self._server is None or self._server.broken:
-                    if self._server is not None:
-                        self._server.close()
-                    self._server = None
-                    self._server = self._start_server()
-                return self._server.spawn(options, stdio, status_w)
-
-            return started
+            prepared = group is not None and group is self._claimed
+            spawn = self._spawner(options, prepared, spec.limits)
+            return Start([], failure="the sandbox launcher could not start the run", spawn=spawn)
 
         return start
+
+    def _spawner(self, options: list[str], prepared: bool, limits: Limits) -> Spawn:
+        def started(stdio: tuple[int, int, int], status_w: int) -> Child:
+            run = self._server_now().spawn(options, stdio, status_w, prepared)
+            self._prepare_next(limits)  # while this run runs
+            return run
+
+        return started

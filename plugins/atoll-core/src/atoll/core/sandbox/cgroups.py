@@ -218,6 +218,39 @@ class RunCgroup:
     def limits_processes(self) -> bool:
         return self.pids is not None
 
+    def fits(self, processes: int | None, cpus: float | None, account_cpu: bool) -> bool:
+        """Whether these limits need exactly the hierarchies this group joined (see `create`)."""
+        lay = self._layout
+        wanted = (
+            lay.pids if processes is not None else None,
+            lay.quota if cpus is not None else None,
+            lay.cpu if account_cpu else None,
+        )
+        have = (self.pids, self.quota, self.cpu)
+        return all((w is None) == (h is None) for w, h in zip(wanted, have, strict=True))
+
+    def apply_limits(
+        self, memory_bytes: int | None, processes: int | None, cpus: float | None
+    ) -> None:
+        """Set this group's limits again: a group made ahead of its run gets the run's here.
+
+        Unlike a new group's, the memory limit may go down as well as up, or
+        away (None); on cgroup v1 the memory+swap limit may never be below the
+        memory limit, so it is lifted first and set last.
+        """
+        if self.memory is not None and self._layout.version == 1:
+            memsw = self.memory / "memory.memsw.limit_in_bytes"
+            if memsw.exists():
+                _write(memsw, -1)
+            _write(
+                self.memory / "memory.limit_in_bytes", -1 if memory_bytes is None else memory_bytes
+            )
+            if memsw.exists() and memory_bytes is not None:
+                _write(memsw, memory_bytes)
+        elif self.memory is not None:
+            _write(self.memory / "memory.max", "max" if memory_bytes is None else memory_bytes)
+        self._limit(None, processes, cpus)
+
     def _limit(self, memory_bytes: int | None, processes: int | None, cpus: float | None) -> None:
         v1 = self._layout.version == 1
         if memory_bytes is not None and self.memory is not None:

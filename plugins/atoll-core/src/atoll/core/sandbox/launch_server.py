@@ -8,7 +8,9 @@ run is then a fork of a small static process. What a run is, is unchanged:
 the same options, the same launcher code in the forked child, the same
 cgroups, namespaces, limits and status record.
 
-A run's handle (`ServerRun`) is what `supervise` watches: a pidfd of the
+While a run runs, the server may fork the next run's launcher into that
+run's cgroups ahead (`prepare`), so that joining them is off the next run's
+path. A run's handle (`ServerRun`) is what `supervise` watches: a pidfd of the
 run's launcher (sent by the server), its stdout and stderr pipes, and a
 `wait` that reads the server's report once it has reaped the run.
 """
@@ -52,9 +54,16 @@ class LaunchServer:
         self._lock = threading.Lock()
         self.broken = False  # the protocol failed: the session starts another server
 
-    def spawn(self, options: list[str], stdio: tuple[int, int, int], status_w: int) -> ServerRun:
-        """Start a run of `options` (the launcher's per-run options, `--`, the command)."""
-        payload = b"\0".join(option.encode() for option in options)
+    def spawn(
+        self, options: list[str], stdio: tuple[int, int, int], status_w: int, prepared: bool
+    ) -> ServerRun:
+        """Start a run of `options` (the launcher's per-run options, `--`, the command).
+
+        `prepared`: its cgroups are those of the last `prepare`, whose launcher
+        has joined them already (or joins them now, should it have died).
+        """
+        kind = "prepared" if prepared else "run"
+        payload = b"\0".join(word.encode() for word in (kind, *options))
         with self._lock:
             try:
                 socket.send_fds(self._sock, [payload], [*stdio, status_w])
@@ -71,6 +80,21 @@ class LaunchServer:
             self.broken = True
             raise SandboxError(f"the session's launcher did not start the run; {self._gone()}")
         return ServerRun(self, int(words[1]), fds[0])
+
+    def prepare(self, procs_files: list[str]) -> None:
+        """Have the next run's launcher forked now and join these cgroups, while this run runs.
+
+        On cgroup v1 joining a cgroup from outside waits for an RCU grace
+        period, which is milliseconds when the CPUs are busy (as with the
+        run in flight); prepared ahead, the next run no longer waits for it.
+        """
+        payload = b"\0".join(word.encode() for word in ("prepare", *procs_files))
+        with self._lock:
+            try:
+                self._sock.sendmsg([payload])
+            except OSError as exc:
+                self.broken = True
+                raise SandboxError(f"the session's launcher is gone: {exc}") from exc
 
     def report(self) -> tuple[int, resource.struct_rusage]:
         """The wait status and resource use of the run just reaped (blocks until it is)."""

@@ -29,14 +29,19 @@
  * Exit status: the program's exit code, or 128 + N if a signal N ended it
  * (as bubblewrap reports it).
  *
- * Server mode (`--serve FD`): started once per session, it reads run requests
- * from the SOCK_SEQPACKET socket FD and forks one launcher per request rather
+ * Server mode (`--serve FD`): started once per session, it reads requests
+ * from the SOCK_SEQPACKET socket FD and forks one launcher per run rather
  * than being exec'd for each, which spares every run an exec and the
- * caller's own fork: a request is the per-run options and the command,
- * NUL-separated, with the run's stdin, stdout, stderr and status descriptors
- * attached (SCM_RIGHTS). It answers "pid N" with a pidfd of the run's
- * launcher attached, then "exit STATUS UTIME_US STIME_US MAXRSS_KB" once it
- * has reaped it, and exits when the socket closes. It empties its capability
+ * caller's own fork. A request is NUL-separated words: "run", the per-run
+ * options and the command, with the run's stdin, stdout, stderr and status
+ * descriptors attached (SCM_RIGHTS). It answers "pid N" with a pidfd of the
+ * run's launcher attached, then "exit STATUS UTIME_US STIME_US MAXRSS_KB"
+ * once it has reaped it, and exits when the socket closes. "prepare" and the
+ * cgroup.procs files of the next run's cgroups (no descriptors, no answer)
+ * forks that run's launcher ahead, while the current run runs: it joins
+ * those cgroups at once (on cgroup v1 that waits for an RCU grace period,
+ * which a run started later no longer waits for) and waits; "prepared"
+ * with the same words as "run" hands it its request (it does not join again). It empties its capability
  * bounding set once, at start; the runs it forks inherit that. It outlives
  * the thread that started it, so it watches its parent process through a
  * pidfd rather than the parent-death signal (which follows the thread): once
@@ -360,6 +365,14 @@ struct server {
     int sock;
     const char *box[8]; /* --mnt-fd N --net-fd N --uts-fd N, as given to the server */
     int n_box;
+    pid_t self;
+};
+
+/* A run (or a prepared run waiting for its request): its process and a pidfd of it. */
+struct child {
+    pid_t pid;
+    int pidfd;
+    int sock; /* a prepared run's end of its socket pair; -1 for a run */
 };
 
 static void reply(int sock, const char *text, int fd) {
@@ -383,8 +396,8 @@ static void reply(int sock, const char *text, int fd) {
     if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("answer the session");
 }
 
-/* One request: its text (NUL-terminated tokens) and its four descriptors; 0 at end of file. */
-static ssize_t request(int sock, char *buf, size_t size, int fds[4]) {
+/* One message: its text (NUL-terminated words) and its descriptors (4, or none); 0 at EOF. */
+static ssize_t request(int sock, char *buf, size_t size, int fds[4], int *n_fds) {
     struct iovec iov = {buf, size - 1};
     union {
         char space[CMSG_SPACE(4 * sizeof(int))];
@@ -400,28 +413,52 @@ static ssize_t request(int sock, char *buf, size_t size, int fds[4]) {
     while (n < 0 && errno == EINTR);
     if (n <= 0) return n;
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int)) ||
-        (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-        errno = EPROTO;
-        die("read a run request");
+    *n_fds = 0;
+    if (c) {
+        if (c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int))) {
+            errno = EPROTO;
+            die("read a request");
+        }
+        memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
+        *n_fds = 4;
     }
-    memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
+    if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        errno = EPROTO;
+        die("read a request");
+    }
     buf[n] = 0;
     return n;
 }
 
-/* In the forked child: the run's stdio, then the launcher with the server's box and the request. */
-static void serve_one(const struct server *srv, pid_t server, char *text, ssize_t size, int fds[4]) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    if (getppid() != server) _exit(125);
-    close(srv->sock);
-    for (int i = 0; i < 3; i++) {
+static void send_request(int sock, const char *text, size_t size, const int fds[4]) {
+    struct iovec iov = {(void *)text, size};
+    union {
+        char space[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.space;
+    msg.msg_controllen = sizeof control.space;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(4 * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("hand a request over");
+}
+
+/* In a forked child: the run's stdio, then the launcher with the server's box and `words`
+   (whose cgroups a prepared run has joined already). */
+static void run_request(const struct server *srv, char *words, ssize_t size, int fds[4],
+                        int joined) {
+    for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0) die("take descriptor %d", i);
-    }
     for (int i = 0; i < 3; i++) close(fds[i]);
     char status[16], parent[16];
     snprintf(status, sizeof status, "%d", fds[3]);
-    snprintf(parent, sizeof parent, "%d", (int)server);
+    snprintf(parent, sizeof parent, "%d", (int)srv->self);
     char *argv[4 * MAX_ITEMS + 16];
     int argc = 0;
     argv[argc++] = NAME;
@@ -430,27 +467,117 @@ static void serve_one(const struct server *srv, pid_t server, char *text, ssize_
     argv[argc++] = "--status-fd";
     argv[argc++] = status;
     for (int i = 0; i < srv->n_box; i++) argv[argc++] = (char *)srv->box[i];
-    for (char *token = text; token < text + size; token += strlen(token) + 1) {
+    for (char *word = words; word < words + size; word += strlen(word) + 1) {
         if (argc == (int)(sizeof argv / sizeof argv[0]) - 1) usage("too many words in a request");
-        argv[argc++] = token;
+        argv[argc++] = word;
     }
     argv[argc] = NULL;
     struct options o;
     parse(argc, argv, &o);
+    if (joined) o.n_cgroups = 0;
     launch(&o);
 }
 
-/* Wait until `fd` is readable; false when the parent process ended first. */
-static int wait_readable(int fd, int parent_fd) {
-    struct pollfd watch[2] = {{fd, POLLIN, 0}, {parent_fd, POLLIN, 0}};
-    for (;;) {
-        if (poll(watch, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            die("wait for the session");
-        }
-        if (watch[1].revents) return 0;
-        if (watch[0].revents) return 1;
+static void forked(const struct server *srv) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    if (getppid() != srv->self) _exit(125);
+    close(srv->sock);
+}
+
+static struct child start_child(pid_t pid, int sock) {
+    struct child c = {pid, (int)syscall(SYS_pidfd_open, pid, 0), sock};
+    if (c.pidfd < 0) die("open a pidfd of a run");
+    return c;
+}
+
+/* A run now: fork, and the child joins the cgroups its words name. */
+static struct child run_now(const struct server *srv, char *words, ssize_t size, int fds[4]) {
+    pid_t pid = fork();
+    if (pid < 0) die("fork a run");
+    if (pid == 0) {
+        forked(srv);
+        run_request(srv, words, size, fds, 0);
     }
+    return start_child(pid, -1);
+}
+
+/* A run prepared ahead: it joins the cgroups `procs` names now (which costs an RCU grace
+   period on cgroup v1), then waits for its request, whose cgroups it does not join again. */
+static struct child prepare(const struct server *srv, char *procs, ssize_t size) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) die("socketpair");
+    pid_t pid = fork();
+    if (pid < 0) die("fork a prepared run");
+    if (pid == 0) {
+        forked(srv);
+        close(pair[0]);
+        char pidtext[32];
+        snprintf(pidtext, sizeof pidtext, "%d\n", (int)getpid());
+        for (char *path = procs; path < procs + size; path += strlen(path) + 1) write_file(path, pidtext);
+        static char words[65536];
+        int fds[4], n_fds;
+        ssize_t got = request(pair[1], words, sizeof words, fds, &n_fds);
+        if (got <= 0 || n_fds != 4) _exit(0); /* never used */
+        close(pair[1]);
+        run_request(srv, words, got, fds, 1);
+    }
+    close(pair[1]);
+    return start_child(pid, pair[0]);
+}
+
+static void end_child(struct child *c, int kill_it) {
+    if (c->pid <= 0) return;
+    if (kill_it) kill(c->pid, SIGKILL);
+    close(c->pidfd);
+    if (c->sock >= 0) close(c->sock);
+    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {}
+    c->pid = 0;
+}
+
+static void report(int sock, struct child *run) {
+    int status;
+    struct rusage usage;
+    while (wait4(run->pid, &status, 0, &usage) < 0)
+        if (errno != EINTR) die("wait for a run");
+    close(run->pidfd);
+    if (run->sock >= 0) close(run->sock);
+    run->pid = 0;
+    char line[96];
+    snprintf(line, sizeof line, "exit %d %lld %lld %ld", status,
+             (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
+             (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss);
+    reply(sock, line, -1);
+}
+
+/* One message of the session: "run", "prepared" (with four descriptors) or "prepare". */
+static void handle(struct server *srv, struct child *run, struct child *waiting, char *text,
+                   ssize_t size, int fds[4], int n_fds) {
+    size_t head = strlen(text) + 1;
+    char *words = text + head;
+    ssize_t rest = size - (ssize_t)head;
+    if (strcmp(text, "prepare") == 0 && n_fds == 0) {
+        end_child(waiting, 1);
+        *waiting = prepare(srv, words, rest);
+        return;
+    }
+    if (n_fds != 4 || run->pid > 0) {
+        errno = EPROTO;
+        die("take a request");
+    }
+    if (strcmp(text, "prepared") == 0 && waiting->pid > 0) {
+        send_request(waiting->sock, words, (size_t)rest, fds);
+        *run = *waiting;
+        waiting->pid = 0;
+    } else if (strcmp(text, "run") == 0 || strcmp(text, "prepared") == 0) {
+        *run = run_now(srv, words, rest, fds); /* (a prepared run that died: joins now) */
+    } else {
+        errno = EPROTO;
+        die("take a request");
+    }
+    for (int i = 0; i < 4; i++) close(fds[i]);
+    char line[32];
+    snprintf(line, sizeof line, "pid %d", (int)run->pid);
+    reply(srv->sock, line, run->pidfd);
 }
 
 static void serve(int argc, char **argv) {
@@ -468,35 +595,33 @@ static void serve(int argc, char **argv) {
     int parent_fd = (int)syscall(SYS_pidfd_open, parent, 0);
     if (parent_fd < 0 || getppid() != parent) _exit(125); /* the caller is gone: serve nothing */
     drop_bounding_set(); /* once for every run: root here keeps its effective capabilities */
-    pid_t self = getpid();
+    srv.self = getpid();
+    struct child run = {0, -1, -1}, waiting = {0, -1, -1};
     static char text[65536];
     for (;;) {
-        if (!wait_readable(srv.sock, parent_fd)) _exit(0);
-        int fds[4];
-        ssize_t size = request(srv.sock, text, sizeof text, fds);
-        if (size == 0) _exit(0);
-        if (size < 0) die("read a run request");
-        pid_t child = fork();
-        if (child < 0) die("fork a run");
-        if (child == 0) serve_one(&srv, self, text, size, fds);
-        for (int i = 0; i < 4; i++) close(fds[i]);
-        int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
-        if (pidfd < 0) die("open a pidfd of the run");
-        char line[64];
-        snprintf(line, sizeof line, "pid %d", (int)child);
-        reply(srv.sock, line, pidfd);
-        int orphaned = !wait_readable(pidfd, parent_fd);
-        if (orphaned) kill(child, SIGKILL); /* its pid 1, and the run, die with it */
-        close(pidfd);
-        int status;
-        struct rusage usage;
-        while (wait4(child, &status, 0, &usage) < 0)
-            if (errno != EINTR) die("wait for a run");
-        if (orphaned) _exit(0);
-        snprintf(line, sizeof line, "exit %d %lld %lld %ld", status,
-                 (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
-                 (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss);
-        reply(srv.sock, line, -1);
+        struct pollfd watch[4] = {{parent_fd, POLLIN, 0}, {srv.sock, POLLIN, 0},
+                                  {run.pid > 0 ? run.pidfd : -1, POLLIN, 0},
+                                  {waiting.pid > 0 ? waiting.pidfd : -1, POLLIN, 0}};
+        if (poll(watch, 4, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("wait for the session");
+        }
+        if (watch[0].revents) { /* the session's process is gone: so is all it started */
+            end_child(&run, 1);
+            end_child(&waiting, 1);
+            _exit(0);
+        }
+        if (watch[3].revents) end_child(&waiting, 0); /* a prepared run killed before use */
+        if (watch[2].revents) report(srv.sock, &run);
+        if (!watch[1].revents) continue;
+        int fds[4], n_fds;
+        ssize_t size = request(srv.sock, text, sizeof text, fds, &n_fds);
+        if (size <= 0) { /* the session closed */
+            end_child(&run, 1);
+            end_child(&waiting, 1);
+            _exit(size == 0 ? 0 : 125);
+        }
+        handle(&srv, &run, &waiting, text, size, fds, n_fds);
     }
 }
 
