@@ -151,7 +151,8 @@ def test_a_session_holds_no_process_and_closes(spec: SandboxSpec) -> None:
     assert _processes_in_mount_namespace(held) == []
     assert session.run(["true"]).ok
     assert _processes_in_mount_namespace(held) == []
-    session.close()  # and with it the next run's cgroup it kept ready
+    assert backend.leftovers() == []  # the next run's cgroup, kept ready, is no leftover
+    session.close()  # and goes with the session
     assert backend.leftovers() == []
     with pytest.raises(SandboxError, match="closed"):
         session.run(["true"])

@@ -139,5 +139,8 @@ class BwrapBackend(SandboxBackend):
         return BwrapSession(spec, tuple(slots))
 
     def leftovers(self) -> list[str]:
-        """This process's per-run cgroups that still exist."""
-        return [str(group) for group in created_groups()]
+        """This process's per-run cgroups that still exist (but those open sessions keep ready)."""
+        from atoll.core.sandbox.bwrap_session import spare_groups
+
+        spares = spare_groups()
+        return [str(group) for group in created_groups() if str(group) not in spares]

@@ -29,6 +29,7 @@ import json
 import os
 import select
 import subprocess
+import threading
 from collections.abc import Sequence
 
 from atoll.core.sandbox.bwrap_argv import box_env, box_options
@@ -57,6 +58,26 @@ from atoll.core.sandbox.spec import (
 )
 from atoll.core.sandbox.supervise import Child
 from atoll.core.sizes import MiB
+
+# The cgroup directories open sessions keep ready for their next run: not what a finished
+# run left behind (`BwrapBackend.leftovers`), though the reaper takes them like any other.
+_spares: set[str] = set()
+_spares_lock = threading.Lock()
+
+
+def spare_groups() -> set[str]:
+    """The cgroup directories open sessions of this process keep for their next runs."""
+    with _spares_lock:
+        return set(_spares)
+
+
+def _hold_spare(group: RunCgroup | None, held: bool) -> None:
+    if group is None:
+        return
+    with _spares_lock:
+        for path in group.procs_files():
+            (_spares.add if held else _spares.discard)(str(path.parent))
+
 
 # The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
 _SHARED = ("mnt", "net", "uts")
@@ -216,6 +237,7 @@ class BwrapSession(SandboxSession):
 
     def _drop_prepared(self) -> None:
         prepared, self._prepared = self._prepared, None
+        _hold_spare(prepared, False)
         if prepared is not None:
             try:
                 prepared.remove()
@@ -228,10 +250,12 @@ class BwrapSession(SandboxSession):
         prepared, self._claimed = self._prepared, None
         if prepared is not None and prepared.fits(processes, cpus, account_cpu):
             self._prepared = None
+            _hold_spare(prepared, False)
             try:
                 prepared.apply_limits(memory, processes, cpus)
             except OSError as exc:
                 self._prepared = prepared  # removed with the session
+                _hold_spare(prepared, True)
                 raise SandboxError(f"cannot set the run's cgroup limits: {exc}") from exc
             self._claimed = prepared
             return prepared
@@ -248,6 +272,7 @@ class BwrapSession(SandboxSession):
             if group is None:
                 return
             self._prepared = group
+            _hold_spare(group, True)
             if self._server is not None and not self._server.broken:
                 self._server.prepare([str(path) for path in group.procs_files()])
         except SandboxError:
