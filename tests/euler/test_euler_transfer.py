@@ -181,6 +181,7 @@ def test_counts_and_fisher_per_task_and_overall(tmp_path: Path) -> None:
                 "atoll.euler.evaluate",
                 "atoll.euler.gate",
                 "atoll.pi.audit",
+                "atoll.pi.audit_shell",
             )
         ],
         ("expected_rows", 24, "expected_rows"),

@@ -1,5 +1,6 @@
 """The tool-protocol corpus, without a Tinker server: determinism, manifest, no Euler content,
-and tool results that are what real tools return."""
+tool results that are what real tools return, and conversations the evaluation's gate and
+path audit pass."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ci
 from support.tinker_local import run_atoll
 
 from atoll.euler import Catalog, Problem, sample_catalog, write_store
+from atoll.euler.gate import GateInput, Operation, score
+from atoll.euler.gate import ToolCall as GateToolCall
+from atoll.pi import audit_tool_calls
 from atoll.pi_train.bootstrap import build, corpus
 from atoll.pi_train.bootstrap.guard import Guard, default_guard
 from atoll.pi_train.pi_tools import ran
+
+WORKDIR = "/workspace"  # where the evaluation's container mounts the workspace
 
 
 def _corpus(out: Path, seed: int = 0, count: int = 40, stores: tuple[Path, ...] = ()) -> bytes:
@@ -140,6 +147,53 @@ def test_a_store_whose_statement_is_our_own_task_text_makes_the_build_refuse(
     assert not (out / build.MANIFEST).exists()
 
 
+def _gate_input(record: dict[str, Any]) -> GateInput:
+    """The conversation as the Pi evaluation's record would show it: each tool call and the
+    bridge operation it caused in the workspace, with the exit status and output the
+    corpus's tool results give."""
+    results = {m["tool_call_id"]: m["content"] for m in record["messages"] if m["role"] == "tool"}
+    calls: dict[str, GateToolCall] = {}
+    operations: list[Operation] = []
+    for message in record["messages"]:
+        for call in message.get("tool_calls", []):
+            name, arguments, result = call["name"], call["arguments"], results[call["id"]]
+            calls[call["id"]] = GateToolCall(call["id"], name, arguments)
+            seq = len(operations) + 1
+            if name == "bash":
+                status = re.search(r"(?:^|\n\n)Command exited with code (\d+)$", result)
+                stdout = result[: status.start()] if status else result
+                operations.append(
+                    Operation(seq, "bash", call["id"], command=arguments["command"],
+                              cwd=WORKDIR, exit_code=int(status.group(1)) if status else 0,
+                              stdout="" if stdout == "(no output)" else stdout)
+                )  # fmt: skip
+                continue
+            path = f"{WORKDIR}/{arguments['path']}"
+            done = name == "write" or (name == "edit" and result.startswith("Successfully"))
+            operations.append(Operation(seq, "write" if done else "read", call["id"], path=path))
+    return GateInput(WORKDIR, tuple(operations), calls, record["messages"][-1]["content"])
+
+
+def test_every_conversation_passes_the_gate_and_the_audit_it_will_be_judged_by(
+    tmp_path: Path,
+) -> None:
+    """What the corpus teaches is what the Pi evaluation scores: atoll-euler's functional gate
+    v2 (whose conditions shell RL rewards) passes every conversation for its language and
+    answer, and the path audit finds nothing in it."""
+    _corpus(tmp_path / "c", count=200)
+    _, records = build.read(tmp_path / "c")
+    assert {r["family"] for r in records} == set(corpus.FAMILIES)
+    for record in records:
+        result = score(_gate_input(record), record["answer"], record["language"])
+        assert result.passed, (record["id"], result.details)
+        calls = [
+            GateToolCall(call["id"], call["name"], call["arguments"])
+            for message in record["messages"]
+            for call in message.get("tool_calls", [])
+        ]
+        assert audit_tool_calls(calls) == [], record["id"]
+
+
 def test_the_guard_accepts_everyday_numbers_and_rejects_an_answer_token() -> None:
     guard = Guard()
     guard.add("s", ["6857", "12"], ["Find the largest prime factor of the number given here."])
@@ -174,8 +228,8 @@ def _replay_call(workdir: Path, tool: str, arguments: dict[str, Any]) -> tuple[s
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_every_tool_result_is_what_the_real_tool_returns(tmp_path: Path) -> None:
+    ci.need(shutil.which("node") is not None, "node is not installed", "CI installs Node.js")
     _corpus(tmp_path / "c", count=15)  # three of each family, both languages
     _, records = build.read(tmp_path / "c")
     for record in records:

@@ -38,6 +38,9 @@ def test_answer_training_starts_from_the_bootstrap_state_and_keeps_it_as_a_setti
     final = _rows(boot / "checkpoints.jsonl")[-1]
     assert final["name"] == "final"
     state = final["state_path"]
+    boot_manifest = json.loads((boot / "manifest.json").read_text())
+    assert boot_manifest["trained_on"]["euler_problems"] == []
+    assert boot_manifest["started_from"] is None
 
     store = tmp_path / "store"
     made = run_atoll(venv_bin, server_env, "euler", "import", "--sample", "--store", str(store))
@@ -55,6 +58,9 @@ def test_answer_training_starts_from_the_bootstrap_state_and_keeps_it_as_a_setti
     assert done.returncode == 0, done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["load_checkpoint"] == state
+    # Named by its bare state path, the start cannot be traced; the run's own problems can.
+    assert manifest["trained_on"]["euler_problems"] == [1]
+    assert manifest["started_from"]["state"] == state and manifest["started_from"]["unrecorded"]
     log = (out / "logs.log").read_text()
     assert f"Loaded weights from {state}" in log and "Resumed training" not in log
     assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0]
@@ -63,6 +69,11 @@ def test_answer_training_starts_from_the_bootstrap_state_and_keeps_it_as_a_setti
     # The bootstrap's run directory names the same state; another state is another run.
     same = answer(str(boot))
     assert same.returncode == 0 and "done already" in same.stderr, same.stderr
+    # Named by its directory, it is traced: the bootstrap's record is copied in.
+    lineage = json.loads((out / "manifest.json").read_text())["started_from"]
+    assert lineage["run_dir"] == str(boot.resolve()) and "unrecorded" not in lineage
+    assert lineage["command"] == "atoll pi bootstrap train"
+    assert lineage["trained_on"] == boot_manifest["trained_on"]
     other_state = state.rsplit("/", 1)[0] + "/another"
     other = answer(other_state)
     assert other.returncode == 2
@@ -78,3 +89,7 @@ def test_answer_training_starts_from_the_bootstrap_state_and_keeps_it_as_a_setti
     log = (out / "logs.log").read_text()
     assert f"Resumed training from {own}" in log and log.count("Loaded weights from") == 1
     assert [r["step"] for r in _rows(out / "metrics.jsonl")] == [0, 1]
+    # The longer run records its longer task list and keeps the traced start.
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["trained_on"]["euler_problems"] == [1, 2]
+    assert manifest["started_from"] == lineage

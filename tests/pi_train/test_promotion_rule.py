@@ -11,9 +11,10 @@ from atoll.pi_train import promotion_rule
 from atoll.pi_train.promotion_rule import RuleError, Threshold
 
 STRICT = {
-    "format": 1,
-    "transfer": {"min_delta": 0.1, "alpha": 0.05},
-    "euler": {"min_delta": 0.0, "alpha": 0.5},
+    "format": 2,
+    "checkpoints": 2,
+    "transfer": {"min_delta": 0.1, "alpha": 0.1},
+    "euler": {"min_delta": 0.0, "alpha": 0.05},
 }
 
 
@@ -24,53 +25,61 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("name", "text", "transfer", "euler"),
+    ("name", "text", "transfer", "euler", "checkpoints"),
     [
-        ("rule.json", json.dumps(STRICT), Threshold(0.1, 0.05), Threshold(0.0, 0.5)),
+        ("rule.json", json.dumps(STRICT), Threshold(0.1, 0.1), Threshold(0.0, 0.05), 2),
         (
             "rule.toml",
-            "format = 1\n[transfer]\nmin_delta = 0.1\nalpha = 0.05\n[euler]\nmin_delta = 0\nalpha = 0.5\n",
-            Threshold(0.1, 0.05),
-            Threshold(0.0, 0.5),
+            "format = 2\ncheckpoints = 2\n[transfer]\nmin_delta = 0.1\nalpha = 0.1\n"
+            "[euler]\nmin_delta = 0\nalpha = 0.05\n",
+            Threshold(0.1, 0.1),
+            Threshold(0.0, 0.05),
+            2,
         ),
         (
-            "non-inferior.json",
-            '{"format": 1, "transfer": {"min_delta": -0.05, "alpha": 0.99},\n'
+            "not-worse.json",
+            '{"format": 2, "checkpoints": 1, "transfer": {"min_delta": -0.05, "alpha": 1},\n'
             ' "euler": {"alpha": 0.99, "min_delta": -1}}',
-            Threshold(-0.05, 0.99),
+            Threshold(-0.05, 1.0),
             Threshold(-1.0, 0.99),
+            1,
         ),
         (
             "edges.json",
             json.dumps(
                 {
-                    "format": 1,
+                    "format": 2,
+                    "checkpoints": 40,
                     "transfer": {"min_delta": 1, "alpha": 1e-6},
                     "euler": {"min_delta": 0.25, "alpha": 0.01},
                 }
             ),
             Threshold(1.0, 1e-6),
             Threshold(0.25, 0.01),
+            40,
         ),
     ],
 )
 def test_honest_rule_files_are_read(
-    tmp_path: Path, name: str, text: str, transfer: Threshold, euler: Threshold
+    tmp_path: Path, name: str, text: str, transfer: Threshold, euler: Threshold, checkpoints: int
 ) -> None:
     rule = promotion_rule.load(_write(tmp_path, name, text))
-    assert (rule.transfer, rule.euler) == (transfer, euler)
+    assert (rule.transfer, rule.euler, rule.checkpoints) == (transfer, euler, checkpoints)
 
 
 def test_the_same_rule_in_json_or_toml_has_one_hash(tmp_path: Path) -> None:
     from_json = promotion_rule.load(_write(tmp_path, "a.json", json.dumps(STRICT, indent=4)))
-    toml = "format = 1\n[euler]\nalpha = 0.5\nmin_delta = 0.0\n[transfer]\nalpha = 0.05\nmin_delta = 0.1\n"
+    toml = (
+        "checkpoints = 2\nformat = 2\n[euler]\nalpha = 0.05\nmin_delta = 0.0\n"
+        "[transfer]\nalpha = 0.1\nmin_delta = 0.1\n"
+    )
     from_toml = promotion_rule.load(_write(tmp_path, "b.toml", toml))
     assert from_json.sha256() == from_toml.sha256()
-    looser = {**STRICT, "transfer": {"min_delta": 0.05, "alpha": 0.05}}
-    assert (
-        promotion_rule.load(_write(tmp_path, "c.json", json.dumps(looser))).sha256()
-        != from_json.sha256()
-    )
+    for n, other in enumerate(
+        [{**STRICT, "transfer": {"min_delta": 0.05, "alpha": 0.1}}, {**STRICT, "checkpoints": 3}]
+    ):
+        changed = promotion_rule.load(_write(tmp_path, f"c{n}.json", json.dumps(other)))
+        assert changed.sha256() != from_json.sha256()
 
 
 @pytest.mark.parametrize(
@@ -93,8 +102,33 @@ def test_the_same_rule_in_json_or_toml_has_one_hash(tmp_path: Path) -> None:
         ),
         (
             "r.json",
-            json.dumps({**STRICT, "transfer": {"min_delta": 0.1, "alpha": 1}}),
-            "alpha must lie in (0, 1)",
+            json.dumps({**STRICT, "transfer": {"min_delta": 0.1, "alpha": 0}}),
+            "alpha must lie in (0, 1]",
+        ),
+        (
+            "r.json",
+            json.dumps({**STRICT, "transfer": {"min_delta": 0.1, "alpha": 1.5}}),
+            "alpha must lie in (0, 1]",
+        ),
+        (
+            "r.json",
+            json.dumps({k: v for k, v in STRICT.items() if k != "checkpoints"}),
+            "the 'checkpoints' field is missing",
+        ),
+        ("r.json", json.dumps({**STRICT, "checkpoints": 0}), "checkpoints must be a whole"),
+        ("r.json", json.dumps({**STRICT, "checkpoints": 1.5}), "checkpoints must be a whole"),
+        ("r.json", json.dumps({**STRICT, "checkpoints": True}), "checkpoints must be a whole"),
+        # The pooled rule of format 1 is refused, with what to write instead.
+        (
+            "r.json",
+            json.dumps(
+                {
+                    "format": 1,
+                    "transfer": {"min_delta": 0.1, "alpha": 0.05},
+                    "euler": {"min_delta": 0.0, "alpha": 0.5},
+                }
+            ),
+            "format 1 decides by Fisher's test on attempts pooled across problems",
         ),
         (
             "r.json",
@@ -106,13 +140,13 @@ def test_the_same_rule_in_json_or_toml_has_one_hash(tmp_path: Path) -> None:
             json.dumps({**STRICT, "euler": {"min_delta": True, "alpha": 0.5}}),
             "must be a number",
         ),
-        ("r.json", json.dumps({**STRICT, "format": 2}), "format must be 1"),
+        ("r.json", json.dumps({**STRICT, "format": 3}), "format must be 2"),
         (
             "r.json",
             json.dumps({**STRICT, "promote_anyway": True}),
             "unknown field 'promote_anyway'",
         ),
-        ("r.json", '{"format": 1, "transfer": ', "not valid JSON"),
+        ("r.json", '{"format": 2, "transfer": ', "not valid JSON"),
         ("r.toml", "format = \n", "not valid TOML"),
         ("r.yaml", "format: 1\n", "a rule file is .json or .toml"),
     ],
@@ -142,6 +176,9 @@ def test_a_missing_rule_file_is_one_line(tmp_path: Path) -> None:
         (Threshold(0.1, 0.05), 0.5, 0.06, False),
         (Threshold(0.0, 0.5), 0.0, 1.0, False),
         (Threshold(0.0, 0.5), None, None, False),
+        # alpha 1: the delta alone decides, a "not worse than" guard.
+        (Threshold(-0.05, 1.0), -0.05, 1.0, True),
+        (Threshold(-0.05, 1.0), -0.06, 0.0, False),
     ],
 )
 def test_a_threshold_holds_only_when_both_numbers_clear_it(

@@ -4,12 +4,13 @@ window that never reaches a training batch, and the manifest and report that car
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 from support.pi_train_settings import train_settings
 
-from atoll.euler import sample_catalog, write_store
+from atoll.euler import load_curriculum, rows, sample_catalog, write_store
 from atoll.euler.curriculum import Config, State, save
 from atoll.pi_train import replay, run, summary, trainers
 from atoll.pi_train.euler_source import CurriculumError, Store
@@ -150,6 +151,68 @@ def test_curriculum_tasks_tag_their_source_and_keep_the_window_for_evaluation(
         assert sample_store.expected(number) not in shown
 
 
+def test_the_regression_window_is_sampled_group_size_times_per_condition(
+    sample_store: Store, tmp_path: Path
+) -> None:
+    """As the README says: each language x strategy of the window, `--group-size` samples."""
+    state = _curriculum(tmp_path / "cur", sample_store, 7, [1, 2, 3, 4, 5, 6])
+    settings = train_settings(base_model="m", group_size=3)
+    _, held_out, record = trainers.curriculum_tasks(sample_store, state, settings, ReplayMix())
+    assert record["regression_window"]["group_size"] == 3
+    job = trainers.regression_job(held_out, record)
+    assert job["eval_group_size"] == 3 and len(job["eval_tasks"]) == len(held_out) == 2 * 2
+    assert trainers.regression_job([], None) == {}
+
+
+# The trainer's own held-out dataset, in the managed interpreter: how many episodes of each
+# evaluation task the cookbook's evaluator samples.
+_HELD_OUT = """
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[1])
+from train import _held_out
+
+job = json.loads(sys.stdin.read())
+dataset = _held_out(job, None, None)
+print(json.dumps([len(asyncio.run(b.make_envs())) for b in dataset.get_batch(0)]))
+"""
+
+
+@pytest.mark.slow
+def test_the_trainer_samples_each_window_task_group_size_times_and_shell_eval_once(
+    sample_store: Store, tmp_path: Path
+) -> None:
+    from support import ci
+
+    from atoll.pi_train import env as managed_env
+
+    managed = managed_env.installed()
+    ci.need(
+        managed is not None,
+        "the managed trainer environment is not built here",
+        "CI builds it (the tiny_model fixture) before the pi-train tests",
+    )
+    assert managed is not None
+    state = _curriculum(tmp_path / "cur", sample_store, 7, [1, 2, 3, 4, 5, 6])
+    settings = train_settings(base_model="m", group_size=3)
+    _, held_out, record = trainers.curriculum_tasks(sample_store, state, settings, ReplayMix())
+    base = {"mode": "answer", "tasks": [], "groups_per_batch": 2, "group_size": 3,
+            "iterations": 1, "system_prompt": ""}  # fmt: skip
+    shell_like = {**base, "eval_tasks": [t.public() for t in held_out]}
+    sizes = []
+    for job in ({**base, **trainers.regression_job(held_out, record)}, shell_like):
+        done = subprocess.run(
+            [str(managed.python), "-c", _HELD_OUT, str(managed_env.managed_script("train").parent)],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        sizes.append(json.loads(done.stdout.splitlines()[-1]))
+    assert sizes == [[3] * len(held_out), [1] * len(held_out)]
+
+
 def test_a_curriculum_of_another_store_or_none_at_all_is_refused(
     sample_store: Store, tmp_path: Path
 ) -> None:
@@ -159,6 +222,81 @@ def test_a_curriculum_of_another_store_or_none_at_all_is_refused(
     save(tmp_path / "other", State.new(other))
     with pytest.raises(CurriculumError, match="another store"):
         trainers.curriculum_tasks(sample_store, tmp_path / "other", _settings(), ReplayMix())
+
+
+SIGNATURE = "5" * 64
+SERVED = "tinker://run-1/sampler_weights/000004"  # what `atoll tinker serve` reports
+STATE = "tinker://run-1/weights/000004"  # the training state saved beside it
+
+
+def _measured(directory: Path, store: Store, model: str, revision: str | None) -> Path:
+    """A curriculum whose round was run on `model` at `revision` (its state and its rows)."""
+    _curriculum(directory, store, 7, [1, 2, 3, 4, 5, 6])
+    state = load_curriculum(directory)
+    assert state is not None
+    state.model_signature = SIGNATURE
+    save(directory, state)
+    row = {
+        "row_format": rows.ROW_FORMAT, "run_id": "curriculum-0001", "phase": "frontier",
+        "problem": 7, "language": "python", "approach": "direct", "sample": 0, "model": model,
+        "model_revision": revision, "model_signature": SIGNATURE, "status": "scored",
+        "passed": False,
+    }  # fmt: skip
+    (directory / "rounds" / "0001").mkdir(parents=True)
+    rows.append(directory / "rounds" / "0001" / rows.ROWS_FILE, row)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("model", "revision", "load_checkpoint"),
+    [
+        ("m", None, None),  # the base model, measured and trained
+        ("m", SERVED, STATE),  # the checkpoint served, and its state loaded
+        ("m", STATE, STATE),  # a revision declared as the state path itself
+    ],
+)
+def test_a_curriculum_of_the_model_being_trained_is_accepted(
+    sample_store: Store, tmp_path: Path, model: str, revision: str | None, load_checkpoint: str
+) -> None:
+    state = _measured(tmp_path / "cur", sample_store, model, revision)
+    settings = train_settings(base_model="m", load_checkpoint=load_checkpoint)
+    _, _, record = trainers.curriculum_tasks(sample_store, state, settings, ReplayMix())
+    assert record["curriculum"]["model_signature"] == SIGNATURE
+
+
+@pytest.mark.parametrize(
+    ("model", "revision", "base_model", "load_checkpoint"),
+    [
+        ("other", None, "m", None),  # another model
+        ("m", SERVED, "m", None),  # a checkpoint measured, the base model trained
+        ("m", None, "m", STATE),  # the base model measured, a checkpoint trained
+        ("m", "tinker://run-1/sampler_weights/000002", "m", STATE),  # an earlier checkpoint
+        ("m", "tinker://run-2/sampler_weights/000004", "m", STATE),  # another run's
+    ],
+)
+def test_a_curriculum_that_measured_another_model_is_refused(
+    sample_store: Store,
+    tmp_path: Path,
+    model: str,
+    revision: str | None,
+    base_model: str,
+    load_checkpoint: str | None,
+) -> None:
+    state = _measured(tmp_path / "cur", sample_store, model, revision)
+    settings = train_settings(base_model=base_model, load_checkpoint=load_checkpoint)
+    with pytest.raises(CurriculumError) as caught:
+        trainers.curriculum_tasks(sample_store, state, settings, ReplayMix())
+    message = str(caught.value)
+    assert "\n" not in message and "measured another model" in message
+    assert f"{model} at {revision or 'the base model'}" in message
+    assert f"m from {load_checkpoint or 'the base model'}" in message
+
+
+def test_a_signature_no_row_explains_is_refused(sample_store: Store, tmp_path: Path) -> None:
+    state_dir = _measured(tmp_path / "cur", sample_store, "m", None)
+    (state_dir / "rounds" / "0001" / rows.ROWS_FILE).unlink()
+    with pytest.raises(CurriculumError, match="none of its rows says which model"):
+        trainers.curriculum_tasks(sample_store, state_dir, _settings(), ReplayMix())
 
 
 def test_the_manifest_and_the_summary_carry_the_mix_and_the_window(
@@ -180,7 +318,10 @@ def test_the_manifest_and_the_summary_carry_the_mix_and_the_window(
     text = summary.write(out, manifest).read_text()
     assert "Replay mix configured 70% frontier / 20% recent / 10% older" in text
     assert "frontier 14 (problem 7)" in text
-    assert "Regression window (evaluation only, never a gradient): problems [1, 2]" in text
+    assert (
+        "Regression window (evaluation only, never a gradient): problems [1, 2], "
+        "every 5 iteration(s), 2 samples per language x strategy." in text
+    )
     # A resumed run (one with a saved state) under another mix is refused rather than mixed in.
     (out / "checkpoints.jsonl").write_text('{"batch": 1, "state_path": "tinker://r/weights/1"}\n')
     _, _, other = trainers.curriculum_tasks(

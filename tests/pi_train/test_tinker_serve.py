@@ -291,8 +291,9 @@ def test_real_pi_runs_a_rollout_on_the_served_model(
 
 
 RULE = {
-    "format": 1,
-    "transfer": {"min_delta": 0.1, "alpha": 0.05},
+    "format": 2,
+    "checkpoints": 1,
+    "transfer": {"min_delta": 0.1, "alpha": 0.1},
     "euler": {"min_delta": 0.0, "alpha": 0.5},
 }
 
@@ -327,9 +328,16 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
     ]
     rule = tmp_path / "rule.json"
     rule.write_text(json.dumps(RULE))
-    argv = [
+    # The run trained on problem 1: promoting on it is refused before anything is served.
+    common = [
         "pi", "train", "promote", str(run), "--checkpoint", checkpoint, "--rule", str(rule),
-        "--store", str(store), "--problems", "1", "--languages", "python", "--samples", "1",
+        "--store", str(store),
+    ]  # fmt: skip
+    refused = run_atoll(venv_bin, server_env, *common, "--problems", "1", timeout=300)
+    assert refused.returncode == 2 and "includes problems trained on (1 by" in refused.stderr
+    assert not (run / "promotions").exists()
+    argv = [
+        *common, "--problems", "2", "--languages", "python", "--samples", "1",
         "--transfer-samples", "1", "--workers", "4", "--max-turns", "2", "--timeout", "600",
         "--max-tokens", MAX_TOKENS,
         "--system-prompt", str(system_prompt),
@@ -355,8 +363,9 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
     assert len(rows) == 2 * (4 + 1)
     assert all(r["status"] == "scored" for r in rows)  # no infrastructure error, server's or other
     assert min(r["created_at"] for r in rows) >= manifest["rule_fixed_at"]
+    assert json.loads((run / "promotion_rule.json").read_text())["rule"] == RULE
     candidate = json.loads((promotion / "candidate" / "transfer" / "manifest.json").read_text())
-    assert candidate["acceptance"]["rule"]["min_delta"] == 0.1
+    assert candidate["acceptance"] is None  # the promotion's rule decides, per task
     assert candidate["model"]["components"]["model_revision"] == checkpoint
     baseline = json.loads((promotion / "baseline" / "transfer" / "manifest.json").read_text())
     assert baseline["model"]["components"]["model_revision"] is None
@@ -364,9 +373,15 @@ def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
 
     # The decision and every input in one record; the noise model never passes, so no promotion.
     assert record["promoted"] is False and record["transfer"]["holds"] is False
-    assert record["transfer"]["overall"]["a"]["attempts"] == 4
+    assert record["transfer"]["test"]["unit"] == "transfer task"
+    assert record["transfer"]["test"]["units_compared"] == 4
+    assert record["transfer"]["descriptive"]["overall"]["a"]["attempts"] == 4
     assert record["euler"]["candidate"]["attempts"] == 1
-    assert record["transfer"]["atoll_euler_decision"]["verdict"] == "do not promote"
+    assert record["euler"]["test"]["unit"] == "problem"
+    assert [u["unit"] for u in record["euler"]["test"]["per_unit"]] == ["2"]
+    assert "fisher" in record["euler"]["descriptive"]
+    assert record["holm"]["m"] == 1 and record["comparison"] == 1
+    assert "Holm" in record["statistics"] and "descriptive only" in record["statistics"]
     for side in ("baseline", "candidate"):
         assert record["euler"][side]["rows_sha256"] is not None
         assert record["inputs"][f"{side}_transfer_manifest_sha256"] is not None

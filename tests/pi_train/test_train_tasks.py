@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from support.pi_train_settings import train_settings
 
+from atoll.euler import Store, sample_catalog, write_store
 from atoll.pi_train import run, tasks
 from atoll.pi_train.families import FAMILIES
 from atoll.pi_train.run import RunError, TrainSettings
@@ -40,6 +41,50 @@ def test_answer_reward_gives_full_credit_to_a_correct_answer_with_code(text: str
 )
 def test_answer_reward_withholds_credit(text: str, reward: float) -> None:
     assert tasks.answer_reward(text, "233168", "python")[0] == pytest.approx(reward)
+
+
+def _store(root: Path, without: int | None = None) -> Store:
+    catalog = sample_catalog()  # problems 1-10
+    if without is not None:
+        del catalog.problems[without]
+    write_store(catalog, root)
+    return Store(root)
+
+
+def test_answer_tasks_take_problems_in_numerical_order(tmp_path: Path) -> None:
+    chosen = tasks.answer_tasks(_store(tmp_path / "store"), ("python",), 7)
+    assert [(t.number, t.strategy) for t in chosen] == [
+        (1, "direct"), (1, "derive"), (2, "direct"), (2, "derive"),
+        (3, "direct"), (3, "derive"), (4, "direct"),
+    ]  # fmt: skip
+
+
+def test_a_problem_missing_from_the_store_stops_answer_tasks_rather_than_being_skipped(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path / "store", without=4)
+    assert [t.number for t in tasks.answer_tasks(store, ("python",), 6)] == [1, 1, 2, 2, 3, 3]
+    with pytest.raises(tasks.TaskSetError) as caught:
+        tasks.answer_tasks(store, ("python",), 8)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("problem 4 is not in the store: ")
+    assert "6 of the 8 groups" in message
+
+
+def test_a_missing_statement_stops_answer_tasks(tmp_path: Path) -> None:
+    store = _store(tmp_path / "store")
+    (store.root / "problems" / "0002.txt").unlink()
+    with pytest.raises(tasks.TaskSetError, match="^the statement of problem 2 is missing: "):
+        tasks.answer_tasks(store, ("python",), 4)
+
+
+def test_answer_tasks_never_wrap_back_to_problem_1(tmp_path: Path) -> None:
+    """Past the last problem of the store the run stops; it never starts over at problem 1."""
+    store = _store(tmp_path / "store")
+    assert len(tasks.answer_tasks(store, ("python",), 20)) == 20
+    with pytest.raises(tasks.TaskSetError, match="^problem 11 is not in the store: "):
+        tasks.answer_tasks(store, ("python",), 21)
 
 
 def test_hidden_tasks_come_in_a_fixed_order_that_longer_runs_extend() -> None:

@@ -199,3 +199,10 @@ def test_the_training_gate_reads_where_the_rendered_stack_writes(tmp_path: Path)
     assert Path(doc["reef"]["run-dir"]) == reef_runtime.run_dir(state_dir, {})
     named = reef_runtime.run_dir(state_dir, {"REEF_RUN_DIR": str(tmp_path / "job-run")})
     assert named == tmp_path / "job-run"
+
+
+def test_a_sub_second_ready_timeout_is_one_second_in_the_file(tmp_path: Path) -> None:
+    """Reef refuses a readiness deadline of 0; atoll's own sub-second deadline stays atoll's."""
+    _, doc, _ = _render(tmp_path, {}, training=True, ready_timeout_s=0.5)
+    assert doc["reef"]["ready-timeout"] == 1
+    assert doc["training"]["ready-timeout"] == 1

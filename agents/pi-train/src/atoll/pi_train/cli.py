@@ -330,7 +330,9 @@ def hidden_cmd(
         load_checkpoint,
     )
     _run_with_progress(
-        lambda progress, say: train_hidden(settings, out, sandbox_url, progress, say)
+        lambda progress, say: train_hidden(
+            settings, out, sandbox_url, progress, say, load_from=load_checkpoint
+        )
     )
 
 
@@ -398,5 +400,7 @@ def answer_cmd(
         load_checkpoint,
     )
     _run_with_progress(
-        lambda progress, say: train_answer(settings, out, store, progress, say, curriculum, mix)
+        lambda progress, say: train_answer(
+            settings, out, store, progress, say, curriculum, mix, load_from=load_checkpoint
+        )
     )

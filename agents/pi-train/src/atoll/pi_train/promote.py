@@ -1,199 +1,92 @@
 """`atoll pi train promote`: a checkpoint is promoted only when real Pi, in Docker, says so.
 
-For a training run's `tinker://` sampler checkpoint: the rule file is checked
-and fixed first (its hash in `promotions/<id>/manifest.json`, written before
-the first rollout); then the baseline (the base model, or
-`--baseline-checkpoint`) and the candidate are each served with `atoll
-tinker serve` and evaluated with real Pi by atoll-euler: the frozen transfer
-suite (`atoll euler transfer run`, the candidate's run carrying the rule's
-transfer threshold as its own acceptance rule) and the Euler problems
-(`atoll euler eval`). The comparison uses atoll-euler's exact Fisher tests;
-the checkpoint is promoted only if every threshold of the rule holds. The
-decision and all its inputs are one record, `promotion.json`, written
-atomically; a promoted checkpoint is also named in the run's
-`promoted.json`. A rerun resumes (each evaluation resumes by itself) and
-never re-decides a decided promotion.
+For a training run's `tinker://` sampler checkpoint: the Euler problems must
+be ones no run in the checkpoint's chain trained on (atoll.pi_train.trained_on;
+by default 91-100, which no training command draws from); the rule file is
+checked against the run's one rule (atoll.pi_train.promotion_family) and
+fixed first (its hash in `promotions/<id>/manifest.json`, with this
+promotion's comparison number, written before the first rollout); then the
+baseline (the base model, or `--baseline-checkpoint`) and the candidate are
+each served with `atoll tinker serve` and evaluated with real Pi by
+atoll-euler: the frozen transfer suite (`atoll euler transfer run`) and the
+Euler problems (`atoll euler eval`). The decision test takes the problem
+(the transfer task) as its unit: an exact paired test over per-problem pass
+fractions (atoll.pi_train.paired_test), Holm-adjusted over the comparisons
+the run's rule allows; atoll-euler's Fisher tests on pooled attempts stay
+on the record as descriptive figures. The checkpoint is promoted only if
+every threshold of the rule holds. The decision and all its inputs are one
+record, `promotion.json`, written atomically; a promoted checkpoint is also
+named in the run's `promoted.json`. A rerun resumes (each evaluation resumes
+by itself) and never re-decides a decided promotion.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import os
-import secrets
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.core.durable import atomic_write_json, canonical_json
-from atoll.pi_train import promotion_rule, serve
-from atoll.pi_train.promotion_rule import Rule
+from atoll.core.durable import atomic_write_json
+from atoll.pi_train import paired_test, promotion_family
+from atoll.pi_train.paired_test import Counts
+
+# The inputs and the fixed rule (atoll.pi_train.promotion_plan) and the evaluation of each
+# side (atoll.pi_train.promotion_sampling) live beside this module; their names stay
+# importable from here, where the command line and the tests have always found them.
+from atoll.pi_train.promotion_plan import (
+    MANIFEST,
+    Evaluation,
+    Plan,
+    PromoteError,
+    Request,
+    _now,
+    fix_rule,
+    plan,
+    serving_state,
+)
+from atoll.pi_train.promotion_plan import _check_attainable as _check_attainable
+from atoll.pi_train.promotion_plan import _check_checkpoint as _check_checkpoint
+from atoll.pi_train.promotion_plan import _check_problems as _check_problems
+from atoll.pi_train.promotion_plan import _expected_euler_rows as _expected_euler_rows
+from atoll.pi_train.promotion_plan import _languages as _languages
+from atoll.pi_train.promotion_plan import _model as _model
+from atoll.pi_train.promotion_plan import _problems as _problems
+from atoll.pi_train.promotion_plan import _saved_states as _saved_states
+from atoll.pi_train.promotion_plan import _store_digest as _store_digest
+from atoll.pi_train.promotion_plan import _system_prompt_sha256 as _system_prompt_sha256
+from atoll.pi_train.promotion_plan import _training_config as _training_config
+from atoll.pi_train.promotion_plan import _transfer_tasks as _transfer_tasks
+from atoll.pi_train.promotion_sampling import KEY_VARIABLE, _euler_rows, _evaluate_side
+from atoll.pi_train.promotion_sampling import _atoll as _atoll
+from atoll.pi_train.promotion_sampling import _step as _step
+from atoll.pi_train.promotion_sampling import _transfer_done as _transfer_done
 from atoll.pi_train.run import RunInputError, api_key
 
-MANIFEST = "manifest.json"
+__all__ = [
+    "DESCRIPTIVE",
+    "KEY_VARIABLE",
+    "MANIFEST",
+    "PROMOTED",
+    "RECORD",
+    "SIDES",
+    "Evaluation",
+    "Plan",
+    "PromoteError",
+    "Request",
+    "decide",
+    "fix_rule",
+    "plan",
+    "preflight",
+    "promote",
+    "serving_state",
+]
+
 RECORD = "promotion.json"
 PROMOTED = "promoted.json"
-KEY_VARIABLE = "ATOLL_PROMOTE_KEY"  # the served endpoint's bearer token, in memory only
 SIDES = ("baseline", "candidate")
-
-
-class PromoteError(Exception):
-    """A promotion that cannot start (code 2) or could not finish (code 1)."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """How both sides are evaluated: the same for baseline and candidate, by construction."""
-
-    store: str
-    problems: str
-    languages: str
-    samples: int
-    transfer_samples: int
-    max_turns: int
-    timeout: float
-    max_tokens: int | None
-    system_prompt: str | None = None  # a file whose text replaces Pi's system prompt
-
-
-@dataclass(frozen=True)
-class Request:
-    run_dir: Path
-    checkpoint: str
-    rule_file: Path
-    evaluation: Evaluation
-    tinker_url: str
-    base_model: str | None = None
-    renderer: str | None = None
-    baseline_checkpoint: str | None = None
-    # Rollouts at a time in each evaluation. Not part of the evaluation's identity: it
-    # changes how long a side takes, never what is measured (atoll-euler's own rule).
-    workers: int = 1
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _training_config(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "manifest.json"
-    if not path.is_file():
-        return {}
-    try:
-        config = json.loads(path.read_text("utf-8")).get("config") or {}
-    except (OSError, ValueError, AttributeError) as exc:
-        raise PromoteError(f"{path} cannot be read: {exc}") from None
-    return dict(config) if isinstance(config, dict) else {}
-
-
-def _model(request: Request) -> tuple[str, str]:
-    """The base model and renderer: the training run's, unless it has none (then the flags')."""
-    config = _training_config(request.run_dir)
-    chosen = {}
-    for key, flag, given in (
-        ("base_model", "--base-model", request.base_model),
-        ("renderer", "--renderer", request.renderer),
-    ):
-        trained = config.get(key)
-        if given is not None and trained is not None and given != trained:
-            raise PromoteError(
-                f"{flag} {given} differs from the training run's {trained}; leave it out"
-            )
-        value = given if given is not None else trained
-        if value is None:
-            raise PromoteError(f"{flag} is needed: {request.run_dir} holds no training manifest")
-        chosen[key] = str(value)
-    return chosen["base_model"], chosen["renderer"]
-
-
-def _saved_states(run_dir: Path) -> dict[str, str | None]:
-    """The run's sampler checkpoints, each with the training state saved with it."""
-    saved = run_dir / "checkpoints.jsonl"
-    if not saved.is_file():
-        return {}
-    states: dict[str, str | None] = {}
-    for line in saved.read_text("utf-8").splitlines():
-        with contextlib.suppress(ValueError, AttributeError):
-            row = json.loads(line)
-            if isinstance(row.get("sampler_path"), str):
-                states[row["sampler_path"]] = row.get("state_path")
-    return states
-
-
-def serving_state(run_dir: Path, checkpoint: str | None, tinker_url: str) -> str | None:
-    """The training state to serve `checkpoint` from, on SkyRL tx only; None elsewhere.
-
-    SkyRL tx (a Tinker server on loopback: this machine's or one's own GPUs) unloads a
-    finished run's model, so its sampler checkpoint is served by reloading the state saved
-    beside it. Hosted Tinker samples a sampler checkpoint directly: reloading the state
-    there would open a training client and save the weights again for nothing.
-    """
-    from urllib.parse import urlsplit
-
-    from atoll.core.sandbox.fusion import is_loopback_host
-
-    if checkpoint is None or not is_loopback_host(urlsplit(tinker_url).hostname or ""):
-        return None
-    return _saved_states(run_dir).get(checkpoint)
-
-
-def _check_checkpoint(run_dir: Path, checkpoint: str, flag: str) -> None:
-    if not checkpoint.startswith("tinker://"):
-        raise PromoteError(f"{flag} must be a tinker:// sampler checkpoint (got {checkpoint!r})")
-    states = _saved_states(run_dir)
-    if flag == "--checkpoint" and states and checkpoint not in states:
-        raise PromoteError(
-            f"{checkpoint} is not a sampler checkpoint of {run_dir} (see its checkpoints.jsonl)"
-        )
-
-
-def _store_digest(path: str) -> str:
-    from atoll.euler import Store, StoreError
-
-    try:
-        return str(Store(Path(path)).digest)
-    except StoreError as exc:
-        raise PromoteError(str(exc)) from None
-
-
-def _system_prompt_sha256(path: str | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError as exc:
-        raise PromoteError(f"--system-prompt {path}: {exc.strerror}") from None
-
-
-def _expected_euler_rows(evaluation: Evaluation) -> int:
-    from atoll.euler import parse_problems
-
-    try:
-        problems = parse_problems(evaluation.problems)
-    except ValueError as exc:
-        raise PromoteError(f"--problems: {exc}") from None
-    return len(problems) * len(_languages(evaluation)) * evaluation.samples
-
-
-def _languages(evaluation: Evaluation) -> tuple[str, ...]:
-    """--languages as atoll-euler reads them: known names only (the image is checked later)."""
-    from atoll.euler import LanguageError, parse_languages
-
-    try:
-        return parse_languages(evaluation.languages)
-    except LanguageError as exc:
-        raise PromoteError(f"--languages: {exc}") from None
 
 
 def preflight(say: Callable[[str], None]) -> None:
@@ -216,188 +109,6 @@ def preflight(say: Callable[[str], None]) -> None:
         raise PromoteError(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class Plan:
-    run_dir: Path
-    directory: Path
-    manifest: dict[str, Any]
-    rule: Rule
-    base_model: str
-    renderer: str
-
-
-def plan(request: Request) -> Plan:
-    """Check every input and fix the rule: the promotion's manifest, before any rollout."""
-    rule = promotion_rule.load(request.rule_file)
-    base_model, renderer = _model(request)
-    _check_checkpoint(request.run_dir, request.checkpoint, "--checkpoint")
-    if request.baseline_checkpoint is not None:
-        _check_checkpoint(request.run_dir, request.baseline_checkpoint, "--baseline-checkpoint")
-    evaluation = request.evaluation
-    _expected_euler_rows(evaluation)
-    identity = {
-        "checkpoint": request.checkpoint,
-        "baseline": request.baseline_checkpoint,
-        "base_model": base_model,
-        "renderer": renderer,
-        "rule_sha256": rule.sha256(),
-        "evaluation": {
-            **asdict(evaluation),
-            "store_digest": _store_digest(evaluation.store),
-            "system_prompt_sha256": _system_prompt_sha256(evaluation.system_prompt),
-        },
-    }
-    directory = (
-        request.run_dir / "promotions" / hashlib.sha256(canonical_json(identity)).hexdigest()[:12]
-    )
-    manifest = {
-        "kind": "atoll-pi-train-promotion",
-        "identity": identity,
-        "rule": rule.to_json(),
-        "rule_sha256": rule.sha256(),
-        "rule_file": str(request.rule_file),
-        "rule_file_sha256": hashlib.sha256(request.rule_file.read_bytes()).hexdigest(),
-        "rule_fixed_at": _now(),
-    }
-    return Plan(request.run_dir, directory, manifest, rule, base_model, renderer)
-
-
-def fix_rule(made: Plan) -> Plan:
-    """Write the manifest (the rule and its hash) unless a run of this identity did already.
-
-    Called under the promotion's writer lock, before any server starts. A
-    resumed promotion keeps the manifest, and the time, it was first fixed at.
-    """
-    path = made.directory / MANIFEST
-    if path.is_file():
-        kept = json.loads(path.read_text("utf-8"))
-        if kept.get("rule_sha256") != made.rule.sha256():
-            raise PromoteError(f"{path} fixed another rule; this promotion cannot change it")
-        return Plan(made.run_dir, made.directory, kept, made.rule, made.base_model, made.renderer)
-    atomic_write_json(path, made.manifest, make_parents=True)
-    return made
-
-
-def _atoll() -> list[str]:
-    beside = Path(sys.executable).parent / "atoll"
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("atoll")
-    if found is None:
-        raise PromoteError("the `atoll` command is not on PATH", code=1)
-    return [found]
-
-
-def _step(argv: list[str], log: Path, key: str) -> None:
-    """One `atoll euler ...` command, its output in `log`; a failure is the promotion's error."""
-    env = {**os.environ, KEY_VARIABLE: key}
-    with log.open("ab") as sink:
-        done = subprocess.Popen(
-            [*_atoll(), *argv], env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink
-        )
-        try:
-            done.wait()
-        finally:
-            if done.poll() is None:  # interrupted: let it stop its rollouts and containers
-                done.terminate()
-                try:
-                    done.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    done.kill()
-                    done.wait()
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-8:])
-        raise PromoteError(
-            f"`atoll {' '.join(argv[:3])}` failed (exit {done.returncode}); see {log}:\n{tail}",
-            code=2 if done.returncode == 2 else 1,
-        )
-
-
-def _transfer_done(directory: Path) -> bool:
-    try:
-        return bool(json.loads((directory / MANIFEST).read_text())["status"] == "completed")
-    except (OSError, ValueError, KeyError):
-        return False
-
-
-def _euler_rows(directory: Path) -> list[dict[str, Any]]:
-    from atoll.euler import rows
-
-    try:
-        run_id = json.loads((directory / "eval.json").read_text("utf-8"))["run_id"]
-    except (OSError, ValueError, KeyError):
-        return []
-    try:
-        found = rows.read(directory / rows.ROWS_FILE)
-    except rows.RowsError:
-        return []
-    return [
-        r
-        for r in rows.latest_per_attempt(found)
-        if r.get("run_id") == run_id and r.get("status") == "scored"
-    ]
-
-
-def _evaluate_side(
-    made: Plan, side: str, checkpoint: str | None, request: Request, say: Callable[[str], None]
-) -> None:
-    from atoll.pi_train.local_server import free_port
-
-    evaluation, tinker_url = request.evaluation, request.tinker_url
-    side_dir = made.directory / side
-    transfer_dir, euler_dir = side_dir / "transfer", side_dir / "euler"
-    transfer_left = not _transfer_done(transfer_dir)
-    euler_left = len(_euler_rows(euler_dir)) < _expected_euler_rows(evaluation)
-    if not (transfer_left or euler_left):
-        say(f"{side}: evaluated already")
-        return
-    side_dir.mkdir(parents=True, exist_ok=True)
-    spec = serve.ServeSpec(
-        base_model=made.base_model,
-        renderer=made.renderer,
-        tinker_url=tinker_url,
-        port=free_port(),
-        model_path=checkpoint,
-        max_tokens=evaluation.max_tokens,
-        state_path=serving_state(made.run_dir, checkpoint, tinker_url),
-    )
-    key = secrets.token_hex(16)
-    common = [
-        "--base-url", spec.base_url, "--model", spec.name, "--api-key-env", KEY_VARIABLE,
-        "--languages", evaluation.languages, "--max-turns", str(evaluation.max_turns),
-        "--timeout", str(evaluation.timeout), "--workers", str(request.workers),
-    ]  # fmt: skip
-    if evaluation.system_prompt is not None:
-        common += ["--system-prompt", evaluation.system_prompt]
-    if checkpoint is not None:
-        common += ["--model-revision", checkpoint]
-    say(f"{side}: serving {checkpoint or made.base_model}")
-    try:
-        with serve.serving(spec, side_dir / "serve.log", say, caller_key=key):
-            if transfer_left:
-                accept = (
-                    ["--accept", made.rule.transfer.accept_flag()] if side == "candidate" else []
-                )
-                say(f"{side}: the frozen transfer evaluation")
-                _step(
-                    ["euler", "transfer", "run", "--out", str(transfer_dir), *common,
-                     "--samples", str(evaluation.transfer_samples), *accept],
-                    side_dir / "transfer.log",
-                    key,
-                )  # fmt: skip
-            if euler_left:
-                say(f"{side}: the Euler evaluation")
-                _step(
-                    ["euler", "eval", "--store", evaluation.store, "--problems",
-                     evaluation.problems, "--out", str(euler_dir), *common,
-                     "--samples", str(evaluation.samples)],
-                    side_dir / "euler.log",
-                    key,
-                )  # fmt: skip
-    except serve.ServeError as exc:
-        raise PromoteError(f"{side}: {exc}", code=1) from None
-
-
 def _sha256(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -406,7 +117,8 @@ def _sha256(path: Path) -> str | None:
 
 
 def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
-    """Counts and the exact Fisher test of the two Euler evaluations, after checking they match."""
+    """The per-problem paired test of the two Euler evaluations, after checking they match;
+    the pooled counts and Fisher's test beside it, as description only."""
     from atoll.euler import stats
 
     identities = []
@@ -423,8 +135,10 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
         )
     sides: dict[str, dict[str, Any]] = {}
     counts: dict[str, tuple[int, int]] = {}  # each side's passes and attempts
+    by_problem: dict[str, dict[str, Counts]] = {}
     for name, directory in (("baseline", baseline), ("candidate", candidate)):
         data = _euler_rows(directory)
+        by_problem[name] = paired_test.counts_by_unit(data, "problem")
         passes = sum(1 for r in data if r.get("passed"))
         counts[name] = (passes, len(data))
         sides[name] = {
@@ -434,17 +148,64 @@ def _euler_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
             "rows_sha256": _sha256(directory / "rows.jsonl"),
             "eval_sha256": _sha256(directory / "eval.json"),
         }
+    test = paired_test.paired_test(by_problem["baseline"], by_problem["candidate"])
     (a_passes, a_attempts), (b_passes, b_attempts) = counts["baseline"], counts["candidate"]
-    result: dict[str, Any] = {**sides, "delta": None, "fisher": None}
+    pooled: dict[str, Any] = {"delta": None, "fisher": None}
     if a_attempts and b_attempts:
         fisher = stats.fisher(a_passes, a_attempts, b_passes, b_attempts)
-        result["delta"] = b_passes / b_attempts - a_passes / a_attempts
-        result["fisher"] = {
+        pooled["delta"] = b_passes / b_attempts - a_passes / a_attempts
+        pooled["fisher"] = {
             "odds_ratio": fisher.odds_ratio,
             "p_two_sided": fisher.p_two_sided,
             "p_b_greater": fisher.p_b_greater,
         }
-    return result
+    return {
+        **sides,
+        "delta": test.delta,
+        "test": test.to_json("problem"),
+        "descriptive": {
+            "note": DESCRIPTIVE,
+            "pooled_delta": pooled["delta"],
+            "fisher": pooled["fisher"],
+        },
+    }
+
+
+DESCRIPTIVE = (
+    "attempts pooled across problems as if independent (Fisher's exact test): a description, "
+    "not the decision"
+)
+
+
+def _transfer_test(transfer: dict[str, Any]) -> paired_test.PairedResult:
+    """The per-task paired test over atoll-euler's per-task counts (A baseline, B candidate)."""
+    sides: dict[str, dict[str, Counts]] = {"a": {}, "b": {}}
+    for line in transfer["tasks"]:
+        for side in sides:
+            cell = line[side]
+            sides[side][str(line["task"])] = Counts(int(cell["attempts"]), int(cell["passes"]))
+    return paired_test.paired_test(sides["a"], sides["b"])
+
+
+def _sampled_after_rule(made: Plan) -> None:
+    """Every row either side scored was written after the rule was fixed (its manifest's time)."""
+    from atoll.euler import rows
+
+    fixed = str(made.manifest["rule_fixed_at"])
+    for side in SIDES:
+        for part in ("transfer", "euler"):
+            path = made.directory / side / part / rows.ROWS_FILE
+            try:
+                found = rows.read(path)
+            except rows.RowsError as exc:
+                raise PromoteError(f"{path} cannot be read: {exc}", code=1) from None
+            early = [r for r in found if str(r.get("created_at") or "") < fixed]
+            if early:
+                raise PromoteError(
+                    f"{path} holds {len(early)} row(s) written before the rule was fixed at "
+                    f"{fixed}: this promotion cannot rest on them",
+                    code=1,
+                )
 
 
 def _transfer_comparison(baseline: Path, candidate: Path) -> dict[str, Any]:
@@ -473,28 +234,31 @@ def _finite_record(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def decide(made: Plan) -> dict[str, Any]:
-    """The decision from the two sides' completed evaluations, with every input it rests on."""
+    """The decision from the two sides' completed evaluations, with every input it rests on.
+
+    Called under the run's promotion lock: the Holm family reads the other
+    promotions' records.
+    """
     base, cand = made.directory / "baseline", made.directory / "candidate"
     transfer = _transfer_comparison(base / "transfer", cand / "transfer")
     euler = _euler_comparison(base / "euler", cand / "euler")
-    overall = transfer["overall"]
-    transfer_holds = made.rule.transfer.holds(
-        overall.get("delta"), (overall.get("fisher") or {}).get("p_b_greater")
+    _sampled_after_rule(made)
+    transfer_test = _transfer_test(transfer)
+    family = promotion_family.holm_family(
+        made.run_dir,
+        made.rule,
+        made.directory,
+        {"transfer": transfer_test.p_greater, "euler": euler["test"]["p_greater"]},
     )
-    # The candidate's transfer manifest fixed the same threshold before its sampling;
-    # atoll-euler's own verdict must agree, or the runs were not made under this rule.
-    if transfer["decision"]["verdict"] != ("promote" if transfer_holds else "do not promote"):
-        raise PromoteError(
-            "the candidate's transfer run was not sampled under this rule's transfer threshold "
-            f"({transfer['decision']['text']})",
-            code=1,
-        )
-    euler_holds = made.rule.euler.holds(euler["delta"], (euler["fisher"] or {}).get("p_b_greater"))
+    adjusted = family["p_adjusted"]
+    transfer_holds = made.rule.transfer.holds(transfer_test.delta, adjusted["transfer"])
+    euler_holds = made.rule.euler.holds(euler["delta"], adjusted["euler"])
     promoted = transfer_holds and euler_holds
     manifests = {
         f"{side}_transfer_manifest_sha256": _sha256(made.directory / side / "transfer" / MANIFEST)
         for side in SIDES
     }
+    m = made.rule.checkpoints
     return _finite_record(
         {
             "kind": "atoll-pi-train-promotion-decision",
@@ -508,14 +272,28 @@ def decide(made: Plan) -> dict[str, Any]:
             "rule_fixed_at": made.manifest["rule_fixed_at"],
             "manifest_sha256": _sha256(made.directory / MANIFEST),
             "identity": made.manifest["identity"],
+            "comparison": made.manifest.get("comparison"),
+            "statistics": (
+                "decided by a one-sided exact paired sign-flip test over per-problem (per "
+                f"transfer task) pass fractions, Holm-adjusted over the {m} comparison(s) the "
+                f"run's rule allows ({family['made']} made; those not decided count as p = 1); "
+                "Fisher's tests on pooled attempts are descriptive only"
+            ),
+            "holm": family,
             "inputs": manifests,
             "transfer": {
                 "holds": transfer_holds,
-                "overall": overall,
-                "tasks": transfer["tasks"],
-                "atoll_euler_decision": transfer["decision"],
+                "delta": transfer_test.delta,
+                "p_holm": adjusted["transfer"],
+                "test": transfer_test.to_json("transfer task"),
+                "descriptive": {
+                    "note": DESCRIPTIVE,
+                    "overall": transfer["overall"],
+                    "tasks": transfer["tasks"],
+                    "atoll_euler_decision": transfer["decision"],
+                },
             },
-            "euler": {"holds": euler_holds, **euler},
+            "euler": {"holds": euler_holds, "p_holm": adjusted["euler"], **euler},
             "decided_at": _now(),
         }
     )
@@ -535,24 +313,30 @@ def promote(request: Request, say: Callable[[str], None]) -> dict[str, Any]:
                 say(f"{made.directory}: decided already")
                 return dict(json.loads(record_path.read_text("utf-8")))
             made = fix_rule(made)
-            say(f"rule {made.rule.sha256()[:16]} fixed in {made.directory / MANIFEST}")
+            say(
+                f"rule {made.rule.sha256()[:16]} fixed in {made.directory / MANIFEST} "
+                f"(comparison {made.manifest.get('comparison')} of {made.rule.checkpoints})"
+            )
             for side, checkpoint in (
                 ("baseline", request.baseline_checkpoint),
                 ("candidate", request.checkpoint),
             ):
                 _evaluate_side(made, side, checkpoint, request, say)
-            record = decide(made)
-            atomic_write_json(record_path, record)
-            if record["promoted"]:
-                atomic_write_json(
-                    request.run_dir / PROMOTED,
-                    {
-                        "checkpoint": record["checkpoint"],
-                        "promotion": str(record_path),
-                        "record_sha256": _sha256(record_path),
-                        "decided_at": record["decided_at"],
-                    },
-                )
+            with promotion_family.run_lock(made.run_dir):
+                record = decide(made)
+                atomic_write_json(record_path, record)
+                if record["promoted"]:
+                    atomic_write_json(
+                        request.run_dir / PROMOTED,
+                        {
+                            "checkpoint": record["checkpoint"],
+                            "promotion": str(record_path),
+                            "record_sha256": _sha256(record_path),
+                            "decided_at": record["decided_at"],
+                        },
+                    )
             return record
     except writer.RunDirInUse as exc:
         raise PromoteError(str(exc)) from None
+    except promotion_family.FamilyError as exc:
+        raise PromoteError(str(exc), code=1) from None

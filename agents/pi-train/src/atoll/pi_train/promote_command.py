@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
+
+from atoll.pi_train.reserved import PROMOTION_RANGE
+
+if TYPE_CHECKING:
+    from atoll.pi_train.promote import Request
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 NOT_PROMOTED = 3
@@ -26,7 +32,12 @@ def promote(
         ..., "--rule", help="The promotion rule file (.json or .toml; see the README)."
     ),
     store: Path = typer.Option(..., "--store", help="The store made by `atoll euler import`."),
-    problems: str = typer.Option("1-10", "--problems", help="Euler problems: 1-10, 3, 1,4,7-9."),
+    problems: str = typer.Option(
+        PROMOTION_RANGE,
+        "--problems",
+        help="Euler problems (91-100, 3, 1,4,7-9), none of them trained on by the run or any "
+        "run it was started from [default: the range reserved for promotion].",
+    ),
     languages: str = typer.Option("python,javascript", "--languages", help="Comma-separated."),
     samples: int = typer.Option(
         4, "--samples", min=1, help="Euler attempts per problem x language."
@@ -61,11 +72,7 @@ def promote(
     ),
 ) -> None:
     """Serve the checkpoint, evaluate it and the baseline with real Pi; promote only if the rule holds."""
-    from rich.markup import escape
-
-    from atoll.pi_train import env as managed_env
     from atoll.pi_train import promote as promotion
-    from atoll.pi_train.promotion_rule import RuleError
     from atoll.pi_train.serve_command import default_tinker_url, resolved_base_model
 
     request = promotion.Request(
@@ -89,12 +96,25 @@ def promote(
         baseline_checkpoint=baseline_checkpoint,
         workers=workers,
     )
+    record = _decided(request)
+    print(json.dumps(_summary(record)))
+    if not record["promoted"]:
+        raise typer.Exit(NOT_PROMOTED)
+
+
+def _decided(request: Request) -> dict[str, Any]:
+    """The promotion's record; a failure is one error line and the exit status it carries."""
+    from rich.markup import escape
+
     from atoll.core.termination import sigterm_unwinds
+    from atoll.pi_train import env as managed_env
+    from atoll.pi_train import promote as promotion
+    from atoll.pi_train.promotion_rule import RuleError
 
     try:
         # SIGTERM unwinds like Ctrl-C: the servers and rollouts under way are stopped.
         with sigterm_unwinds(interrupt=True):
-            record = promotion.promote(request, lambda line: _err.print(escape(line)))
+            return promotion.promote(request, lambda line: _err.print(escape(line)))
     except KeyboardInterrupt:
         _err.print("[bold red]error:[/bold red] interrupted: rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -102,17 +122,24 @@ def promote(
         code = exc.code if isinstance(exc, promotion.PromoteError) else 2
         _err.print(f"[bold red]error:[/bold red] {escape(str(exc))}")
         raise typer.Exit(code) from None
+
+
+def _summary(record: dict[str, Any]) -> dict[str, Any]:
+    """The one JSON line printed on stdout: the decision, each section's figures, the record."""
     transfer, euler = record["transfer"], record["euler"]
-    print(
-        json.dumps(
-            {
-                "decision": record["decision"],
-                "checkpoint": record["checkpoint"],
-                "record": str(Path(record["directory"]) / "promotion.json"),
-                "transfer": {"holds": transfer["holds"], "delta": transfer["overall"].get("delta")},
-                "euler": {"holds": euler["holds"], "delta": euler["delta"]},
-            }
-        )
-    )
-    if not record["promoted"]:
-        raise typer.Exit(NOT_PROMOTED)
+    return {
+        "decision": record["decision"],
+        "checkpoint": record["checkpoint"],
+        "record": str(Path(record["directory"]) / "promotion.json"),
+        "transfer": {
+            "holds": transfer["holds"],
+            "delta": transfer["delta"],
+            "p_holm": transfer["p_holm"],
+        },
+        "euler": {
+            "holds": euler["holds"],
+            "delta": euler["delta"],
+            "p_holm": euler["p_holm"],
+        },
+        "comparison": f"{record['comparison']} of {record['rule']['checkpoints']}",
+    }

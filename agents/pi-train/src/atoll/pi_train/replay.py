@@ -9,7 +9,8 @@ the run is drawn from one of three sources in a fixed mixture (by default
 - the regression window comes out first: up to `regression_window` of the
   problems mastered first (the ones longest since their own training, where
   forgetting shows first), always leaving the most recently mastered problem
-  to replay. Its problems are evaluated (sampled and scored, no gradient) and
+  to replay. Its problems are evaluated (each language x strategy sampled
+  `--group-size` times, as a training group is, and scored, no gradient) and
   are in no training pool, so they never receive a gradient;
 - "recent" is the last `recent` mastered problems outside the window,
   "older" the rest of them;
@@ -100,8 +101,9 @@ class ReplayPlan:
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for slot in self.slots if slot.source == s) for s in SOURCES}
 
-    def describe(self) -> dict[str, Any]:
-        """The mixture and the window, as the manifest and every report carry them."""
+    def describe(self, group_size: int) -> dict[str, Any]:
+        """The mixture and the window, as the manifest and every report carry them; the
+        window's tasks are sampled `group_size` times each, as a training group is."""
         counts = self.counts()
         total = len(self.slots)
         return {
@@ -119,6 +121,7 @@ class ReplayPlan:
             "regression_window": {
                 "problems": self.regression,
                 "size": self.mix.regression_window,
+                "group_size": group_size,
                 "every_iterations": self.mix.regression_every,
                 "receives_gradients": False,
             },
@@ -196,7 +199,12 @@ def report_lines(manifest: dict[str, Any], rows: list[dict[str, Any]]) -> list[s
         f"{groups['replay-older']} (from {pools['replay-older'] or 'none'}).",
         "",
         f"Regression window (evaluation only, never a gradient): problems "
-        f"{window['problems'] or 'none'}, every {window['every_iterations']} iteration(s).",
+        f"{window['problems'] or 'none'}, every {window['every_iterations']} iteration(s)"
+        + (
+            f", {window['group_size']} samples per language x strategy."
+            if "group_size" in window
+            else "."
+        ),
         "",
     ]
     evaluated = [r for r in rows if f"test/env/{REGRESSION_TAG}/reward/total" in r]

@@ -22,7 +22,7 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_json
 from atoll.pi_train import env as managed_env
-from atoll.pi_train import summary
+from atoll.pi_train import summary, trained_on
 from atoll.pi_train.scoring import ScoringService
 
 HOSTED_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
@@ -101,13 +101,22 @@ def prepare_manifest(
     bounds: dict[str, Any],
     extra: dict[str, Any],
     free: tuple[str, ...] = ("iterations", "base_url"),
+    trained: dict[str, Any] | None = None,
+    started_from: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the manifest, or check a resumed run's manifest against these settings.
 
     `settings` is a dataclass of the command's settings; the `free` ones may
     change between runs in one directory (how long and where, not what is trained).
+    `trained` is what the run trains on and `started_from` where its
+    `--load-checkpoint` state came from (atoll.pi_train.trained_on): both are
+    rewritten with the manifest, so a longer run records its longer task list.
+    A loaded state with no `started_from` is recorded as untraced, never as a
+    base model.
     """
     config = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
+    state = getattr(settings, "load_checkpoint", None)
+    lineage = started_from if started_from is not None else trained_on.started_from(state, state)
     manifest = {
         "command": command,
         "config": config,
@@ -116,12 +125,18 @@ def prepare_manifest(
         "task_set": task_set,
         "bounds": bounds,
         **extra,
+        **({trained_on.TRAINED_ON: trained} if trained is not None else {}),
+        trained_on.STARTED_FROM: lineage,
     }
     path = run_dir / "manifest.json"
+    unbound = ("packages", "task_set", trained_on.TRAINED_ON, trained_on.STARTED_FROM)
     if path.is_file():
         old = json.loads(path.read_text())
-        mine = {k: v for k, v in manifest.items() if k not in ("packages", "task_set")}
-        theirs = {k: v for k, v in old.items() if k not in ("packages", "task_set")}
+        manifest[trained_on.STARTED_FROM] = trained_on.keep_known(
+            lineage, old.get(trained_on.STARTED_FROM)
+        )
+        mine = {k: v for k, v in manifest.items() if k not in unbound}
+        theirs = {k: v for k, v in old.items() if k not in unbound}
         # A setting left at None equals one a manifest written before it existed lacks.
         mine["config"] = {
             k: v for k, v in mine["config"].items() if k not in free and v is not None

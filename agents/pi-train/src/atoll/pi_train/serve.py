@@ -29,6 +29,12 @@ class ServeError(Exception):
     """The server cannot start or stopped; the message says why."""
 
 
+def default_name(base_model: str) -> str:
+    """The name a base model is served under without `--served-model-name`: a model
+    directory's own name, else the Tinker model name itself."""
+    return Path(base_model).name if Path(base_model).is_dir() else base_model
+
+
 @dataclass(frozen=True)
 class ServeSpec:
     base_model: str
@@ -43,9 +49,7 @@ class ServeSpec:
     @property
     def name(self) -> str:
         """The model name callers send: `--served-model-name`, else the base model's name."""
-        if self.served_name:
-            return self.served_name
-        return Path(self.base_model).name if Path(self.base_model).is_dir() else self.base_model
+        return self.served_name or default_name(self.base_model)
 
     @property
     def base_url(self) -> str:

@@ -103,4 +103,8 @@ def shell(
         eval_instances=eval_instances,
         eval_every=eval_every,
     )
-    _run_with_progress(lambda progress, say: train_shell(settings, out, options, progress, say))
+    _run_with_progress(
+        lambda progress, say: train_shell(
+            settings, out, options, progress, say, load_from=load_checkpoint
+        )
+    )

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_text
-from atoll.pi_train import run
+from atoll.pi_train import run, trained_on
 from atoll.pi_train.run import RunError, RunInputError, TrainSettings
 from atoll.pi_train.shell_env import (
     RUNTIMES,
@@ -261,8 +261,12 @@ def train_shell(
     options: ShellOptions,
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
+    load_from: str | None = None,
 ) -> Path:
-    """GRPO over Pi-shaped file tasks, runs in a SandboxFusion-compatible sandbox."""
+    """GRPO over Pi-shaped file tasks, runs in a SandboxFusion-compatible sandbox.
+
+    `load_from` is `--load-checkpoint` as given: where the run's lineage is read from.
+    """
     from atoll.core.sandbox.fusion import NotLoopbackError, require_loopback_url
 
     run.api_key()  # before anything is written: a run without a key never starts
@@ -278,7 +282,8 @@ def train_shell(
             raise RunInputError(str(exc)) from None
     with contextlib.ExitStack() as stack:
         run.hold_run_dir(stack, out, COMMAND)
-        return _shell_run(settings, out, options, progress, say, stack)
+        lineage = trained_on.started_from(load_from, settings.load_checkpoint)
+        return _shell_run(settings, out, options, progress, say, stack, lineage)
 
 
 def _shell_run(
@@ -288,6 +293,7 @@ def _shell_run(
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
     stack: contextlib.ExitStack[Any],
+    lineage: dict[str, Any] | None = None,
 ) -> Path:
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
     from atoll.euler import SUITE_DIGEST, SUITE_NAME
@@ -340,6 +346,8 @@ def _shell_run(
             "sandbox": "given" if options.sandbox_url else "embedded",
             "summary_columns": SUMMARY_COLUMNS,
         },
+        trained=trained_on.shell_record(train, held_out),
+        started_from=lineage,
     )
     drop_unfinished_trajectories(out)
     store = EpisodeStore(out, {t.id: t for t in [*train, *held_out]}, runner, bounds)

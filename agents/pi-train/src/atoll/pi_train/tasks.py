@@ -102,6 +102,8 @@ def hidden_tasks(languages: tuple[str, ...], count: int) -> list[HiddenTask]:
             f"hidden-variant tasks have no language {', '.join(unknown)}; "
             f"choose from {', '.join(LANGUAGES)}"
         )
+    if not languages:
+        raise TaskSetError("no language to train")
     tasks: list[HiddenTask] = []
     index = 0
     while len(tasks) < count:
@@ -124,24 +126,41 @@ def check_euler_languages(languages: tuple[str, ...]) -> None:
         )
 
 
-def answer_tasks(store: Any, languages: tuple[str, ...], count: int) -> list[AnswerTask]:
-    """`count` groups: problems in numerical order, each across languages and strategies.
+def answer_tasks(
+    store: Any, languages: tuple[str, ...], count: int, *, leave_out_reserved: bool = True
+) -> list[AnswerTask]:
+    """`count` groups: problems in numerical order from 1, each across languages and strategies.
 
-    A problem that cannot be attempted (no statement, answer or resource)
-    stops the list rather than being skipped, as the curriculum does.
+    A problem that cannot be attempted (not in the store, or no statement,
+    answer or resource) stops progression rather than being skipped, as the
+    curriculum does: the list never jumps over it and never wraps back to
+    problem 1, so a run that would need it is refused with one line. The
+    problems reserved for promotion (91-100) are never in it; only reading a
+    run made before they were reserved asks for the old order
+    (`leave_out_reserved=False`).
     """
+    from atoll.pi_train import reserved
+
     check_euler_languages(languages)
+    if not languages:
+        raise TaskSetError("no language to train")
     tasks: list[AnswerTask] = []
-    numbers = store.numbers()
-    if not numbers:
-        raise TaskSetError(f"the Euler store {store.root} holds no problem")
-    position = 0
+    number = 0
     while len(tasks) < count:
-        number = numbers[position % len(numbers)]
+        number += 1
+        if leave_out_reserved and reserved.is_reserved(number):
+            continue
+        why = store.missing(number)
+        if why is not None:
+            raise TaskSetError(
+                f"{why}: answer training takes problems in numerical order and stops there "
+                f"(the problems before it give {len(tasks)} of the {count} groups this run "
+                "needs); complete the store or ask for fewer groups (--iterations, "
+                "--groups-per-batch)"
+            )
         for language in languages:
             for strategy in STRATEGIES:
                 tasks.append(answer_task(store, number, language, strategy))
-        position += 1
     return tasks[:count]
 
 

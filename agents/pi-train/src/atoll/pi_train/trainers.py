@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from atoll.pi_train import replay, run, tasks
+from atoll.pi_train import replay, reserved, run, tasks, trained_on
 from atoll.pi_train.replay import ReplayError, ReplayMix
 from atoll.pi_train.run import MAX_SUBMISSIONS, RunInputError, TrainSettings
 
@@ -27,8 +27,13 @@ def train_hidden(
     sandbox_url: str | None,
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
+    load_from: str | None = None,
 ) -> Path:
-    """GRPO over hidden-variant groups, checked in a SandboxFusion-compatible sandbox."""
+    """GRPO over hidden-variant groups, checked in a SandboxFusion-compatible sandbox.
+
+    `load_from` is `--load-checkpoint` as given (a run directory or a state): where
+    the run's lineage is read from (atoll.pi_train.trained_on).
+    """
     from atoll.core.sandbox.fusion import NotLoopbackError, require_loopback_url
 
     run.api_key()  # before anything is written: a run without a key never starts
@@ -40,7 +45,8 @@ def train_hidden(
     task_list = tasks.hidden_tasks(settings.languages, run.groups_needed(settings))
     with contextlib.ExitStack() as stack:
         run.hold_run_dir(stack, out, "atoll pi train hidden")
-        return _hidden_run(settings, out, sandbox_url, task_list, progress, say, stack)
+        lineage = trained_on.started_from(load_from, settings.load_checkpoint)
+        return _hidden_run(settings, out, sandbox_url, task_list, progress, say, stack, lineage)
 
 
 def _hidden_run(
@@ -51,6 +57,7 @@ def _hidden_run(
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
     stack: contextlib.ExitStack[Any],
+    lineage: dict[str, Any] | None,
 ) -> Path:
     """The hidden run itself, inside the run-directory lock `stack` holds."""
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
@@ -69,6 +76,8 @@ def _hidden_run(
             "reward": {"coverage": "passed/total", "all_cases_bonus": run.ALL_CASES_BONUS},
             "sandbox": "given" if sandbox_url else "embedded",
         },
+        trained=trained_on.hidden_record(task_list),
+        started_from=lineage,
     )
     url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
 
@@ -100,13 +109,15 @@ def train_answer(
     say: Callable[[str], None],
     curriculum: Path | None = None,
     mix: ReplayMix | None = None,
+    load_from: str | None = None,
 ) -> Path:
     """GRPO on the Euler store: exact answer with a small code-format penalty.
 
     With `curriculum` (an `atoll euler curriculum` state directory), groups
     come from its frontier and mastered problems in the replay mixture, and
     its regression window is evaluated without gradients; without it,
-    problems are taken in numerical order.
+    problems are taken in numerical order. Problems 91-100 are reserved for
+    promotion (atoll.pi_train.reserved): neither way draws them.
     """
     from atoll.pi_train.euler_source import CurriculumError, StoreError
 
@@ -136,7 +147,10 @@ def train_answer(
                 "strategies": sorted(tasks.STRATEGIES),
                 "reward": {"correct": 1.0, "code_format_penalty": tasks.CODE_FORMAT_PENALTY},
                 **({"replay": replay_record} if replay_record else {}),
+                "reserved_for_promotion": reserved.PROMOTION_RANGE,
             },
+            trained=trained_on.answer_record(task_list, held_out),
+            started_from=trained_on.started_from(load_from, settings.load_checkpoint, store),
         )
         for line in replay.report_lines(manifest, []):
             if line:
@@ -149,12 +163,7 @@ def train_answer(
             )
             return {"reward": value, "metrics": metrics}
 
-        job_extra = {}
-        if held_out and replay_record is not None:
-            job_extra = {
-                "eval_tasks": [t.public() for t in held_out],
-                "eval_every": replay_record["regression_window"]["every_iterations"],
-            }
+        job_extra = regression_job(held_out, replay_record)
         return run.train(
             out,
             "answer",
@@ -167,6 +176,66 @@ def train_answer(
             say,
             job_extra,
         )
+
+
+def regression_job(
+    held_out: list[tasks.AnswerTask], replay_record: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The trainer job's evaluation fields for the regression window (none without one):
+    its tasks, how often, and how many samples of each (the window's `group_size`)."""
+    if not held_out or replay_record is None:
+        return {}
+    window = replay_record["regression_window"]
+    return {
+        "eval_tasks": [t.public() for t in held_out],
+        "eval_every": window["every_iterations"],
+        "eval_group_size": window["group_size"],
+    }
+
+
+def check_model(state_dir: Path, signature: str, settings: TrainSettings) -> None:
+    """Refuse a curriculum that measured another model than the one this run trains.
+
+    Its frontier and mastered list hold for the model signature it was run
+    under (atoll-euler counts no row of another signature as proof), so, as
+    `atoll euler curriculum` refuses a state started with other settings, the
+    run is refused when the curriculum's model (its rows: the served name and
+    the checkpoint, `model_revision`) is not the base model (as `atoll tinker
+    serve` names it) at the state the run starts from (`--load-checkpoint`, or
+    none: the base model).
+    """
+    from atoll.pi_train.euler_source import CurriculumError, measured_models
+    from atoll.pi_train.serve import default_name
+
+    measured = measured_models(state_dir, signature)
+    name = default_name(settings.base_model)
+    trained = f"{name} from {settings.load_checkpoint or 'the base model'}"
+    if not measured:
+        raise CurriculumError(
+            f"the curriculum in {state_dir} records model signature {signature[:12]} but none "
+            f"of its rows says which model that is, so it cannot be checked against {trained}; "
+            "run a round of `atoll euler curriculum` on the model to train"
+        )
+    if any(
+        model == name and _same_checkpoint(revision, settings.load_checkpoint)
+        for model, revision in measured
+    ):
+        return
+    model, revision = sorted(measured, key=str)[0]
+    raise CurriculumError(
+        f"the curriculum in {state_dir} measured another model (signature {signature[:12]}: "
+        f"{model} at {revision or 'the base model'}) than this run trains ({trained}); train "
+        "the model it measured or run `atoll euler curriculum` on this one"
+    )
+
+
+def _same_checkpoint(revision: str | None, state: str | None) -> bool:
+    """Whether a measured revision is the training state a run starts from: both the base
+    model (None), the state path itself, or the sampler checkpoint saved with it
+    (`tinker://RUN/sampler_weights/NAME` beside `tinker://RUN/weights/NAME`)."""
+    if revision is None or state is None:
+        return revision == state
+    return revision in (state, state.replace("/weights/", "/sampler_weights/", 1))
 
 
 def curriculum_tasks(
@@ -186,9 +255,19 @@ def curriculum_tasks(
             f"the curriculum in {state_dir} was run on another store than {store.root}; "
             "name the store it used"
         )
+    if state.model_signature is not None:
+        check_model(state_dir, state.model_signature, settings)
     tasks.check_euler_languages(settings.languages)
     conditions = [(lang, strategy) for lang in settings.languages for strategy in tasks.STRATEGIES]
-    mastered = [int(n) for n in state.mastered]
+    if reserved.is_reserved(state.current_problem):
+        raise ReplayError(
+            f"the curriculum in {state_dir} is at problem {state.current_problem}, one of "
+            f"{reserved.PROMOTION_RANGE}, which are reserved for promotion: no training command "
+            "draws from them"
+        )
+    # Mastered problems in the reserved range were evaluated, never trained: they stay so.
+    everything = [int(n) for n in state.mastered]
+    mastered = reserved.outside(everything)
     seed = f"{store.digest}:{state.current_problem}:{','.join(map(str, mastered))}"
     chosen = replay.plan(
         state.current_problem, mastered, conditions, run.groups_needed(settings), mix, seed
@@ -203,12 +282,13 @@ def curriculum_tasks(
         for lang, strategy in conditions
     ]
     record = {
-        **chosen.describe(),
+        **chosen.describe(settings.group_size),
         "curriculum": {
             "state": str(state_dir.resolve()),
             "current_problem": state.current_problem,
             "mastered": mastered,
             "model_signature": state.model_signature,
+            "reserved_left_out": reserved.reserved_among(everything),
         },
     }
     return training, held_out, record

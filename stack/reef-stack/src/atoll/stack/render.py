@@ -16,6 +16,7 @@ refuses to start without.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,7 @@ def render(config: StackConfig, placement: Placement, *, training: bool) -> dict
             "port": placement.port,
             "token": TOKEN_REFERENCE,
             "run-dir": str(placement.run_dir),
-            "ready-timeout": int(placement.ready_timeout_s),
+            "ready-timeout": _whole_seconds(placement.ready_timeout_s),
         },
     }
     if training:
@@ -183,6 +184,15 @@ def refuse_shared_ports(config: StackConfig, placement: Placement, *, training: 
                 "(reef_url's port or --port for Reef, executor_base_url for the executor)"
             )
         owners[port] = name
+
+
+def _whole_seconds(seconds: float) -> int:
+    """Reef's readiness deadline in whole seconds, at least one: Reef refuses a deadline of 0.
+
+    atoll keeps its own deadline exact (a sub-second `--ready-timeout` is
+    atoll's to enforce); the file only must not make Reef refuse to start.
+    """
+    return max(1, math.ceil(seconds))
 
 
 def _storage(placement: Placement) -> dict[str, str]:
@@ -230,7 +240,7 @@ def _training_sections(config: StackConfig, placement: Placement) -> dict[str, A
         "training": {
             "backend": "slime",
             "colocate": True,
-            "ready-timeout": int(placement.ready_timeout_s),
+            "ready-timeout": _whole_seconds(placement.ready_timeout_s),
             "ray-namespace": DEFAULT_NAMESPACE,
             "ray-actor-name": DEFAULT_ACTOR,
             "timeout-s": 7200,

@@ -58,6 +58,10 @@ SCORER_MODULES = (
     "atoll.euler.executions",
     "atoll.euler.answers",
     "atoll.pi.audit",
+    "atoll.pi.audit_paths",
+    "atoll.pi.audit_programs",
+    "atoll.pi.audit_commands",
+    "atoll.pi.audit_shell",
 )
 # What turns a rollout into its row and the rows into the summary.
 RECORD_MODULES = (

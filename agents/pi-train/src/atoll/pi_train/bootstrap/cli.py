@@ -155,6 +155,7 @@ def train_cmd(
                 out,
                 lambda done, total: bar.update(task, completed=done, total=total),
                 lambda line: bar.console.print(line),
+                load_from=load_checkpoint,
             )
         except (RunError, env.EnvironmentUnavailable) as exc:
             bar.stop()

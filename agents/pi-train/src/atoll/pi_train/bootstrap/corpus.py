@@ -8,10 +8,17 @@ stated in the final reply. The families teach one behaviour each:
 | family | teaches |
 |---|---|
 | `write-run` | read the data, write a program, run it, state what it printed |
-| `log-count` | run a shell command and read a number off its output |
+| `log-count` | look with a shell command first (grep's exit 1 for "none"), then count with a program |
 | `fix-name-error` | a program that crashes: read the traceback, read the file, edit, rerun |
 | `fix-missing-file` | a failed run (no such file): look at the workspace, fix the name, rerun |
 | `edit-retry` | an edit whose old text does not match: read the file, edit again exactly |
+
+Every conversation is one the evaluation would pass: atoll-euler's functional
+gate v2 (a relative program file written, run plainly with its language's
+runtime, exit 0, the value as its last output line and in the reply; shell RL
+rewards the same conditions) and the path audit find nothing wrong with it,
+for the value the task asks (its record's `answer`). A value read off a shell
+command alone would teach what both reject.
 
 Tool results are what Pi 0.73.1 returns for those calls (its `Successfully
 wrote N bytes to PATH`, `Command exited with code N`, `Could not find the
@@ -33,15 +40,14 @@ from typing import Any
 from atoll.pi_train.bootstrap.guard import Guard
 from atoll.pi_train.pi_tools import TOOL_SPECS, edit_not_found, edited, ran, wrote
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: log-count computes its count with a program; records carry `answer`
 FAMILIES = ("write-run", "log-count", "fix-name-error", "fix-missing-file", "edit-retry")
 LANGUAGES = ("python", "javascript")
 # Families whose recovery reads a Python traceback are Python only (JavaScript stack traces
-# carry absolute paths and engine versions); `log-count` uses the shell alone.
+# carry absolute paths and engine versions).
 FAMILY_LANGUAGES = {
     "fix-name-error": ("python",),
     "fix-missing-file": ("python",),
-    "log-count": ("shell",),
 }
 
 SYSTEM_PROMPT = (
@@ -127,6 +133,7 @@ class _Conversation:
     def __init__(self, task: str) -> None:
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
         self.calls = 0
+        self.answer = ""  # the value the task asks for, stated in the reply
 
     def call(self, text: str, tool: str, arguments: dict[str, Any], result: str) -> None:
         self.calls += 1
@@ -142,8 +149,9 @@ class _Conversation:
             {"role": "tool", "tool_call_id": call_id, "name": tool, "content": result}
         )
 
-    def reply(self, text: str) -> None:
+    def reply(self, text: str, answer: int) -> None:
         self.messages.append({"role": "assistant", "content": text})
+        self.answer = str(answer)
 
 
 def _values(rng: random.Random) -> list[int]:
@@ -172,34 +180,71 @@ def _write_run(rng: random.Random, language: str) -> tuple[dict[str, str], _Conv
         wrote(name, source),
     )
     convo.call("Now I run it.", "bash", {"command": f"{RUNTIME[language]} {name}"}, f"{answer}\n")
-    convo.reply(f"`{name}` printed {answer}: {stat.phrase} the integers in `{data}` is {answer}.")
+    convo.reply(
+        f"`{name}` printed {answer}: {stat.phrase} the integers in `{data}` is {answer}.", answer
+    )
     return {data: _text_of(values)}, convo
+
+
+def counter(language: str, log: str, prefix: str) -> str:
+    """A program that prints how many lines of `log` start with `prefix`."""
+    if language == "python":
+        return (
+            f'with open("{log}") as handle:\n'
+            f'    print(sum(1 for line in handle if line.startswith("{prefix}")))\n'
+        )
+    return (
+        'const fs = require("fs");\n'
+        f'const lines = fs.readFileSync("{log}", "utf8").split("\\n");\n'
+        f'console.log(lines.filter((line) => line.startsWith("{prefix}")).length);\n'
+    )
 
 
 def _log_count(rng: random.Random, language: str) -> tuple[dict[str, str], _Conversation]:
     level, component = rng.choice(LEVELS), rng.choice(COMPONENTS)
+    name = rng.choice(PROGRAM_NAMES) + EXTENSION[language]
     lines = []
     for _ in range(rng.randint(6, 12)):
         lines.append(
             f"{rng.choice(LEVELS)} {rng.choice(COMPONENTS)} request took {rng.randint(2, 90)} ms"
         )
     log = "".join(line + "\n" for line in lines)
-    count = sum(1 for line in lines if line.startswith(f"{level} {component} "))
+    prefix = f"{level} {component} "
+    count = sum(1 for line in lines if line.startswith(prefix))
+    source = counter(language, "service.log", prefix)
     convo = _Conversation(
-        f"How many lines of `service.log` are {level} lines from the {component} component?"
+        f"How many lines of `service.log` are {level} lines from the {component} component? "
+        f"Count them with a {LANGUAGE_NAME[language]} program."
     )
     convo.call(
-        "I'll count them with grep, matching the level and component at the start of each line.",
+        "I'll look first with grep, matching the level and component at the start of each line.",
         "bash",
-        {"command": f"grep -c '^{level} {component} ' service.log"},
+        {"command": f"grep -c '^{prefix}' service.log"},
         f"{count}\n" if count else ran("0", 1),
     )
+    seen = (
+        f"grep counts {count}."
+        if count
+        else "grep printed 0 and exited with code 1, which is how grep says nothing matched."
+    )
+    convo.call(
+        f"{seen} Now the program that counts them: `{name}`.",
+        "write",
+        {"path": name, "content": source},
+        wrote(name, source),
+    )
+    convo.call("Running it.", "bash", {"command": f"{RUNTIME[language]} {name}"}, f"{count}\n")
     if count:
-        convo.reply(f"{count} lines of `service.log` are {level} lines from {component}.")
+        convo.reply(
+            f"`{name}` printed {count}, as grep counted: {count} lines of `service.log` are "
+            f"{level} lines from {component}.",
+            count,
+        )
     else:
         convo.reply(
-            f"grep printed 0 and exited with code 1, which is how grep says nothing matched: "
-            f"no {level} line of `service.log` comes from {component}."
+            f"`{name}` printed 0, as grep found: no {level} line of `service.log` comes from "
+            f"{component}.",
+            count,
         )
     return {"service.log": log}, convo
 
@@ -242,7 +287,8 @@ def _fix_name_error(rng: random.Random, language: str) -> tuple[dict[str, str], 
     convo.call("Running it again.", "bash", {"command": f"python3 {name}"}, f"{total}\n")
     convo.reply(
         f"`{name}` had a typo (`totl` for `total`) on its last line. Fixed, it prints {total}, "
-        f"the sum of the integers in `{data}`."
+        f"the sum of the integers in `{data}`.",
+        total,
     )
     return {name: source, data: _text_of(values)}, convo
 
@@ -278,7 +324,8 @@ def _fix_missing_file(rng: random.Random, language: str) -> tuple[dict[str, str]
     convo.call("Running it again.", "bash", {"command": f"python3 {name}"}, f"{answer}\n")
     convo.reply(
         f"The program opened `{wrong}`, which does not exist; it now reads `{data}` and prints "
-        f"{answer}, {stat.phrase} the integers there."
+        f"{answer}, {stat.phrase} the integers there.",
+        answer,
     )
     return {name: broken, data: _text_of(values)}, convo
 
@@ -318,7 +365,7 @@ def _edit_retry(rng: random.Random, language: str) -> tuple[dict[str, str], _Con
         edited(name),
     )
     convo.call("Now I run it.", "bash", {"command": f"{RUNTIME[language]} {name}"}, f"{answer}\n")
-    convo.reply(f"`{name}` now prints {new.phrase} the integers in `{data}`: {answer}.")
+    convo.reply(f"`{name}` now prints {new.phrase} the integers in `{data}`: {answer}.", answer)
     return {name: source, data: _text_of(values)}, convo
 
 
@@ -357,6 +404,7 @@ def conversation(seed: int, index: int, family: str, language: str, guard: Guard
             "attempt": attempt,
             "workspace": workspace,
             "messages": convo.messages,
+            "answer": convo.answer,
         }
         why = guard.violation(json.dumps(record["messages"]) + json.dumps(workspace))
         if why is None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_text
 from atoll.pi_train import env as managed_env
-from atoll.pi_train import run, summary
+from atoll.pi_train import run, summary, trained_on
 from atoll.pi_train.bootstrap import build
 
 COMMAND = "atoll pi bootstrap train"
@@ -136,8 +136,12 @@ def train(
     out: Path,
     progress: Callable[[int, int], None],
     say: Callable[[str], None],
+    load_from: str | None = None,
 ) -> Path:
-    """Supervised training on the corpus to `settings.steps`; the summary's path."""
+    """Supervised training on the corpus to `settings.steps`; the summary's path.
+
+    `load_from` is `--load-checkpoint` as given: where the run's lineage is read from.
+    """
     key = run.api_key()  # before anything is written: a run without a key never starts
     try:
         manifest, conversations = build.read(corpus_dir)
@@ -165,6 +169,8 @@ def train(
                 "loss": "cross_entropy, token mean per example",
             },
             free=("base_url", "steps"),  # how long and where, not what is trained
+            trained=trained_on.bootstrap_record(corpus["sha256"]),
+            started_from=trained_on.started_from(load_from, settings.load_checkpoint),
         )
         if finished(out, settings.steps):
             progress(settings.steps, settings.steps)

@@ -305,7 +305,9 @@ class TaskDatasetBuilder(RLDatasetBuilder):
 
 
 def _held_out(job: dict[str, Any], renderer: Any, scorer: Scorer) -> RLDataset | None:
-    """The job's evaluation tasks (`eval_tasks`), one batch of one episode each, if any.
+    """The job's evaluation tasks (`eval_tasks`) as one batch, if any: `eval_group_size`
+    episodes of each (shell's held-out split: 1, one episode each; the replay's regression
+    window: `--group-size`, as a training group).
 
     The cookbook evaluates it at the iterations `eval_every` divides, before their update.
     """
@@ -316,7 +318,7 @@ def _held_out(job: dict[str, Any], renderer: Any, scorer: Scorer) -> RLDataset |
         **job,
         "tasks": tasks,
         "phase": "eval",
-        "group_size": 1,
+        "group_size": int(job.get("eval_group_size", 1)),
         "groups_per_batch": len(tasks),
         "iterations": 1,
     }
