@@ -27,6 +27,7 @@ started) raises JudgeInfrastructureError: it is never turned into a score.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import tempfile
@@ -155,6 +156,7 @@ class CaseOutcome:
         }
 
 
+@functools.lru_cache(maxsize=256)  # one per problem's limits: made once, not per case
 def run_limits(case: CaseLimits, interactive: bool = False) -> Limits:
     """The authority's limits for a program on one case.
 

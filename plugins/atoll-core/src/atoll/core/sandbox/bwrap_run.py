@@ -133,7 +133,8 @@ def _run_owning_pipes(
         peak = group.peak_memory() if group is not None else None
         cpu = group.cpu_seconds() if group is not None else None
         oom = group.oom_killed() if group is not None else False
-        hit_memory = group.hit_memory_limit() if group is not None else False
+        # Read only where it decides the Status: a run killed by SIGKILL (see `classify`).
+        hit_memory = group is not None and _killed(outcome.wait_status) and group.hit_memory_limit()
     finally:
         os.close(status_r)
         if status_w >= 0:
@@ -207,6 +208,13 @@ def _start(
         run.stdout = os.fdopen(next(streams), "rb", buffering=0)
     run.stderr = os.fdopen(next(streams), "rb", buffering=0)
     return run
+
+
+def _killed(wait_status: int) -> bool:
+    """Whether the box ended by SIGKILL, itself or (as its pid 1 reports it) its program."""
+    if os.WIFSIGNALED(wait_status):
+        return os.WTERMSIG(wait_status) == signal.SIGKILL
+    return split_exit_code(os.WEXITSTATUS(wait_status))[1] == signal.SIGKILL
 
 
 def child_pid(status_text: bytes) -> int | None:

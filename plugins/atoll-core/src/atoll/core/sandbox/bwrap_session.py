@@ -75,8 +75,10 @@ def _hold_spare(group: RunCgroup | None, held: bool) -> None:
     if group is None:
         return
     with _spares_lock:
-        for path in group.procs_files():
-            (_spares.add if held else _spares.discard)(str(path.parent))
+        if held:
+            _spares.update(group.dir_names)
+        else:
+            _spares.difference_update(group.dir_names)
 
 
 # The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
@@ -274,7 +276,7 @@ class BwrapSession(SandboxSession):
             self._prepared = group
             _hold_spare(group, True)
             if self._server is not None and not self._server.broken:
-                self._server.prepare([str(path) for path in group.procs_files()])
+                self._server.prepare(list(group.procs_names))
         except SandboxError:
             with contextlib.suppress(SandboxError):
                 self._drop_prepared()
@@ -305,8 +307,8 @@ class BwrapSession(SandboxSession):
             options = ["--chdir", spec.workdir, "--uid", str(spec.uid), "--gid", str(spec.gid)]
             if spec.limits.memory_bytes is not None:
                 options += ["--tmpfs", str(spec.limits.memory_bytes)]
-            for path in group.procs_files() if group is not None else []:
-                options += ["--cgroup", str(path)]
+            for name in group.procs_names if group is not None else ():
+                options += ["--cgroup", name]
             for limit in run_rlimits(spec.limits, group):
                 options += ["--rlimit", str(limit.resource), str(limit.soft), str(limit.hard)]
             for mount in mounts:

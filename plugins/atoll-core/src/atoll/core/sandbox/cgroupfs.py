@@ -23,7 +23,7 @@ def unified() -> bool:
     return (ROOT / "cgroup.controllers").exists()
 
 
-def read(path: Path) -> str:
+def read(path: str | Path) -> str:
     """A cgroup file's text, without the buffered file object's cost (these files are small)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -35,7 +35,7 @@ def read(path: Path) -> str:
         os.close(fd)
 
 
-def write(path: Path, text: str) -> None:
+def write(path: str | Path, text: str) -> None:
     """Write a cgroup file with one system call, as the kernel expects."""
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
@@ -44,14 +44,14 @@ def write(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def read_int(path: Path) -> int | None:
+def read_int(path: str | Path) -> int | None:
     try:
         return int(read(path).split()[0])
     except (OSError, ValueError, IndexError):
         return None
 
 
-def read_keyed(path: Path, key: str) -> int | None:
+def read_keyed(path: str | Path, key: str) -> int | None:
     try:
         for line in read(path).splitlines():
             name, _, value = line.partition(" ")

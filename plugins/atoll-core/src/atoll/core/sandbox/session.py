@@ -52,6 +52,9 @@ class SandboxSession(ABC):
                 raise SandboxError("a session gives every run a fresh /tmp: mount elsewhere")
         self._one_at_a_time = threading.Lock()
         self.closed = False
+        # The last run's mounts and spec, checked and made: a judge's runs repeat them.
+        self._last_mounts: tuple[tuple[Mount, ...], tuple[Mount, ...]] | None = None
+        self._last_spec: tuple[Limits, bool, SandboxSpec] | None = None
 
     def run(
         self,
@@ -69,23 +72,38 @@ class SandboxSession(ABC):
         `mounts` are this run's own, on the session's slots; `stdin_seekable`
         defaults to the spec's. SandboxError for a mount off the slots.
         """
-        try:
-            ordered = self._check_mounts(mounts)
-        except SandboxError:
-            if pipes is not None:
-                pipes.close()
-            raise
-        spec = dataclasses.replace(
-            self.spec,
-            limits=self.spec.limits if limits is None else limits,
-            stdin_seekable=self.spec.stdin_seekable if stdin_seekable is None else stdin_seekable,
-        )
         with self._one_at_a_time:
-            if self.closed:
+            try:
+                if self.closed:
+                    raise SandboxError("this sandbox session is closed; open another")
+                ordered = self._checked_mounts(tuple(mounts))
+            except SandboxError:
                 if pipes is not None:
                     pipes.close()
-                raise SandboxError("this sandbox session is closed; open another")
+                raise
+            spec = self._spec_for(
+                self.spec.limits if limits is None else limits,
+                self.spec.stdin_seekable if stdin_seekable is None else stdin_seekable,
+            )
             return self._run(argv, spec, stdin, ordered, pipes, cancel)
+
+    def _checked_mounts(self, mounts: tuple[Mount, ...]) -> tuple[Mount, ...]:
+        """`_check_mounts`, done once for mounts the same as the last run's."""
+        last = self._last_mounts
+        if last is not None and last[0] == mounts:
+            return last[1]
+        ordered = self._check_mounts(mounts)
+        self._last_mounts = (mounts, ordered)
+        return ordered
+
+    def _spec_for(self, limits: Limits, stdin_seekable: bool) -> SandboxSpec:
+        """The session's spec with a run's limits and stdin, made once for the same as the last run's."""
+        last = self._last_spec
+        if last is not None and last[1] == stdin_seekable and last[0] == limits:
+            return last[2]
+        spec = dataclasses.replace(self.spec, limits=limits, stdin_seekable=stdin_seekable)
+        self._last_spec = (limits, stdin_seekable, spec)
+        return spec
 
     @abstractmethod
     def _run(
