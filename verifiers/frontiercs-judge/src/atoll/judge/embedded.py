@@ -96,6 +96,23 @@ def tcp_listener(family: socket.AddressFamily = socket.AF_INET) -> socket.socket
     return sock
 
 
+class JudgeServer(uvicorn.Server):
+    """uvicorn's server for the judge's app: its shutdown first answers the polls it holds.
+
+    uvicorn waits for every request in flight before it stops; a poll of a
+    result held until the result is final (see `result_wait`) would keep it
+    waiting for as long as the poll may be held.
+    """
+
+    def __init__(self, config: uvicorn.Config, release: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._release = release
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._release()
+        await super().shutdown(sockets)
+
+
 def serve(
     host: str,
     port: int,
@@ -133,11 +150,12 @@ def serve(
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
         from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
 
-        config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")
+        app = create_app(service)
+        config = read_deadline.config(app, setup.read_timeout_s, "info")
         # uvicorn re-raises the signal that stopped it; SIGTERM's default action
         # would end the process before the socket directory is removed.
         with sigterm_unwinds():
-            uvicorn.Server(config).run(sockets=[tcp, unix])
+            JudgeServer(config, app.state.result_waits.release).run(sockets=[tcp, unix])
     finally:
         unix.close()
         judge_socket.remove(directory, created=created)
@@ -191,7 +209,7 @@ class EmbeddedJudge:
 
         app = create_app(service, embedded=True)  # its port is of the moment: not its identity
         config = read_deadline.config(app, self.setup.read_timeout_s, "warning")
-        self._server = uvicorn.Server(config)
+        self._server = JudgeServer(config, app.state.result_waits.release)
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": sockets},
