@@ -11,7 +11,7 @@
  *   - enters the box's network and UTS namespaces and a *copy* of its mount
  *     namespace, with a fresh tmpfs on /tmp, a fresh /proc, and the run's own
  *     bind mounts; fresh IPC, pid and cgroup namespaces;
- *   - forks pid 1 of the new pid namespace, which forks the program as pid 2
+ *   - forks pid 1 of the new pid namespace, which starts the program as pid 2
  *     and exits when it does, so the kernel kills whatever the program left
  *     running (as bubblewrap's own pid 1 does);
  *   - the program gets the run's rlimits, a new session, an empty environment
@@ -299,16 +299,27 @@ static int status_of(int wait_status) {
     return WEXITSTATUS(wait_status);
 }
 
-/* pid 2 of the run's namespace: becomes the program. */
-static void program(const struct options *o, int ready) {
+struct program_start {
+    const struct options *o;
+    int ready;
+};
+
+/* pid 2 of the run's namespace: becomes the program. It runs in pid 1's memory, pid 1
+   suspended until it execs or exits (see `init`): it writes nothing pid 1 reads again. */
+static int program(void *arg) {
+    const struct program_start *start = arg;
+    const struct options *o = start->o;
     if (setsid() < 0) die("start a new session");
     drop_privileges(o);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    if (write(ready, "r", 1) != 1) die("report the start");
+    if (write(start->ready, "r", 1) != 1) die("report the start");
     execvp(o->argv[0], o->argv);
     fprintf(stderr, NAME ": failed to execute %s: %s\n", o->argv[0], strerror(errno));
     _exit(127);
 }
+
+/* The program's stack while it shares pid 1's memory, up to its exec. */
+static char program_stack[128 * 1024] __attribute__((aligned(16)));
 
 /* pid 1 of the run's namespace: mounts, starts the program, ends with it. */
 static void init(const struct options *o, int ready) {
@@ -318,9 +329,12 @@ static void init(const struct options *o, int ready) {
         if (held[i] >= 0) close(held[i]);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
     mount_run(o);
-    pid_t child = fork();
-    if (child < 0) die("fork the program");
-    if (child == 0) program(o, ready);
+    /* As posix_spawn does: the program shares pid 1's memory until its exec, rather than a
+       copy of it (a fork copies the page tables and takes a fault per page written after). */
+    struct program_start start = {o, ready};
+    pid_t child = clone(program, program_stack + sizeof program_stack,
+                        CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    if (child < 0) die("start the program");
     close(ready);
     for (;;) {
         int status;
