@@ -2,7 +2,7 @@
 
 The process runs short sandboxes back to back from four threads, so a kill
 lands in every phase of a run (the set-up shell, bubblewrap's two stages,
-the program; or a session's launcher server, its forked launcher, pid 1 and
+the program; or a session's launcher server, the run's pid 1 it forked and
 the program) over a few tries; each try, every sandboxed process, every
 per-run cgroup and every launcher server of the killed process must be gone
 within seconds.

@@ -3,12 +3,13 @@
 The box is bubblewrap's own (the same root, system binds, /proc, /dev, the
 spec's mounts, a network namespace of loopback only), built by bubblewrap
 once and then held by descriptors of its mount, network and UTS namespaces:
-no process stays in it. A run is started by the launcher (`launcher.c`),
-forked for it by the session's launcher server (`launch_server`): it joins
-the run's cgroup (made, and joined, while the run before still ran), enters the box's network and hostname and a copy of
-its mounts, with fresh IPC, pid and cgroup namespaces, a fresh /tmp and
-/proc, the run's own mounts on the slots, then starts the program with the
-run's rlimits as the spec's uid, without capabilities. The per-run cgroup,
+no process stays in it. A run's process is forked by the session's launcher
+server (`launcher.c`, `launch_server`) as pid 1 of a pid namespace of its
+own: it joins the run's cgroup (made, and joined, while the run before still
+ran), enters the box's network and hostname and a copy of its mounts, with
+fresh IPC and cgroup namespaces, a fresh /tmp and /proc, the run's own
+mounts on the slots, then starts the program with the run's rlimits as the
+spec's uid, without capabilities. The per-run cgroup,
 the supervision, the counters and the Status are those of a run in a box of
 its own (`bwrap_run`), so limits and verdicts are the same either way.
 
@@ -198,7 +199,7 @@ class BwrapSession(SandboxSession):
 
     Its runs are forked by a launcher server (`launch_server`) started with
     the session, and started again should it ever fail. While a run runs,
-    the next run's cgroup is made and the server's launcher for it joins it
+    the next run's cgroup is made and the server's process for it joins it
     (`LaunchServer.prepare`): a run with the same kind of limits starts in it
     with its own limits set, without waiting to join a cgroup.
     """
@@ -233,7 +234,7 @@ class BwrapSession(SandboxSession):
 
     def _release(self) -> None:
         if self._server is not None:
-            self._server.close()  # its prepared launcher ends with it
+            self._server.close()  # its prepared run ends with it
         self._drop_prepared()
         self._box.close()
 
@@ -265,7 +266,7 @@ class BwrapSession(SandboxSession):
         return run_cgroup(limits)
 
     def _prepare_next(self, limits: Limits) -> None:
-        """A cgroup for a next run like this one, joined by the server's launcher for it now.
+        """A cgroup for a next run like this one, joined by the server's process for it now.
 
         Only an optimisation: where it fails, the next run makes its cgroup itself.
         """

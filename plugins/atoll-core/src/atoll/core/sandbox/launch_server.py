@@ -1,18 +1,19 @@
-"""The session's launcher as a server: it forks one launcher per run instead of being exec'd.
+"""The session's launcher as a server: it forks each run's process instead of being exec'd.
 
 Why: a run started by `subprocess.Popen` pays for this process's own fork
 and an exec of the launcher (most of a millisecond here, with this thread
 held), and every run drops the capability bounding set again. The server
 (`launcher.c --serve`) does the exec and that drop once per session; each
-run is then a fork of a small static process. What a run is, is unchanged:
-the same options, the same launcher code in the forked child, the same
-cgroups, namespaces, limits and status record.
+run is then a fork of a small static process, born pid 1 of a pid namespace
+of its own, which enters the box and starts the program. What a run is, is
+unchanged: the same options, the same cgroups, namespaces, limits and status
+record.
 
-While a run runs, the server may fork the next run's launcher into that
+While a run runs, the server may fork the next run's process into that
 run's cgroups ahead (`prepare`), so that joining them is off the next run's
 path. A run's handle (`ServerRun`) is what `supervise` watches: a pidfd of the
-run's launcher (sent by the server), its stdout and stderr pipes, and a
-`wait` that reads the server's report once it has reaped the run.
+run's pid 1 (sent by the server), its stdout and stderr pipes, and a `wait`
+that reads the server's report once it has reaped the run.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ class LaunchServer:
     ) -> ServerRun:
         """Start a run of `options` (the launcher's per-run options, `--`, the command).
 
-        `prepared`: its cgroups are those of the last `prepare`, whose launcher
-        has joined them already (or joins them now, should it have died).
+        `prepared`: its cgroups are those of the last `prepare`, whose process
+        has joined them already (or a new one joins them now, should it have died).
         """
         kind = "prepared" if prepared else "run"
         payload = b"\0".join(word.encode() for word in (kind, *options))
@@ -82,7 +83,7 @@ class LaunchServer:
         return ServerRun(self, int(words[1]), fds[0])
 
     def prepare(self, procs_files: list[str]) -> None:
-        """Have the next run's launcher forked now and join these cgroups, while this run runs.
+        """Have the next run's process forked now and join these cgroups, while this run runs.
 
         On cgroup v1 joining a cgroup from outside waits for an RCU grace
         period, which is milliseconds when the CPUs are busy (as with the

@@ -1,19 +1,21 @@
 /*
- * atoll-sandbox-launch: one run inside a prepared box, isolated from every other run.
+ * atoll-sandbox-launch: the runs of a sandbox session, each in a prepared box and isolated
+ * from every other run.
  *
  * Why it exists: starting a bubblewrap box costs milliseconds (namespaces, a
  * dozen bind mounts, pivot_root), which a judge running 70 short programs a
  * submission pays 70 times. A session prepares the box once (bubblewrap's
- * mount namespace, held by a descriptor) and this launcher starts each run in
- * a private copy of it, in a few hundred microseconds:
+ * mount namespace, held by a descriptor) and this launcher, started once per
+ * session as a server, starts each run in a private copy of it, in a few
+ * hundred microseconds. A run's process is forked by the server as pid 1 of a
+ * pid namespace of its own; it
  *
  *   - joins the run's cgroups (its memory, pids and CPU limits and counters);
  *   - enters the box's network and UTS namespaces and a *copy* of its mount
  *     namespace, with a fresh tmpfs on /tmp, a fresh /proc, and the run's own
- *     bind mounts; fresh IPC, pid and cgroup namespaces;
- *   - forks pid 1 of the new pid namespace, which starts the program as pid 2
- *     and exits when it does, so the kernel kills whatever the program left
- *     running (as bubblewrap's own pid 1 does);
+ *     bind mounts; fresh IPC and cgroup namespaces;
+ *   - starts the program as pid 2 and exits when it does, so that the kernel
+ *     kills whatever the program left running (as bubblewrap's own pid 1 does);
  *   - the program gets the run's rlimits, a new session, an empty environment
  *     but the given variables, the unprivileged uid and gid, no supplementary
  *     groups, no capabilities (bounding, inheritable, ambient) and
@@ -21,31 +23,31 @@
  *
  * Nothing a run does reaches the box or the next run: its files live in its
  * own tmpfs and writable mounts, its IPC objects in its own namespace, and its
- * processes die with it. Everything is set by the trusted caller on the
- * command line; a failure before the program starts prints one line naming
- * the step and exits 125 without writing the status record, so that the
- * caller reports a sandbox failure rather than a program failure.
+ * processes die with it. Everything is set by the trusted caller; a failure
+ * before the program starts prints one line naming the step and exits 125
+ * without writing the status record, so that the caller reports a sandbox
+ * failure rather than a program failure.
  *
- * Exit status: the program's exit code, or 128 + N if a signal N ended it
- * (as bubblewrap reports it).
+ * A run's exit status: the program's exit code, or 128 + N if a signal N
+ * ended it (as bubblewrap reports it).
  *
- * Server mode (`--serve FD`): started once per session, it reads requests
- * from the SOCK_SEQPACKET socket FD and forks one launcher per run rather
- * than being exec'd for each, which spares every run an exec and the
- * caller's own fork. A request is NUL-separated words: "run", the per-run
- * options and the command, with the run's stdin, stdout, stderr and status
- * descriptors attached (SCM_RIGHTS). It answers "pid N" with a pidfd of the
- * run's launcher attached, then "exit STATUS UTIME_US STIME_US MAXRSS_KB"
- * once it has reaped it, and exits when the socket closes. "prepare" and the
- * cgroup.procs files of the next run's cgroups (no descriptors, no answer)
- * forks that run's launcher ahead, while the current run runs: it joins
- * those cgroups at once (on cgroup v1 that waits for an RCU grace period,
- * which a run started later no longer waits for) and waits; "prepared"
- * with the same words as "run" hands it its request (it does not join again). It empties its capability
- * bounding set once, at start; the runs it forks inherit that. It outlives
- * the thread that started it, so it watches its parent process through a
- * pidfd rather than the parent-death signal (which follows the thread): once
- * that process is gone it kills the run in flight, if any, and exits.
+ * The server (`--serve FD --parent PID`, then the box's descriptors) reads
+ * requests from the SOCK_SEQPACKET socket FD. Forking each run from it spares
+ * every run an exec and the caller's own fork. A request is NUL-separated
+ * words: "run", the per-run options and the command, with the run's stdin,
+ * stdout, stderr and status descriptors attached (SCM_RIGHTS). It answers
+ * "pid N" with a pidfd of the run's pid 1 attached, then "exit STATUS
+ * UTIME_US STIME_US MAXRSS_KB" once it has reaped it, and exits when the
+ * socket closes. "prepare" and the cgroup.procs files of the next run's
+ * cgroups (no descriptors, no answer) forks that run's process ahead, while
+ * the current run runs: it joins those cgroups at once (on cgroup v1 that
+ * waits for an RCU grace period, which a run started later no longer waits
+ * for) and waits; "prepared" with the same words as "run" hands it its request
+ * (it does not join again). The server empties its capability bounding set
+ * once, at start; the runs it forks inherit that. It outlives the thread that
+ * started it, so it watches its parent process through a pidfd rather than the
+ * parent-death signal (which follows the thread): once that process is gone it
+ * kills the run in flight, if any, and exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -99,7 +101,7 @@ struct rlim {
 };
 
 struct options {
-    pid_t parent;
+    pid_t host_pid; /* this run's pid 1 as the host sees it, for the status record */
     int status_fd, mnt_fd, net_fd, uts_fd;
     const char *cgroups[MAX_ITEMS];
     int n_cgroups;
@@ -157,7 +159,7 @@ static void parse(int argc, char **argv, struct options *o) {
             break;
         }
         if (left < 1) usage(arg);
-        if (strcmp(arg, "--parent") == 0) o->parent = (pid_t)number(argv[++i], arg);
+        if (strcmp(arg, "--host-pid") == 0) o->host_pid = (pid_t)number(argv[++i], arg);
         else if (strcmp(arg, "--status-fd") == 0) o->status_fd = (int)number(argv[++i], arg);
         else if (strcmp(arg, "--mnt-fd") == 0) o->mnt_fd = (int)number(argv[++i], arg);
         else if (strcmp(arg, "--net-fd") == 0) o->net_fd = (int)number(argv[++i], arg);
@@ -190,7 +192,8 @@ static void parse(int argc, char **argv, struct options *o) {
         } else usage(arg);
     }
     if (i >= argc) usage("no command after --");
-    if (o->mnt_fd < 0 || o->status_fd < 0 || o->parent <= 0) usage("--mnt-fd, --status-fd and --parent are required");
+    if (o->mnt_fd < 0 || o->status_fd < 0 || o->host_pid <= 0)
+        usage("--mnt-fd, --status-fd and --host-pid are required");
     if (o->uid == 0 || o->gid == 0) usage("the program never runs as root");
     o->argv = argv + i;
 }
@@ -203,10 +206,9 @@ static void write_file(const char *path, const char *text) {
     close(fd);
 }
 
+/* Writing 0 to a cgroup.procs file moves the writer (whose pid, 1, means nothing outside). */
 static void join_cgroups(const struct options *o) {
-    char pid[32];
-    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    for (int i = 0; i < o->n_cgroups; i++) write_file(o->cgroups[i], pid);
+    for (int i = 0; i < o->n_cgroups; i++) write_file(o->cgroups[i], "0\n");
 }
 
 static void enter_box(struct options *o) {
@@ -220,10 +222,14 @@ static void enter_box(struct options *o) {
     if (o->net_fd >= 0 && setns(o->net_fd, CLONE_NEWNET) < 0) die("enter the box's network");
     if (o->uts_fd >= 0 && setns(o->uts_fd, CLONE_NEWUTS) < 0) die("enter the box's hostname");
     if (setns(o->mnt_fd, CLONE_NEWNS) < 0) die("enter the box's mounts");
-    if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWCGROUP) < 0)
+    if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP) < 0)
         die("make the run's own namespaces");
     /* What this run mounts stays in its copy of the box. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make the run's mounts private");
+    /* The box's descriptors stay out of the run. */
+    int held[] = {o->mnt_fd, o->net_fd, o->uts_fd};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        if (held[i] >= 0) close(held[i]);
 }
 
 static void make_target(const struct bind *b) {
@@ -305,7 +311,7 @@ struct program_start {
 };
 
 /* pid 2 of the run's namespace: becomes the program. It runs in pid 1's memory, pid 1
-   suspended until it execs or exits (see `init`): it writes nothing pid 1 reads again. */
+   suspended until it execs or exits (see `launch`): it writes nothing pid 1 reads again. */
 static int program(void *arg) {
     const struct program_start *start = arg;
     const struct options *o = start->o;
@@ -321,72 +327,58 @@ static int program(void *arg) {
 /* The program's stack while it shares pid 1's memory, up to its exec. */
 static char program_stack[128 * 1024] __attribute__((aligned(16)));
 
-/* pid 1 of the run's namespace: mounts, starts the program, ends with it. */
-static void init(const struct options *o, int ready) {
-    /* Only the launcher writes the status; the box's descriptors stay out of the run. */
-    int held[] = {o->status_fd, o->mnt_fd, o->net_fd, o->uts_fd};
-    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
-        if (held[i] >= 0) close(held[i]);
+/* The run: pid 1 of its own pid namespace (see `new_child`). It joins the run's cgroups
+   (unless prepared), enters the box, mounts, starts the program, writes the status record
+   once the program has started, and ends with the program: the kernel then kills whatever
+   the program left in the namespace. */
+static void launch(struct options *o) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
+    join_cgroups(o);
+    enter_box(o);
     mount_run(o);
-    /* As posix_spawn does: the program shares pid 1's memory until its exec, rather than a
-       copy of it (a fork copies the page tables and takes a fault per page written after). */
-    struct program_start start = {o, ready};
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
+    /* As posix_spawn does: the program shares this process's memory until its exec (this
+       process waits), rather than a copy of it (a fork copies the page tables and takes a
+       fault per page written after). The status descriptor is close-on-exec. */
+    struct program_start start = {o, ready[1]};
     pid_t child = clone(program, program_stack + sizeof program_stack,
                         CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
     if (child < 0) die("start the program");
-    close(ready);
-    for (;;) {
-        int status;
-        pid_t pid = waitpid(-1, &status, 0);
-        if (pid == child) _exit(status_of(status));
-        if (pid < 0 && errno != EINTR) die("wait for the program");
-    }
-}
-
-/* The launcher proper: the run's cgroups, the box, pid 1, the status record; ends with the run. */
-static void launch(struct options *o) {
-    join_cgroups(o);
-    enter_box(o);
-    int ready[2];
-    if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
-    pid_t first = fork();
-    if (first < 0) die("fork pid 1");
-    if (first == 0) {
-        close(ready[0]);
-        init(o, ready[1]);
-    }
     close(ready[1]);
-    for (int i = 0; i < o->n_binds; i++) close(o->binds[i].fd); /* pid 1 holds its copies */
     char byte;
     ssize_t got;
     do got = read(ready[0], &byte, 1);
     while (got < 0 && errno == EINTR);
-    int status;
+    close(ready[0]);
     if (got == 1) {
         char record[64];
-        int n = snprintf(record, sizeof record, "{ \"child-pid\": %d }\n", (int)first);
+        int n = snprintf(record, sizeof record, "{ \"child-pid\": %d }\n", (int)o->host_pid);
         if (write(o->status_fd, record, (size_t)n) != n) die("write the status");
     }
     close(o->status_fd);
-    while (waitpid(first, &status, 0) < 0)
-        if (errno != EINTR) die("wait for pid 1");
-    if (got != 1) _exit(125); /* the run failed to start: its message is on stderr */
-    _exit(status_of(status));
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid == child) _exit(got == 1 ? status_of(status) : 125);
+        if (pid < 0 && errno != EINTR) die("wait for the program");
+    }
 }
 
 struct server {
     int sock;
     const char *box[8]; /* --mnt-fd N --net-fd N --uts-fd N, as given to the server */
     int n_box;
-    pid_t self;
+    int self_fd; /* a pidfd of the server itself, for its runs to see it alive */
+    int pid_ns;  /* the server's own pid namespace, its children's again after each run's */
 };
 
-/* A run (or a prepared run waiting for its request): its process and a pidfd of it. */
+/* A run (or a prepared run waiting for its request): its pid 1, a pidfd of it, and the
+   server's end of the socket pair its request goes on. */
 struct child {
     pid_t pid;
     int pidfd;
-    int sock; /* a prepared run's end of its socket pair; -1 for a run */
+    int sock;
 };
 
 static void reply(int sock, const char *text, int fd) {
@@ -444,15 +436,18 @@ static ssize_t request(int sock, char *buf, size_t size, int fds[4], int *n_fds)
     return n;
 }
 
-static void send_request(int sock, const char *text, size_t size, const int fds[4]) {
-    struct iovec iov = {(void *)text, size};
+/* Hand a run its request: its pid as the host sees it, then the words, and its descriptors. */
+static void send_request(int sock, pid_t pid, const char *text, size_t size, const int fds[4]) {
+    char head[32];
+    int n = snprintf(head, sizeof head, "%d", (int)pid) + 1; /* with its NUL */
+    struct iovec iov[2] = {{head, (size_t)n}, {(void *)text, size}};
     union {
         char space[CMSG_SPACE(4 * sizeof(int))];
         struct cmsghdr align;
     } control;
     struct msghdr msg = {0};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
     msg.msg_control = control.space;
     msg.msg_controllen = sizeof control.space;
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
@@ -463,25 +458,24 @@ static void send_request(int sock, const char *text, size_t size, const int fds[
     if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("hand a request over");
 }
 
-/* In a forked child: the run's stdio, then the launcher with the server's box and `words`
-   (whose cgroups a prepared run has joined already). */
+/* In a run's pid 1: the run's stdio, then the run with the server's box and `words` (the
+   first its pid as the host sees it), whose cgroups a prepared run has joined already. */
 static void run_request(const struct server *srv, char *words, ssize_t size, int fds[4],
                         int joined) {
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0) die("take descriptor %d", i);
     for (int i = 0; i < 3; i++) close(fds[i]);
-    char status[16], parent[16];
+    char status[16];
     snprintf(status, sizeof status, "%d", fds[3]);
-    snprintf(parent, sizeof parent, "%d", (int)srv->self);
     char *argv[4 * MAX_ITEMS + 16];
     int argc = 0;
     argv[argc++] = NAME;
-    argv[argc++] = "--parent";
-    argv[argc++] = parent;
     argv[argc++] = "--status-fd";
     argv[argc++] = status;
+    argv[argc++] = "--host-pid";
+    argv[argc++] = words;
     for (int i = 0; i < srv->n_box; i++) argv[argc++] = (char *)srv->box[i];
-    for (char *word = words; word < words + size; word += strlen(word) + 1) {
+    for (char *word = words + strlen(words) + 1; word < words + size; word += strlen(word) + 1) {
         if (argc == (int)(sizeof argv / sizeof argv[0]) - 1) usage("too many words in a request");
         argv[argc++] = word;
     }
@@ -492,9 +486,12 @@ static void run_request(const struct server *srv, char *words, ssize_t size, int
     launch(&o);
 }
 
+/* In a forked run: it dies with the server, and starts nothing if the server died already
+   (then nothing would kill it). */
 static void forked(const struct server *srv) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    if (getppid() != srv->self) _exit(125);
+    struct pollfd server = {srv->self_fd, POLLIN, 0};
+    if (poll(&server, 1, 0) != 0) _exit(125); /* its pidfd is readable: the server is gone */
     close(srv->sock);
 }
 
@@ -504,37 +501,31 @@ static struct child start_child(pid_t pid, int sock) {
     return c;
 }
 
-/* A run now: fork, and the child joins the cgroups its words name. */
-static struct child run_now(const struct server *srv, char *words, ssize_t size, int fds[4]) {
+/* A run's process, forked as pid 1 of a pid namespace of its own, and its end of the socket
+   pair its request comes on. With `procs` (the cgroup.procs files of the next run's cgroups)
+   it is prepared ahead, while the run before runs: it joins those cgroups at once (on cgroup
+   v1 joining waits for an RCU grace period, which the run no longer waits for). */
+static struct child new_child(const struct server *srv, const char *procs, ssize_t size) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) die("socketpair");
+    /* The next child's pid namespace is a new one; then the server's own again (glibc's fork
+       rather than a raw clone: the child keeps its own view of its thread id). */
+    if (unshare(CLONE_NEWPID) < 0) die("make a run's pid namespace");
     pid_t pid = fork();
     if (pid < 0) die("fork a run");
     if (pid == 0) {
         forked(srv);
-        run_request(srv, words, size, fds, 0);
-    }
-    return start_child(pid, -1);
-}
-
-/* A run prepared ahead: it joins the cgroups `procs` names now (which costs an RCU grace
-   period on cgroup v1), then waits for its request, whose cgroups it does not join again. */
-static struct child prepare(const struct server *srv, char *procs, ssize_t size) {
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) die("socketpair");
-    pid_t pid = fork();
-    if (pid < 0) die("fork a prepared run");
-    if (pid == 0) {
-        forked(srv);
         close(pair[0]);
-        char pidtext[32];
-        snprintf(pidtext, sizeof pidtext, "%d\n", (int)getpid());
-        for (char *path = procs; path < procs + size; path += strlen(path) + 1) write_file(path, pidtext);
+        for (const char *path = procs; procs && path < procs + size; path += strlen(path) + 1)
+            write_file(path, "0\n"); /* 0: the writer itself (its pid, 1, means nothing here) */
         static char words[65536];
         int fds[4], n_fds;
         ssize_t got = request(pair[1], words, sizeof words, fds, &n_fds);
         if (got <= 0 || n_fds != 4) _exit(0); /* never used */
         close(pair[1]);
-        run_request(srv, words, got, fds, 1);
+        run_request(srv, words, got, fds, procs != NULL && size > 0);
     }
+    if (setns(srv->pid_ns, CLONE_NEWPID) < 0) die("return to the server's pid namespace");
     close(pair[1]);
     return start_child(pid, pair[0]);
 }
@@ -571,23 +562,20 @@ static void handle(struct server *srv, struct child *run, struct child *waiting,
     ssize_t rest = size - (ssize_t)head;
     if (strcmp(text, "prepare") == 0 && n_fds == 0) {
         end_child(waiting, 1);
-        *waiting = prepare(srv, words, rest);
+        *waiting = new_child(srv, words, rest);
         return;
     }
-    if (n_fds != 4 || run->pid > 0) {
+    if (n_fds != 4 || run->pid > 0 || (strcmp(text, "run") != 0 && strcmp(text, "prepared") != 0)) {
         errno = EPROTO;
         die("take a request");
     }
     if (strcmp(text, "prepared") == 0 && waiting->pid > 0) {
-        send_request(waiting->sock, words, (size_t)rest, fds);
         *run = *waiting;
         waiting->pid = 0;
-    } else if (strcmp(text, "run") == 0 || strcmp(text, "prepared") == 0) {
-        *run = run_now(srv, words, rest, fds); /* (a prepared run that died: joins now) */
     } else {
-        errno = EPROTO;
-        die("take a request");
+        *run = new_child(srv, NULL, 0); /* (a prepared run that died: joins now) */
     }
+    send_request(run->sock, run->pid, words, (size_t)rest, fds);
     for (int i = 0; i < 4; i++) close(fds[i]);
     char line[32];
     snprintf(line, sizeof line, "pid %d", (int)run->pid);
@@ -608,8 +596,11 @@ static void serve(int argc, char **argv) {
     if (srv.sock < 0 || parent <= 0) usage("--serve and --parent are required");
     int parent_fd = (int)syscall(SYS_pidfd_open, parent, 0);
     if (parent_fd < 0 || getppid() != parent) _exit(125); /* the caller is gone: serve nothing */
+    srv.self_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (srv.self_fd < 0) die("open a pidfd of the server");
+    srv.pid_ns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (srv.pid_ns < 0) die("hold the server's pid namespace");
     drop_bounding_set(); /* once for every run: root here keeps its effective capabilities */
-    srv.self = getpid();
     struct child run = {0, -1, -1}, waiting = {0, -1, -1};
     static char text[65536];
     for (;;) {
@@ -641,9 +632,5 @@ static void serve(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--serve") == 0) serve(argc, argv);
-    struct options o;
-    parse(argc, argv, &o);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    if (getppid() != o.parent) _exit(125); /* the caller is gone: start nothing */
-    launch(&o);
+    usage("the launcher serves a session: --serve FD --parent PID and the box's descriptors");
 }
