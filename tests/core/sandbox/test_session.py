@@ -196,3 +196,44 @@ def test_each_run_gets_its_own_memory_limit_up_or_down(session: SandboxSession) 
         Status.OK,
         Status.MEMORY_LIMIT,
     ], statuses
+
+
+def test_runs_prepared_ahead_are_the_runs_a_fresh_box_would_be(
+    spec: SandboxSpec, session: SandboxSession, test_uid: int
+) -> None:
+    """`warm` makes runs ready before they are asked for (their cgroup joined, the box
+    entered, /proc and /tmp mounted for the limits it was told); a run with other limits
+    still gets its own, /tmp's size included, and a run of another kind a run made for it."""
+    script = sh(
+        "cat /proc/self/limits; df -k /tmp | tail -1 | tr -s ' ' | cut -d' ' -f2; "
+        "grep -E '^(Uid|Gid|Groups|Cap|NoNewPrivs)' /proc/self/status; ls -A /tmp; echo $$"
+    )
+    session.warm(LIMITS, 4)
+    for limits in (
+        LIMITS,
+        dataclasses.replace(LIMITS, memory_bytes=128 * MiB, cpu_seconds=2.5),
+        dataclasses.replace(LIMITS, memory_bytes=None),
+        Limits(cpu_seconds=None, memory_bytes=None, processes=None, file_size_bytes=None),
+        LIMITS,
+    ):
+        fresh = get_backend("bwrap").run(script, dataclasses.replace(spec, limits=limits))
+        prepared = session.run(script, limits)
+        assert fresh.ok and prepared.ok, (fresh, prepared)
+        assert prepared.stdout == fresh.stdout
+    session.warm(LIMITS, 3)
+    assert session.run(sh("echo left > /tmp/left; sleep 60 &")).ok
+    after = session.run(sh("ls -A /tmp; ls /proc | grep -c '^[0-9]'"))
+    assert after.stdout.split()[0] in (b"3", b"4", b"5"), after  # no file, no process left
+    assert processes_of_uid(test_uid, zombies=True) == []
+
+
+def test_a_closed_session_leaves_none_of_the_runs_it_prepared(spec: SandboxSpec) -> None:
+    backend = get_backend("bwrap")
+    session = backend.session(spec)
+    session.warm(LIMITS, 5)
+    assert session.run(["true"], LIMITS).ok
+    assert backend.leftovers() == []  # the runs kept ready are no leftovers
+    session.close()
+    assert backend.leftovers() == []
+    session.warm(LIMITS, 5)  # a closed session prepares nothing
+    assert backend.leftovers() == []

@@ -168,6 +168,10 @@ class CompileCache:
         """The binary for `key`, alone in its own directory (the sandbox mounts that directory)."""
         return self.directory / key / recipe.binary_name
 
+    def cached(self, source: bytes, recipe: Recipe = PROGRAM) -> bool:
+        """Whether `source` is compiled already (`compile` would take it from the cache)."""
+        return self.path_for(cache_key(source, recipe), recipe).is_file()
+
     def compile(self, source: bytes, recipe: Recipe = PROGRAM) -> Compiled:
         """The binary for `source`: cached, or compiled now; CompileError if it does not build."""
         key = cache_key(source, recipe)

@@ -27,7 +27,6 @@ started) raises JudgeInfrastructureError: it is never turned into a score.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import signal
 import tempfile
@@ -52,7 +51,6 @@ from atoll.core.sandbox import (
     Status,
     get_backend,
 )
-from atoll.core.sizes import MiB
 from atoll.judge import testlib_message
 from atoll.judge.compiler import (
     COMPILE_BOX,
@@ -66,16 +64,15 @@ from atoll.judge.compiler import (
     tool_recipe,
 )
 from atoll.judge.problems import Case, Mode, Problem
-from atoll.judge.problems import Limits as CaseLimits
+from atoll.judge.run_limits import (
+    CHECKER_LIMITS,
+    interactor_limits,
+    run_limits,
+)
 from atoll.judge.verdict import CaseStatus, CheckResult, testlib_status
+from atoll.judge.warming import Warming
 from atoll.judge.worker_budget import WorkerBudget
 
-# The authority's caps (stdout 128 MiB, stderr 64 MiB): a program that logs to
-# stderr, or pads its answer with whitespace, fares here as it does there.
-STDOUT_CAP = 128 * MiB
-STDERR_CAP = 64 * MiB
-INTERACTIVE_STDERR_CAP = 1 * MiB  # the authority's cap on each side of a dialogue
-PROCESSES = 128  # the authority's limit; threads count
 MESSAGE_CAP = 512
 # Processes a case keeps busy: a dialogue's program and interactor answer each other.
 DIALOGUE_UNITS = 2
@@ -88,19 +85,6 @@ PROGRAM_BOX = SandboxSpec(workdir="/tmp", env=ENV, network=Network.NONE)
 TOOL_BOX = SandboxSpec(workdir=CASE_DIR, env=ENV, network=Network.NONE)
 PROGRAM_SLOTS = ("/judge",)
 TOOL_SLOTS = (CASE_DIR, TOOL_DIR)
-
-# The authority's checker limits: 10 s CPU, 20 s wall clock, 256 MiB, 1 MiB of each output.
-CHECKER_LIMITS = Limits(
-    cpu_seconds=10.0,
-    wall_seconds=20.0,
-    memory_bytes=256 * MiB,
-    processes=PROCESSES,
-    file_size_bytes=16 * MiB,
-    open_files=64,
-    stdout_bytes=1 * MiB,
-    stderr_bytes=1 * MiB,
-    stack_bytes=256 * MiB,
-)
 
 # What the C++ runtime prints when `new` fails: the usual face of the memory limit.
 _ALLOCATION_FAILED = b"std::bad_alloc"
@@ -156,45 +140,6 @@ class CaseOutcome:
         }
 
 
-@functools.lru_cache(maxsize=256)  # one per problem's limits: made once, not per case
-def run_limits(case: CaseLimits, interactive: bool = False) -> Limits:
-    """The authority's limits for a program on one case.
-
-    The authority sets the stack and the address space to the memory limit:
-    the usual 8 MiB stack would crash deep recursions it accepts, and without
-    the address-space limit a program that reserves more memory than it
-    touches would pass here and fail there. In a dialogue it sets no
-    address-space limit and keeps 1 MiB of the program's stderr.
-    """
-    return Limits(
-        cpu_seconds=case.cpu_seconds,
-        wall_seconds=case.wall_seconds,
-        memory_bytes=case.memory_bytes,
-        processes=PROCESSES,
-        file_size_bytes=16 * MiB,
-        open_files=64,
-        stdout_bytes=STDOUT_CAP,
-        stderr_bytes=INTERACTIVE_STDERR_CAP if interactive else STDERR_CAP,
-        stack_bytes=case.memory_bytes,
-        address_space_bytes=None if interactive else case.memory_bytes,
-    )
-
-
-def interactor_limits(case: CaseLimits) -> Limits:
-    """The authority's limits for an interactor: four times the program's CPU and memory."""
-    return Limits(
-        cpu_seconds=4 * case.cpu_seconds,
-        wall_seconds=8 * case.cpu_seconds,
-        memory_bytes=4 * case.memory_bytes,
-        processes=PROCESSES,
-        file_size_bytes=16 * MiB,
-        open_files=64,
-        stdout_bytes=1 * MiB,
-        stderr_bytes=INTERACTIVE_STDERR_CAP,
-        stack_bytes=4 * case.memory_bytes,
-    )
-
-
 def _program_message(
     status: CaseStatus, exit_code: int | None, signal: int | None, stderr: bytes
 ) -> str:
@@ -237,8 +182,10 @@ class Engine:
         self._budget = WorkerBudget(self.workers)
         # An interactor runs beside its program: never in the pool its program waits in.
         self._partners = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-partner")
+        self._warming = Warming(self._programs, self._tools, self.workers)
 
     def close(self) -> None:
+        self._warming.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._partners.shutdown(wait=False, cancel_futures=True)
         self._programs.close()
@@ -286,13 +233,17 @@ class Engine:
         """The final result for one submission (`done`, or `error` for a compile failure)."""
         problem = self.problem(pid)
         started = time.perf_counter()
-        tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
+        # The cases' sandboxes are made ready while the program compiles (see `warming`).
+        warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
         try:
+            tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
             compiled = self.compile_cache.compile(source)
         except CompileError as exc:
             return {"status": "error", "error": f"compile error: {exc}"}
         except (SandboxError, CompilerMissing, OSError) as exc:
             raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
+        finally:
+            self._warming.wait(warming)
         futures = [
             self._pool.submit(self._run_case, problem, compiled.binary, tool, index)
             for index in range(len(problem.cases))

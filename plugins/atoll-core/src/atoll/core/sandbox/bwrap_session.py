@@ -24,6 +24,7 @@ namespace, which is why they never overlap: sockets die with their processes.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import json
@@ -84,6 +85,8 @@ def _hold_spare(group: RunCgroup | None, held: bool) -> None:
 
 # The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
 _SHARED = ("mnt", "net", "uts")
+#: The most runs a session prepares ahead (each a process waiting in its namespaces).
+MAX_PREPARED = 32
 _READY_SECONDS = 30.0
 # The box's own /tmp is never seen (each run mounts its own over it).
 _TEMPLATE_TMPFS = 1 * MiB
@@ -198,10 +201,11 @@ class BwrapSession(SandboxSession):
     """A `SandboxSession` of the bwrap backend (see the module's docstring).
 
     Its runs are forked by a launcher server (`launch_server`) started with
-    the session, and started again should it ever fail. While a run runs,
-    the next run's cgroup is made and the server's process for it joins it
-    (`LaunchServer.prepare`): a run with the same kind of limits starts in it
-    with its own limits set, without waiting to join a cgroup.
+    the session, and started again should it ever fail. Runs are prepared
+    ahead (`LaunchServer.prepare`): while a run runs, the next run's cgroup is
+    made and the server's process for it joins it and enters the box; `warm`
+    prepares more at once, while the CPUs have time to spare. A run with the
+    same kind of limits starts in the oldest, with its own limits set.
     """
 
     def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
@@ -209,8 +213,10 @@ class BwrapSession(SandboxSession):
         self._launcher = str(launcher_path())
         self._box = BoxTemplate(spec, self.slots)
         self._server: LaunchServer | None = None
-        self._prepared: RunCgroup | None = None  # the next run's cgroup, joined ahead
-        self._claimed: RunCgroup | None = None  # the run in flight's, if it was prepared
+        # The cgroups of the runs prepared ahead, oldest first, each known to the server by
+        # its name; and the run in flight's, if it was one of them.
+        self._prepared: collections.deque[RunCgroup] = collections.deque()
+        self._claimed: RunCgroup | None = None
         try:
             self._server = self._start_server()
         except BaseException:
@@ -239,25 +245,29 @@ class BwrapSession(SandboxSession):
         self._box.close()
 
     def _drop_prepared(self) -> None:
-        prepared, self._prepared = self._prepared, None
-        _hold_spare(prepared, False)
-        if prepared is not None:
+        """Remove the prepared runs' cgroups (which kills their processes)."""
+        prepared, self._prepared = self._prepared, collections.deque()
+        failure: OSError | None = None
+        for group in prepared:
+            _hold_spare(group, False)
             try:
-                prepared.remove()
+                group.remove()
             except OSError as exc:
-                raise SandboxError(str(exc)) from exc
+                failure = failure or exc
+        if failure is not None:
+            raise SandboxError(str(failure)) from failure
 
     def _group_for(self, limits: Limits) -> RunCgroup | None:
-        """The prepared cgroup if these limits need the same hierarchies (its limits set), else a new one."""
+        """The oldest prepared cgroup if these limits need the same hierarchies (its limits set), else a new one."""
         memory, processes, cpus, account_cpu = cgroup_limits(limits)
-        prepared, self._claimed = self._prepared, None
-        if prepared is not None and prepared.fits(processes, cpus, account_cpu):
-            self._prepared = None
+        self._claimed = None
+        if self._prepared and self._prepared[0].fits(processes, cpus, account_cpu):
+            prepared = self._prepared.popleft()
             _hold_spare(prepared, False)
             try:
                 prepared.apply_limits(memory, processes, cpus)
             except OSError as exc:
-                self._prepared = prepared  # removed with the session
+                self._prepared.appendleft(prepared)  # removed with the session
                 _hold_spare(prepared, True)
                 raise SandboxError(f"cannot set the run's cgroup limits: {exc}") from exc
             self._claimed = prepared
@@ -265,19 +275,23 @@ class BwrapSession(SandboxSession):
         self._drop_prepared()
         return run_cgroup(limits)
 
-    def _prepare_next(self, limits: Limits) -> None:
-        """A cgroup for a next run like this one, joined by the server's process for it now.
+    def _warm(self, limits: Limits, runs: int) -> None:
+        self._prepare(limits, min(runs, MAX_PREPARED))
 
-        Only an optimisation: where it fails, the next run makes its cgroup itself.
+    def _prepare(self, limits: Limits, runs: int) -> None:
+        """Runs like one with `limits` prepared ahead, up to `runs`: each a cgroup, joined now.
+
+        Only an optimisation: where it fails, a run makes its cgroup itself.
         """
         try:
-            group = run_cgroup(limits)
-            if group is None:
-                return
-            self._prepared = group
-            _hold_spare(group, True)
-            if self._server is not None and not self._server.broken:
-                self._server.prepare(list(group.procs_names))
+            while len(self._prepared) < runs:
+                group = run_cgroup(limits)
+                if group is None:
+                    return
+                self._prepared.append(group)
+                _hold_spare(group, True)
+                if self._server is not None and not self._server.broken:
+                    self._server.prepare(group.name, group.procs_names, limits.memory_bytes)
         except SandboxError:
             with contextlib.suppress(SandboxError):
                 self._drop_prepared()
@@ -318,16 +332,16 @@ class BwrapSession(SandboxSession):
             for key, value in env.items():
                 options += ["--setenv", f"{key}={value}"]
             options += ["--", *argv]
-            prepared = group is not None and group is self._claimed
+            prepared = group.name if group is not None and group is self._claimed else None
             spawn = self._spawner(options, prepared, spec.limits)
             return Start([], failure="the sandbox launcher could not start the run", spawn=spawn)
 
         return start
 
-    def _spawner(self, options: list[str], prepared: bool, limits: Limits) -> Spawn:
+    def _spawner(self, options: list[str], prepared: str | None, limits: Limits) -> Spawn:
         def started(stdio: tuple[int, int, int], status_w: int) -> Child:
             run = self._server_now().spawn(options, stdio, status_w, prepared)
-            self._prepare_next(limits)  # while this run runs
+            self._prepare(limits, 1)  # the next run, while this one runs
             return run
 
         return started

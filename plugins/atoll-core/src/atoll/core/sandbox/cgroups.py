@@ -179,6 +179,7 @@ class RunCgroup:
         self._layout = lay
         self._dirs = dirs
         self.dir_names = tuple(str(d) for d in dirs)
+        self.name = dirs[0].name  # the same in every hierarchy
         self.procs_names = tuple(f"{d}/cgroup.procs" for d in self.dir_names)
         by_parent = {os.path.dirname(d): d for d in self.dir_names}
 

@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Sequence
 from typing import IO
 
 from atoll.core.sandbox.spec import SandboxError
@@ -56,15 +57,19 @@ class LaunchServer:
         self.broken = False  # the protocol failed: the session starts another server
 
     def spawn(
-        self, options: list[str], stdio: tuple[int, int, int], status_w: int, prepared: bool
+        self,
+        options: list[str],
+        stdio: tuple[int, int, int],
+        status_w: int,
+        prepared: str | None = None,
     ) -> ServerRun:
         """Start a run of `options` (the launcher's per-run options, `--`, the command).
 
-        `prepared`: its cgroups are those of the last `prepare`, whose process
-        has joined them already (or a new one joins them now, should it have died).
+        `prepared`: the token of the `prepare` whose process, in this run's
+        cgroups, takes the run (should it have died, a new one joins them now).
         """
-        kind = "prepared" if prepared else "run"
-        payload = b"\0".join(word.encode() for word in (kind, *options))
+        head = ("run",) if prepared is None else ("prepared", prepared)
+        payload = b"\0".join(word.encode() for word in (*head, *options))
         with self._lock:
             try:
                 socket.send_fds(self._sock, [payload], [*stdio, status_w])
@@ -82,14 +87,23 @@ class LaunchServer:
             raise SandboxError(f"the session's launcher did not start the run; {self._gone()}")
         return ServerRun(self, int(words[1]), fds[0])
 
-    def prepare(self, procs_files: list[str]) -> None:
-        """Have the next run's process forked now and join these cgroups, while this run runs.
+    def prepare(self, token: str, procs_files: Sequence[str], tmpfs_bytes: int | None) -> None:
+        """Have a later run's process forked now, known by `token`: in these cgroups, in the box.
 
-        On cgroup v1 joining a cgroup from outside waits for an RCU grace
-        period, which is milliseconds when the CPUs are busy (as with the
-        run in flight); prepared ahead, the next run no longer waits for it.
+        It joins the cgroups, enters a copy of the box with fresh namespaces,
+        /proc and a `/tmp` of `tmpfs_bytes` (None: the default size), then
+        waits for its run (`spawn(..., prepared=token)`), which finds all that
+        done. Made while the CPUs have time to spare (the run before runs, a
+        program compiles), that work is off the run's path; and on cgroup v1
+        joining a cgroup from outside waits for an RCU grace period, which is
+        milliseconds when the CPUs are busy.
         """
-        payload = b"\0".join(word.encode() for word in ("prepare", *procs_files))
+        words = ["prepare", token]
+        if tmpfs_bytes is not None:
+            words += ["--tmpfs", str(tmpfs_bytes)]
+        for name in procs_files:
+            words += ["--cgroup", name]
+        payload = b"\0".join(word.encode() for word in words)
         with self._lock:
             try:
                 self._sock.sendmsg([payload])

@@ -102,7 +102,7 @@ struct rlim {
 
 struct options {
     pid_t host_pid; /* this run's pid 1 as the host sees it, for the status record */
-    int status_fd, mnt_fd, net_fd, uts_fd;
+    int status_fd;
     const char *cgroups[MAX_ITEMS];
     int n_cgroups;
     struct rlim rlimits[MAX_ITEMS];
@@ -148,7 +148,7 @@ static rlim_t limit_value(const char *text) {
 
 static void parse(int argc, char **argv, struct options *o) {
     memset(o, 0, sizeof *o);
-    o->status_fd = o->mnt_fd = o->net_fd = o->uts_fd = -1;
+    o->status_fd = -1;
     o->workdir = "/";
     int i = 1;
     for (; i < argc; i++) {
@@ -161,9 +161,6 @@ static void parse(int argc, char **argv, struct options *o) {
         if (left < 1) usage(arg);
         if (strcmp(arg, "--host-pid") == 0) o->host_pid = (pid_t)number(argv[++i], arg);
         else if (strcmp(arg, "--status-fd") == 0) o->status_fd = (int)number(argv[++i], arg);
-        else if (strcmp(arg, "--mnt-fd") == 0) o->mnt_fd = (int)number(argv[++i], arg);
-        else if (strcmp(arg, "--net-fd") == 0) o->net_fd = (int)number(argv[++i], arg);
-        else if (strcmp(arg, "--uts-fd") == 0) o->uts_fd = (int)number(argv[++i], arg);
         else if (strcmp(arg, "--tmpfs") == 0) o->tmpfs_bytes = (unsigned long long)number(argv[++i], arg);
         else if (strcmp(arg, "--chdir") == 0) o->workdir = argv[++i];
         else if (strcmp(arg, "--uid") == 0) o->uid = (uid_t)number(argv[++i], arg);
@@ -192,8 +189,6 @@ static void parse(int argc, char **argv, struct options *o) {
         } else usage(arg);
     }
     if (i >= argc) usage("no command after --");
-    if (o->mnt_fd < 0 || o->status_fd < 0 || o->host_pid <= 0)
-        usage("--mnt-fd, --status-fd and --host-pid are required");
     if (o->uid == 0 || o->gid == 0) usage("the program never runs as root");
     o->argv = argv + i;
 }
@@ -207,27 +202,26 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* Writing 0 to a cgroup.procs file moves the writer (whose pid, 1, means nothing outside). */
-static void join_cgroups(const struct options *o) {
-    for (int i = 0; i < o->n_cgroups; i++) write_file(o->cgroups[i], "0\n");
+static void join_cgroups(const char *const *procs, int n) {
+    for (int i = 0; i < n; i++) write_file(procs[i], "0\n");
 }
 
-static void enter_box(struct options *o) {
-    /* Host paths are resolved before the box's mount namespace hides them. */
-    for (int i = 0; i < o->n_binds; i++) {
-        struct bind *b = &o->binds[i];
-        b->fd = (int)syscall(SYS_open_tree, AT_FDCWD, b->source,
-                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-        if (b->fd < 0) die("copy the mount of %s", b->source);
-    }
-    if (o->net_fd >= 0 && setns(o->net_fd, CLONE_NEWNET) < 0) die("enter the box's network");
-    if (o->uts_fd >= 0 && setns(o->uts_fd, CLONE_NEWUTS) < 0) die("enter the box's hostname");
-    if (setns(o->mnt_fd, CLONE_NEWNS) < 0) die("enter the box's mounts");
+/* The box's descriptors, held by the server: --mnt-fd, --net-fd, --uts-fd. */
+struct box {
+    int mnt_fd, net_fd, uts_fd;
+};
+
+/* The run's own copy of the box's mounts, its network and hostname, fresh IPC and cgroup
+   namespaces; then the box's descriptors stay out of the run. */
+static void enter_box(const struct box *box) {
+    if (box->net_fd >= 0 && setns(box->net_fd, CLONE_NEWNET) < 0) die("enter the box's network");
+    if (box->uts_fd >= 0 && setns(box->uts_fd, CLONE_NEWUTS) < 0) die("enter the box's hostname");
+    if (setns(box->mnt_fd, CLONE_NEWNS) < 0) die("enter the box's mounts");
     if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP) < 0)
         die("make the run's own namespaces");
     /* What this run mounts stays in its copy of the box. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make the run's mounts private");
-    /* The box's descriptors stay out of the run. */
-    int held[] = {o->mnt_fd, o->net_fd, o->uts_fd};
+    int held[] = {box->mnt_fd, box->net_fd, box->uts_fd};
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
         if (held[i] >= 0) close(held[i]);
 }
@@ -253,18 +247,28 @@ static void make_target(const struct bind *b) {
     }
 }
 
-static void mount_run(const struct options *o) {
-    unsigned long quiet = MS_NOSUID | MS_NODEV;
-    if (mount("proc", "/proc", "proc", quiet | MS_NOEXEC, NULL) < 0) die("mount /proc");
+#define QUIET (MS_NOSUID | MS_NODEV)
+
+static void mount_tmp(unsigned long long bytes) {
     char data[64] = "mode=1777";
-    if (o->tmpfs_bytes) snprintf(data, sizeof data, "mode=1777,size=%llu", o->tmpfs_bytes);
-    if (mount("tmpfs", "/tmp", "tmpfs", quiet, data) < 0) die("mount /tmp");
+    if (bytes) snprintf(data, sizeof data, "mode=1777,size=%llu", bytes);
+    if (mount("tmpfs", "/tmp", "tmpfs", QUIET, data) < 0) die("mount /tmp");
+}
+
+/* A fresh /proc (of the run's pid namespace) and /tmp (`tmpfs_bytes` large, 0: the default). */
+static void mount_fresh(unsigned long long tmpfs_bytes) {
+    if (mount("proc", "/proc", "proc", QUIET | MS_NOEXEC, NULL) < 0) die("mount /proc");
+    mount_tmp(tmpfs_bytes);
+}
+
+/* The run's own mounts: each a detached copy of its source's mount, made by the server. */
+static void mount_binds(const struct options *o) {
     for (int i = 0; i < o->n_binds; i++) {
         const struct bind *b = &o->binds[i];
         make_target(b);
         if (syscall(SYS_move_mount, b->fd, "", AT_FDCWD, b->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
             die("bind %s", b->target);
-        unsigned long flags = MS_BIND | MS_REMOUNT | quiet | (b->writable ? 0 : MS_RDONLY);
+        unsigned long flags = MS_BIND | MS_REMOUNT | QUIET | (b->writable ? 0 : MS_RDONLY);
         if (mount(NULL, b->target, NULL, flags, NULL) < 0) die("remount %s", b->target);
         close(b->fd);
     }
@@ -327,15 +331,10 @@ static int program(void *arg) {
 /* The program's stack while it shares pid 1's memory, up to its exec. */
 static char program_stack[128 * 1024] __attribute__((aligned(16)));
 
-/* The run: pid 1 of its own pid namespace (see `new_child`). It joins the run's cgroups
-   (unless prepared), enters the box, mounts, starts the program, writes the status record
-   once the program has started, and ends with the program: the kernel then kills whatever
-   the program left in the namespace. */
+/* The run's pid 1, in the box with its mounts made: starts the program, writes the status
+   record once the program has started, and ends with the program (the kernel then kills
+   whatever the program left in the namespace). */
 static void launch(struct options *o) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die("arm the parent-death signal");
-    join_cgroups(o);
-    enter_box(o);
-    mount_run(o);
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
     /* As posix_spawn does: the program shares this process's memory until its exec (this
@@ -365,20 +364,31 @@ static void launch(struct options *o) {
     }
 }
 
+#define MAX_WAITING 64
+#define MAX_FDS (4 + MAX_ITEMS)
+#define MAX_TOKEN 128
+
 struct server {
     int sock;
-    const char *box[8]; /* --mnt-fd N --net-fd N --uts-fd N, as given to the server */
-    int n_box;
+    struct box box;
     int self_fd; /* a pidfd of the server itself, for its runs to see it alive */
     int pid_ns;  /* the server's own pid namespace, its children's again after each run's */
 };
 
-/* A run (or a prepared run waiting for its request): its pid 1, a pidfd of it, and the
-   server's end of the socket pair its request goes on. */
+/* A run (or a prepared run waiting for its request): its pid 1, a pidfd of it, the server's
+   end of the socket pair its request goes on, and (prepared) the token it is known by. */
 struct child {
     pid_t pid;
     int pidfd;
     int sock;
+    char token[MAX_TOKEN];
+};
+
+/* What a prepared run has done before its request: its cgroups, its /tmp's size. */
+struct prepared {
+    const char *procs[MAX_ITEMS];
+    int n_procs;
+    unsigned long long tmpfs_bytes;
 };
 
 static void reply(int sock, const char *text, int fd) {
@@ -402,11 +412,11 @@ static void reply(int sock, const char *text, int fd) {
     if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("answer the session");
 }
 
-/* One message: its text (NUL-terminated words) and its descriptors (4, or none); 0 at EOF. */
-static ssize_t request(int sock, char *buf, size_t size, int fds[4], int *n_fds) {
+/* One message: its text (NUL-terminated words) and its descriptors; 0 at EOF. */
+static ssize_t request(int sock, char *buf, size_t size, int fds[MAX_FDS], int *n_fds) {
     struct iovec iov = {buf, size - 1};
     union {
-        char space[CMSG_SPACE(4 * sizeof(int))];
+        char space[CMSG_SPACE(MAX_FDS * sizeof(int))];
         struct cmsghdr align;
     } control;
     struct msghdr msg = {0};
@@ -421,12 +431,12 @@ static ssize_t request(int sock, char *buf, size_t size, int fds[4], int *n_fds)
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     *n_fds = 0;
     if (c) {
-        if (c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int))) {
+        if (c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(sizeof(int))) {
             errno = EPROTO;
             die("read a request");
         }
-        memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
-        *n_fds = 4;
+        *n_fds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        memcpy(fds, CMSG_DATA(c), (size_t)*n_fds * sizeof(int));
     }
     if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
         errno = EPROTO;
@@ -436,53 +446,119 @@ static ssize_t request(int sock, char *buf, size_t size, int fds[4], int *n_fds)
     return n;
 }
 
-/* Hand a run its request: its pid as the host sees it, then the words, and its descriptors. */
-static void send_request(int sock, pid_t pid, const char *text, size_t size, const int fds[4]) {
-    char head[32];
-    int n = snprintf(head, sizeof head, "%d", (int)pid) + 1; /* with its NUL */
-    struct iovec iov[2] = {{head, (size_t)n}, {(void *)text, size}};
+/* `words` (NUL-separated, `size` bytes) as argv after a first word, NULL-terminated. */
+static int split(char *first, char *words, ssize_t size, char **argv, int room) {
+    int argc = 0;
+    argv[argc++] = first;
+    for (char *word = words; word < words + size; word += strlen(word) + 1) {
+        if (argc == room - 1) usage("too many words in a request");
+        argv[argc++] = word;
+    }
+    argv[argc] = NULL;
+    return argc;
+}
+
+/* The sources of a request's binds, in the order `parse` reads them (which stops the run,
+   with its message, at what it cannot read). */
+static int bind_sources(char **argv, int argc, const char **sources) {
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) break;
+        int bind = strcmp(arg, "--bind") == 0 || strcmp(arg, "--ro-bind") == 0;
+        int take = bind ? 2 : strcmp(arg, "--rlimit") == 0 ? 3 : 1;
+        if (i + take >= argc) break;
+        if (bind && n < MAX_ITEMS) sources[n++] = argv[i + 1];
+        i += take;
+    }
+    return n;
+}
+
+/* Hand a run its request: its pid as the host sees it, the results of copying its binds'
+   mounts (0, or why not), then the words; its four descriptors, then one per bind copied.
+   The copies are made here, in the host's mounts, which a run has left already. */
+static void send_request(int sock, pid_t pid, char *words, ssize_t size, const int stdio[4]) {
+    static char *argv[4 * MAX_ITEMS + 16];
+    const char *sources[MAX_ITEMS];
+    int argc = split(NAME, words, size, argv, (int)(sizeof argv / sizeof argv[0]));
+    int n_binds = bind_sources(argv, argc, sources);
+    int fds[MAX_FDS], n_fds = 4;
+    memcpy(fds, stdio, 4 * sizeof(int));
+    char head[32 + 12 * MAX_ITEMS];
+    int used = snprintf(head, sizeof head, "%d", (int)pid) + 1;
+    head[used] = 0;
+    for (int i = 0; i < n_binds; i++) {
+        int fd = (int)syscall(SYS_open_tree, AT_FDCWD, sources[i],
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        used += snprintf(head + used, sizeof head - (size_t)used, "%s%d", i ? "," : "",
+                         fd < 0 ? errno : 0);
+        if (fd >= 0) fds[n_fds++] = fd;
+    }
+    used += 1; /* the NUL that ends the results */
+    struct iovec iov[2] = {{head, (size_t)used}, {words, (size_t)size}};
     union {
-        char space[CMSG_SPACE(4 * sizeof(int))];
+        char space[CMSG_SPACE(MAX_FDS * sizeof(int))];
         struct cmsghdr align;
     } control;
     struct msghdr msg = {0};
     msg.msg_iov = iov;
     msg.msg_iovlen = 2;
     msg.msg_control = control.space;
-    msg.msg_controllen = sizeof control.space;
+    msg.msg_controllen = CMSG_SPACE((size_t)n_fds * sizeof(int));
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
-    if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("hand a request over");
+    c->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, (size_t)n_fds * sizeof(int));
+    int sent = sendmsg(sock, &msg, MSG_NOSIGNAL) >= 0;
+    for (int i = 4; i < n_fds; i++) close(fds[i]);
+    if (!sent) die("hand a request over");
 }
 
-/* In a run's pid 1: the run's stdio, then the run with the server's box and `words` (the
-   first its pid as the host sees it), whose cgroups a prepared run has joined already. */
-static void run_request(const struct server *srv, char *words, ssize_t size, int fds[4],
-                        int joined) {
+/* In a run's pid 1, its request (see `send_request`): its stdio, its cgroups, the box and
+   fresh /proc and /tmp unless prepared (or /tmp again if its size differs), its binds, then
+   the program. */
+static void run_request(const struct server *srv, const struct prepared *prepared, char *text,
+                        ssize_t size, int fds[MAX_FDS], int n_fds) {
+    if (n_fds < 4) {
+        errno = EPROTO;
+        die("read a request");
+    }
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0) die("take descriptor %d", i);
     for (int i = 0; i < 3; i++) close(fds[i]);
-    char status[16];
-    snprintf(status, sizeof status, "%d", fds[3]);
-    char *argv[4 * MAX_ITEMS + 16];
-    int argc = 0;
-    argv[argc++] = NAME;
-    argv[argc++] = "--status-fd";
-    argv[argc++] = status;
-    argv[argc++] = "--host-pid";
-    argv[argc++] = words;
-    for (int i = 0; i < srv->n_box; i++) argv[argc++] = (char *)srv->box[i];
-    for (char *word = words + strlen(words) + 1; word < words + size; word += strlen(word) + 1) {
-        if (argc == (int)(sizeof argv / sizeof argv[0]) - 1) usage("too many words in a request");
-        argv[argc++] = word;
-    }
-    argv[argc] = NULL;
+    char *host_pid = text;
+    char *results = host_pid + strlen(host_pid) + 1;
+    char *words = results + strlen(results) + 1;
+    static char *argv[4 * MAX_ITEMS + 16];
     struct options o;
-    parse(argc, argv, &o);
-    if (joined) o.n_cgroups = 0;
+    parse(split(NAME, words, size - (words - text), argv, (int)(sizeof argv / sizeof argv[0])),
+          argv, &o);
+    o.host_pid = (pid_t)number(host_pid, "the run's pid");
+    o.status_fd = fds[3];
+    int next = 4;
+    for (int i = 0; i < o.n_binds; i++) {
+        int why = (int)strtol(results, &results, 10);
+        if (*results == ',') results++;
+        if (why) {
+            errno = why;
+            die("copy the mount of %s", o.binds[i].source);
+        }
+        if (next >= n_fds) {
+            errno = EPROTO;
+            die("read a request");
+        }
+        o.binds[i].fd = fds[next++];
+    }
+    if (prepared == NULL) {
+        join_cgroups(o.cgroups, o.n_cgroups);
+        enter_box(&srv->box);
+        mount_fresh(o.tmpfs_bytes);
+    } else if (o.tmpfs_bytes != prepared->tmpfs_bytes) {
+        if (umount2("/tmp", MNT_DETACH) < 0) die("unmount /tmp");
+        mount_tmp(o.tmpfs_bytes);
+    }
+    mount_binds(&o);
     launch(&o);
 }
 
@@ -496,16 +572,17 @@ static void forked(const struct server *srv) {
 }
 
 static struct child start_child(pid_t pid, int sock) {
-    struct child c = {pid, (int)syscall(SYS_pidfd_open, pid, 0), sock};
+    struct child c = {pid, (int)syscall(SYS_pidfd_open, pid, 0), sock, ""};
     if (c.pidfd < 0) die("open a pidfd of a run");
     return c;
 }
 
 /* A run's process, forked as pid 1 of a pid namespace of its own, and its end of the socket
-   pair its request comes on. With `procs` (the cgroup.procs files of the next run's cgroups)
-   it is prepared ahead, while the run before runs: it joins those cgroups at once (on cgroup
-   v1 joining waits for an RCU grace period, which the run no longer waits for). */
-static struct child new_child(const struct server *srv, const char *procs, ssize_t size) {
+   pair its request comes on. `prepared` (or NULL) is what it does before its request: it is
+   made ahead, while the run before runs (or the compile before the cases), and joins its
+   cgroups (on cgroup v1 joining waits for an RCU grace period), enters the box and mounts a
+   fresh /proc and /tmp; the run then finds all that done. */
+static struct child new_child(const struct server *srv, const struct prepared *prepared) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) die("socketpair");
     /* The next child's pid namespace is a new one; then the server's own again (glibc's fork
@@ -516,14 +593,22 @@ static struct child new_child(const struct server *srv, const char *procs, ssize
     if (pid == 0) {
         forked(srv);
         close(pair[0]);
-        for (const char *path = procs; procs && path < procs + size; path += strlen(path) + 1)
-            write_file(path, "0\n"); /* 0: the writer itself (its pid, 1, means nothing here) */
-        static char words[65536];
-        int fds[4], n_fds;
-        ssize_t got = request(pair[1], words, sizeof words, fds, &n_fds);
-        if (got <= 0 || n_fds != 4) _exit(0); /* never used */
+        if (prepared != NULL) {
+            /* Until its request, a failure is the run's own, not the server's to report: a
+               prepared run that is gone is made again when its request comes. */
+            int quiet = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (quiet < 0 || dup2(quiet, 2) < 0) _exit(125);
+            close(quiet);
+            join_cgroups(prepared->procs, prepared->n_procs);
+            enter_box(&srv->box);
+            mount_fresh(prepared->tmpfs_bytes);
+        }
+        static char text[65536 + 1024]; /* the session's request and the server's head */
+        int fds[MAX_FDS], n_fds = 0;
+        ssize_t got = request(pair[1], text, sizeof text, fds, &n_fds);
+        if (got <= 0) _exit(0); /* never used */
         close(pair[1]);
-        run_request(srv, words, got, fds, procs != NULL && size > 0);
+        run_request(srv, prepared, text, got, fds, n_fds);
     }
     if (setns(srv->pid_ns, CLONE_NEWPID) < 0) die("return to the server's pid namespace");
     close(pair[1]);
@@ -554,28 +639,71 @@ static void report(int sock, struct child *run) {
     reply(sock, line, -1);
 }
 
-/* One message of the session: "run", "prepared" (with four descriptors) or "prepare". */
-static void handle(struct server *srv, struct child *run, struct child *waiting, char *text,
-                   ssize_t size, int fds[4], int n_fds) {
+/* The runs prepared ahead, oldest first. */
+struct waiting {
+    struct child runs[MAX_WAITING];
+    int n;
+};
+
+static void forget(struct waiting *w, int i, int kill_it) {
+    end_child(&w->runs[i], kill_it);
+    memmove(&w->runs[i], &w->runs[i + 1], (size_t)(w->n - i - 1) * sizeof w->runs[0]);
+    w->n--;
+}
+
+/* "prepare TOKEN [--tmpfs N] [--cgroup PROCS]...": a run made ahead, known by TOKEN. */
+static void prepare(const struct server *srv, struct waiting *w, char *words, ssize_t size) {
+    static char *argv[4 * MAX_ITEMS + 16];
+    int argc = split(NAME, words, size, argv, (int)(sizeof argv / sizeof argv[0]));
+    if (argc < 2 || strlen(argv[1]) >= MAX_TOKEN) usage("prepare: a token first");
+    struct prepared prepared = {.n_procs = 0};
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc) usage(argv[i]);
+        if (strcmp(argv[i], "--tmpfs") == 0)
+            prepared.tmpfs_bytes = (unsigned long long)number(argv[i + 1], argv[i]);
+        else if (strcmp(argv[i], "--cgroup") == 0 && prepared.n_procs < MAX_ITEMS)
+            prepared.procs[prepared.n_procs++] = argv[i + 1];
+        else usage(argv[i]);
+    }
+    if (w->n == MAX_WAITING) forget(w, 0, 1); /* the oldest makes room */
+    struct child *c = &w->runs[w->n++];
+    *c = new_child(srv, &prepared);
+    snprintf(c->token, sizeof c->token, "%s", argv[1]);
+}
+
+/* One message of the session: "run" or "prepared TOKEN" (with four descriptors), or
+   "prepare TOKEN ...". A prepared run that is gone (or never was) is made now instead. */
+static void handle(struct server *srv, struct child *run, struct waiting *w, char *text,
+                   ssize_t size, int fds[MAX_FDS], int n_fds) {
     size_t head = strlen(text) + 1;
     char *words = text + head;
     ssize_t rest = size - (ssize_t)head;
     if (strcmp(text, "prepare") == 0 && n_fds == 0) {
-        end_child(waiting, 1);
-        *waiting = new_child(srv, words, rest);
+        prepare(srv, w, words, rest);
         return;
     }
-    if (n_fds != 4 || run->pid > 0 || (strcmp(text, "run") != 0 && strcmp(text, "prepared") != 0)) {
+    int prepared = strcmp(text, "prepared") == 0;
+    if (n_fds != 4 || run->pid > 0 || (!prepared && strcmp(text, "run") != 0) ||
+        (prepared && rest <= 0)) {
         errno = EPROTO;
         die("take a request");
     }
-    if (strcmp(text, "prepared") == 0 && waiting->pid > 0) {
-        *run = *waiting;
-        waiting->pid = 0;
-    } else {
-        *run = new_child(srv, NULL, 0); /* (a prepared run that died: joins now) */
+    int found = -1;
+    if (prepared) {
+        for (int i = 0; i < w->n && found < 0; i++)
+            if (strcmp(w->runs[i].token, words) == 0) found = i;
+        size_t token = strlen(words) + 1;
+        words += token;
+        rest -= (ssize_t)token;
     }
-    send_request(run->sock, run->pid, words, (size_t)rest, fds);
+    if (found >= 0) {
+        *run = w->runs[found];
+        w->runs[found].pid = 0;
+        forget(w, found, 0);
+    } else {
+        *run = new_child(srv, NULL);
+    }
+    send_request(run->sock, run->pid, words, rest, fds);
     for (int i = 0; i < 4; i++) close(fds[i]);
     char line[32];
     snprintf(line, sizeof line, "pid %d", (int)run->pid);
@@ -583,17 +711,19 @@ static void handle(struct server *srv, struct child *run, struct child *waiting,
 }
 
 static void serve(int argc, char **argv) {
-    struct server srv = {.sock = -1};
+    struct server srv = {.sock = -1, .box = {-1, -1, -1}};
     pid_t parent = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--serve") == 0) srv.sock = (int)number(argv[i + 1], "--serve");
-        else if (strcmp(argv[i], "--parent") == 0) parent = (pid_t)number(argv[i + 1], "--parent");
-        else if (srv.n_box < 6) {
-            srv.box[srv.n_box++] = argv[i];
-            srv.box[srv.n_box++] = argv[i + 1];
-        } else usage(argv[i]);
+        const char *arg = argv[i];
+        if (strcmp(arg, "--serve") == 0) srv.sock = (int)number(argv[i + 1], arg);
+        else if (strcmp(arg, "--parent") == 0) parent = (pid_t)number(argv[i + 1], arg);
+        else if (strcmp(arg, "--mnt-fd") == 0) srv.box.mnt_fd = (int)number(argv[i + 1], arg);
+        else if (strcmp(arg, "--net-fd") == 0) srv.box.net_fd = (int)number(argv[i + 1], arg);
+        else if (strcmp(arg, "--uts-fd") == 0) srv.box.uts_fd = (int)number(argv[i + 1], arg);
+        else usage(arg);
     }
-    if (srv.sock < 0 || parent <= 0) usage("--serve and --parent are required");
+    if (srv.sock < 0 || parent <= 0 || srv.box.mnt_fd < 0)
+        usage("--serve, --parent and --mnt-fd are required");
     int parent_fd = (int)syscall(SYS_pidfd_open, parent, 0);
     if (parent_fd < 0 || getppid() != parent) _exit(125); /* the caller is gone: serve nothing */
     srv.self_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -601,32 +731,34 @@ static void serve(int argc, char **argv) {
     srv.pid_ns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
     if (srv.pid_ns < 0) die("hold the server's pid namespace");
     drop_bounding_set(); /* once for every run: root here keeps its effective capabilities */
-    struct child run = {0, -1, -1}, waiting = {0, -1, -1};
+    struct child run = {0, -1, -1, ""};
+    static struct waiting w;
     static char text[65536];
     for (;;) {
-        struct pollfd watch[4] = {{parent_fd, POLLIN, 0}, {srv.sock, POLLIN, 0},
-                                  {run.pid > 0 ? run.pidfd : -1, POLLIN, 0},
-                                  {waiting.pid > 0 ? waiting.pidfd : -1, POLLIN, 0}};
-        if (poll(watch, 4, -1) < 0) {
+        struct pollfd watch[3 + MAX_WAITING] = {{parent_fd, POLLIN, 0}, {srv.sock, POLLIN, 0},
+                                                {run.pid > 0 ? run.pidfd : -1, POLLIN, 0}};
+        for (int i = 0; i < w.n; i++) watch[3 + i] = (struct pollfd){w.runs[i].pidfd, POLLIN, 0};
+        if (poll(watch, (nfds_t)(3 + w.n), -1) < 0) {
             if (errno == EINTR) continue;
             die("wait for the session");
         }
         if (watch[0].revents) { /* the session's process is gone: so is all it started */
             end_child(&run, 1);
-            end_child(&waiting, 1);
+            while (w.n) forget(&w, w.n - 1, 1);
             _exit(0);
         }
-        if (watch[3].revents) end_child(&waiting, 0); /* a prepared run killed before use */
+        for (int i = w.n - 1; i >= 0; i--) /* prepared runs killed before use */
+            if (watch[3 + i].revents) forget(&w, i, 0);
         if (watch[2].revents) report(srv.sock, &run);
         if (!watch[1].revents) continue;
-        int fds[4], n_fds;
+        int fds[MAX_FDS], n_fds = 0;
         ssize_t size = request(srv.sock, text, sizeof text, fds, &n_fds);
         if (size <= 0) { /* the session closed */
             end_child(&run, 1);
-            end_child(&waiting, 1);
+            while (w.n) forget(&w, w.n - 1, 1);
             _exit(size == 0 ? 0 : 125);
         }
-        handle(&srv, &run, &waiting, text, size, fds, n_fds);
+        handle(&srv, &run, &w, text, size, fds, n_fds);
     }
 }
 

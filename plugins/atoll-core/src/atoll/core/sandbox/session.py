@@ -117,6 +117,21 @@ class SandboxSession(ABC):
     ) -> SandboxResult:
         """One run, its mounts checked and ordered (parents first)."""
 
+    def warm(self, limits: Limits | None = None, runs: int = 1) -> None:
+        """Get ready now for `runs` runs with `limits` (default: the spec's) to come.
+
+        A hint, for a caller with time to spare before its runs (a judge
+        compiling the program its cases run): a backend that prepares runs
+        ahead does it now, which takes that work off the runs' path; the runs
+        are what they would be anyway. Others ignore it.
+        """
+        with self._one_at_a_time:
+            if not self.closed:
+                self._warm(self.spec.limits if limits is None else limits, runs)
+
+    def _warm(self, limits: Limits, runs: int) -> None:  # noqa: B027 - most backends prepare nothing
+        """What `warm` does, the session held."""
+
     def close(self) -> None:
         """Release the box (after the run in progress, if any); runs after this raise SandboxError."""
         with self._one_at_a_time:

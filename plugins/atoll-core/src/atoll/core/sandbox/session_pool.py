@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.session import SandboxSession
-from atoll.core.sandbox.spec import SandboxError, SandboxSpec
+from atoll.core.sandbox.spec import Limits, SandboxError, SandboxSpec
 
 
 class SessionPool:
@@ -46,6 +46,17 @@ class SessionPool:
                     session.close()
                 else:
                     self._idle.append(session)
+
+    def warm(self, limits: Limits, runs: int, sessions: int) -> None:
+        """Have `sessions` sessions (opening those missing) each get ready for `runs` runs.
+
+        For parallel runs to come, while the CPUs have time to spare (see
+        `SandboxSession.warm`); the sessions are idle again when it returns.
+        """
+        with contextlib.ExitStack() as stack:
+            leased = [stack.enter_context(self.lease()) for _ in range(sessions)]
+            for session in leased:
+                session.warm(limits, runs)
 
     def close(self) -> None:
         """Close every session (one in use closes once its run is over)."""
