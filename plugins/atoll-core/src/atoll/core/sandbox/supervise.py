@@ -161,7 +161,9 @@ class _Watch:
     ) -> None:
         self.proc = proc
         self.kill = kill
-        self.sel = selectors.DefaultSelector()
+        # poll(2) rather than epoll: a run watches a handful of descriptors for a moment, and
+        # epoll would add a system call to make its set and one per change to it.
+        self.sel = selectors.PollSelector()
         self.pidfd = proc.pidfd
         self.outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
         self.status = bytearray()
