@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -237,3 +238,26 @@ def test_a_closed_session_leaves_none_of_the_runs_it_prepared(spec: SandboxSpec)
     assert backend.leftovers() == []
     session.warm(LIMITS, 5)  # a closed session prepares nothing
     assert backend.leftovers() == []
+
+
+def test_a_prepared_run_killed_before_its_turn_is_made_again(session: SandboxSession) -> None:
+    """A process kept ready for a run that dies first (killed, out of memory) costs that run
+    nothing but its head start: the run is made when it comes, in the cgroup it was given."""
+    for _ in range(3):
+        prepared = session._prepared  # type: ignore[attr-defined]
+        before = {id(group) for group in prepared}
+        session.warm(LIMITS, len(prepared) + 2)
+        made = [group for group in prepared if id(group) not in before]
+        killed: set[int] = set()
+        deadline = time.monotonic() + 10
+        while not all(group.pids_inside() for group in made):  # joined by now
+            assert time.monotonic() < deadline, "the prepared runs never joined their cgroups"
+            time.sleep(0.01)
+        for group in prepared:
+            killed |= group.pids_inside()
+            group.kill_all()
+        while any(Path(f"/proc/{pid}").exists() for pid in killed):  # the server saw them end
+            assert time.monotonic() < deadline, "the killed runs were never reaped"
+            time.sleep(0.01)
+        ran = session.run(sh("echo ran; cat /proc/self/cgroup | grep -c memory:/$"), LIMITS)
+        assert ran.ok and ran.stdout == b"ran\n1\n", ran

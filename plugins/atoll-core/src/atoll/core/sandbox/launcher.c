@@ -476,8 +476,9 @@ static int bind_sources(char **argv, int argc, const char **sources) {
 
 /* Hand a run its request: its pid as the host sees it, the results of copying its binds'
    mounts (0, or why not), then the words; its four descriptors, then one per bind copied.
-   The copies are made here, in the host's mounts, which a run has left already. */
-static void send_request(int sock, pid_t pid, char *words, ssize_t size, const int stdio[4]) {
+   The copies are made here, in the host's mounts, which a run has left already. 0 if the
+   run is gone (a prepared run killed before the server saw it end). */
+static int send_request(int sock, pid_t pid, char *words, ssize_t size, const int stdio[4]) {
     static char *argv[4 * MAX_ITEMS + 16];
     const char *sources[MAX_ITEMS];
     int argc = split(NAME, words, size, argv, (int)(sizeof argv / sizeof argv[0]));
@@ -511,8 +512,10 @@ static void send_request(int sock, pid_t pid, char *words, ssize_t size, const i
     c->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
     memcpy(CMSG_DATA(c), fds, (size_t)n_fds * sizeof(int));
     int sent = sendmsg(sock, &msg, MSG_NOSIGNAL) >= 0;
+    int gone = !sent && (errno == EPIPE || errno == ECONNREFUSED || errno == ECONNRESET);
     for (int i = 4; i < n_fds; i++) close(fds[i]);
-    if (!sent) die("hand a request over");
+    if (!sent && !gone) die("hand a request over");
+    return sent;
 }
 
 /* In a run's pid 1, its request (see `send_request`): its stdio, its cgroups, the box and
@@ -696,14 +699,27 @@ static void handle(struct server *srv, struct child *run, struct waiting *w, cha
         words += token;
         rest -= (ssize_t)token;
     }
+    struct pollfd ended = {found >= 0 ? w->runs[found].pidfd : -1, POLLIN, 0};
+    if (found >= 0 && poll(&ended, 1, 0) != 0) { /* it died, and its end is not seen yet */
+        forget(w, found, 0);
+        found = -1;
+    }
     if (found >= 0) {
         *run = w->runs[found];
         w->runs[found].pid = 0;
         forget(w, found, 0);
-    } else {
-        *run = new_child(srv, NULL);
+        if (!send_request(run->sock, run->pid, words, rest, fds)) {
+            end_child(run, 1); /* died before its run: made now instead */
+            found = -1;
+        }
     }
-    send_request(run->sock, run->pid, words, rest, fds);
+    if (found < 0) {
+        *run = new_child(srv, NULL);
+        if (!send_request(run->sock, run->pid, words, rest, fds)) {
+            errno = EPIPE;
+            die("hand a request over");
+        }
+    }
     for (int i = 0; i < 4; i++) close(fds[i]);
     char line[32];
     snprintf(line, sizeof line, "pid %d", (int)run->pid);
