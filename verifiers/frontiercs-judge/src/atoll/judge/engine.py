@@ -187,6 +187,8 @@ class Engine:
     def close(self) -> None:
         self._warming.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.compile_cache.close()  # its fresh builds, published; the sessions are ours
+        self.tool_cache.close()
         self._partners.shutdown(wait=False, cancel_futures=True)
         self._programs.close()
         self._tools.close()
@@ -235,27 +237,23 @@ class Engine:
         started = time.perf_counter()
         # The cases' sandboxes are made ready while the program compiles (see `warming`).
         warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
+        built: list[Compiled] = []  # released (see `Compiled`) once the cases are done
         try:
-            tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
-            compiled = self.compile_cache.compile(source)
-        except CompileError as exc:
-            return {"status": "error", "error": f"compile error: {exc}"}
-        except (SandboxError, CompilerMissing, OSError) as exc:
-            raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
+            try:
+                tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
+                built += [tool] if tool is not None else []
+                compiled = self.compile_cache.compile(source)
+                built.append(compiled)
+            except CompileError as exc:
+                return {"status": "error", "error": f"compile error: {exc}"}
+            except (SandboxError, CompilerMissing, OSError) as exc:
+                raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
+            finally:
+                self._warming.wait(warming)
+            cases = self._run_cases(problem, compiled.binary, tool)
         finally:
-            self._warming.wait(warming)
-        futures = [
-            self._pool.submit(self._run_case, problem, compiled.binary, tool, index)
-            for index in range(len(problem.cases))
-        ]
-        try:
-            cases = [future.result() for future in futures]
-        except (SandboxError, OSError, ValueError, JudgeInfrastructureError) as exc:
-            for future in futures:
-                future.cancel()
-            if isinstance(exc, JudgeInfrastructureError):
-                raise
-            raise JudgeInfrastructureError(f"cannot run the cases: {exc}") from exc
+            for binary in built:
+                binary.release()
         score = 100.0 * sum(case.ratio for case in cases) / len(cases)
         unbounded = 100.0 * sum(case.unbounded for case in cases) / len(cases)
         passed = all(case.ratio == 1.0 for case in cases)
@@ -275,6 +273,22 @@ class Engine:
             "cases": [case.to_json() for case in cases],
             "judge": judge,
         }
+
+    def _run_cases(
+        self, problem: Problem, binary: Path, tool: Compiled | None
+    ) -> list[CaseOutcome]:
+        futures = [
+            self._pool.submit(self._run_case, problem, binary, tool, index)
+            for index in range(len(problem.cases))
+        ]
+        try:
+            return [future.result() for future in futures]
+        except (SandboxError, OSError, ValueError, JudgeInfrastructureError) as exc:
+            for future in futures:
+                future.cancel()
+            if isinstance(exc, JudgeInfrastructureError):
+                raise
+            raise JudgeInfrastructureError(f"cannot run the cases: {exc}") from exc
 
     def compile_tool(self, problem: Problem) -> Compiled | None:
         """The problem's checker or interactor binary (cached by hash), None for a Python checker.

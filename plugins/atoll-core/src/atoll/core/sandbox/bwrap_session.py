@@ -86,7 +86,7 @@ def _hold_spare(group: RunCgroup | None, held: bool) -> None:
 # The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
 _SHARED = ("mnt", "net", "uts")
 #: The most runs a session prepares ahead (each a process waiting in its namespaces).
-MAX_PREPARED = 32
+MAX_PREPARED = 40
 _READY_SECONDS = 30.0
 # The box's own /tmp is never seen (each run mounts its own over it).
 _TEMPLATE_TMPFS = 1 * MiB
