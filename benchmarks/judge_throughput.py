@@ -11,8 +11,9 @@ about 0.3 s of CPU per case), on problem 0's 70 cases:
   (c) a resubmission of the source just judged (the compile is cached).
 
 Also reported: what the compile costs, and the checker's cost per case beside
-the time of running that case. Targets (2 cores): (a) <= 0.6 x (b) for the
-search-style program; (c) skips the compile; a check costs well under a run.
+the time of running that case. Targets (2 cores): (a) <= 0.55 x (b) for the
+search-style program (two workers make 0.5 x the floor), (a) <= 1.0 x (b) for
+the fast one; (c) skips the compile; a check costs well under a run.
 
 Then the same 70 cases as a checker-judged problem in a FrontierCS checkout's
 layout, where a compiled checker runs once per case in its own sandbox (our
@@ -25,17 +26,26 @@ checkout's real `chk.cc` and testlib), judged by the engine in-process:
       it and run the (already built) checker as plain subprocesses.
 
     uv run python benchmarks/judge_throughput.py [--repeats 3] [--workers N] [--frontiercs DIR]
+
+Before and after a change, in one run: `--baseline DIR` names a source tree of
+another commit (`git archive BASE | tar -x -C DIR`); every repetition then
+measures that tree's judge and this one's, one after the other (each in a
+child process whose import path puts its tree's atoll-core and judge first),
+so that both meet the same load, and a last table sets them side by side.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -180,19 +190,9 @@ def sequential_checked(problem: Problem, source: bytes, checker: Path, work: Pat
     return {"wall": time.perf_counter() - started, "score": 100 * total / len(problem.cases)}
 
 
-def checker_rows(repeats: int, workers: int | None, frontiercs: Path | None) -> Table:
-    table = Table(title="Problem 0 as a checker-judged problem (compiled checker per case)")
-    for column in (
-        "program",
-        "(d) first, cold",
-        "checker compile",
-        "(e) next, cached",
-        "(f) sequential",
-        "e/f",
-        "d - e",
-        "score judge / seq",
-    ):
-        table.add_column(column, justify="right" if column != "program" else "left")
+def measure_checked(repeats: int, workers: int | None, frontiercs: Path | None) -> dict[str, Any]:
+    """(d), (e), (f) and the checker's compile, per program, `repeats` times."""
+    found: dict[str, Any] = {}
     for label, name in CASES.items():
         d, e, f, compiles, scores = [], [], [], [], ""
         for i in range(repeats):
@@ -225,30 +225,73 @@ def checker_rows(repeats: int, workers: int | None, frontiercs: Path | None) -> 
                 plain = sequential_checked(problem, second_source, checker, root)
                 f.append(plain["wall"])
                 scores = f"{second['score']:.4f} / {plain['score']:.4f}"
+        found[label] = {"d": d, "e": e, "f": f, "compiles": compiles, "scores": scores}
+    return found
+
+
+def checker_table(checked: dict[str, Any], title: str) -> Table:
+    table = Table(title=title)
+    for column in (
+        "program",
+        "(d) first, cold",
+        "checker compile",
+        "(e) next, cached",
+        "(f) sequential",
+        "e/f",
+        "d - e",
+        "score judge / seq",
+    ):
+        table.add_column(column, justify="right" if column != "program" else "left")
+    for label, m in checked.items():
         table.add_row(
             label,
-            seconds(d),
-            seconds(compiles),
-            seconds(e),
-            seconds(f),
-            f"{statistics.median(e) / statistics.median(f):.2f}",
-            f"{statistics.median(d) - statistics.median(e):.2f}",
-            scores,
+            seconds(m["d"]),
+            seconds(m["compiles"]),
+            seconds(m["e"]),
+            seconds(m["f"]),
+            f"{statistics.median(m['e']) / statistics.median(m['f']):.2f}",
+            f"{statistics.median(m['d']) - statistics.median(m['e']):.2f}",
+            m["scores"],
         )
     return table
 
 
-@app.command()
-def main(
-    repeats: int = typer.Option(3, min=1, help="Repetitions; medians are reported."),
-    workers: int | None = typer.Option(None, help="Judge workers (default: every core)."),
-    frontiercs: Path | None = typer.Option(
-        None, help="A FrontierCS checkout: time its problem 0 chk.cc instead of ours."
-    ),
-) -> None:
-    load = os.getloadavg()[0]
-    console.print(f"cores: {os.cpu_count()}, judge workers: {workers or os.cpu_count()}")
-    table = Table(title="Problem 0, 70 cases: wall seconds (median of repeats)")
+def measure_http(repeats: int, workers: int | None) -> dict[str, Any]:
+    """(a), (b), (c), the compiles and each case's check and run time, per program."""
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
+        root = Path(tmp)
+        setup = JudgeSetup(state_dir=root / "state", workers=workers)
+        with EmbeddedJudge(setup) as judge, JudgeClient(judge.url, poll_interval=0.02) as client:
+            for label, name in CASES.items():
+                base = (PROGRAMS / name).read_bytes()
+                m: dict[str, list[float]] = {
+                    key: [] for key in ("a", "b", "c", "compile_judge", "compile_plain")
+                }
+                m.update(checks=[], runs=[])
+                for i in range(repeats):
+                    source = base + f"\n// benchmark {time.time_ns()} {i}\n".encode()
+                    work = root / f"seq-{name}-{i}"
+                    work.mkdir()
+                    plain = sequential(source, work)
+                    m["b"].append(plain["wall"])
+                    m["compile_plain"].append(plain["compile"])
+                    elapsed, first = judged(client, source)
+                    m["a"].append(elapsed)
+                    m["compile_judge"].append(first.result["judge"]["compileSeconds"])
+                    again, second = judged(client, source)
+                    m["c"].append(again)
+                    if not second.result["judge"]["compileCached"]:
+                        raise SystemExit("a resubmission was compiled again")
+                    for case in first.result["cases"]:
+                        m["checks"].append(case["checkTime"] / 1e9)
+                        m["runs"].append(case["wallTime"] / 1e9)
+                found[label] = m
+    return found
+
+
+def http_table(measured: dict[str, Any], title: str) -> Table:
+    table = Table(title=title)
     for column in (
         "program",
         "(a) judge e2e",
@@ -261,65 +304,151 @@ def main(
         "run/case (median)",
     ):
         table.add_column(column, justify="right" if column != "program" else "left")
-    verdicts = []
-    with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
-        root = Path(tmp)
-        setup = JudgeSetup(state_dir=root / "state", workers=workers)
-        with EmbeddedJudge(setup) as judge, JudgeClient(judge.url, poll_interval=0.02) as client:
-            for label, name in CASES.items():
-                base = (PROGRAMS / name).read_bytes()
-                a, b, c, compile_judge, compile_plain = [], [], [], [], []
-                checks, runs = [], []
-                for i in range(repeats):
-                    source = base + f"\n// benchmark {time.time_ns()} {i}\n".encode()
-                    work = root / f"seq-{name}-{i}"
-                    work.mkdir()
-                    plain = sequential(source, work)
-                    b.append(plain["wall"])
-                    compile_plain.append(plain["compile"])
-                    elapsed, first = judged(client, source)
-                    a.append(elapsed)
-                    compile_judge.append(first.result["judge"]["compileSeconds"])
-                    again, second = judged(client, source)
-                    c.append(again)
-                    if not second.result["judge"]["compileCached"]:
-                        raise SystemExit("a resubmission was compiled again")
-                    for case in first.result["cases"]:
-                        checks.append(case["checkTime"] / 1e9)
-                        runs.append(case["wallTime"] / 1e9)
-                ratio_ab = statistics.median(a) / statistics.median(b)
-                ratio_ca = statistics.median(c) / statistics.median(a)
-                table.add_row(
-                    label,
-                    seconds(a),
-                    seconds(b),
-                    seconds(c),
-                    f"{ratio_ab:.2f}",
-                    f"{ratio_ca:.2f}",
-                    f"{seconds(compile_judge)} / {seconds(compile_plain)}",
-                    f"{statistics.median(checks) * 1e3:.2f} ms, {max(checks) * 1e3:.2f} ms",
-                    f"{statistics.median(runs) * 1e3:.1f} ms",
-                )
-                best_ab = min(a) / min(b)
-                verdicts.append(
-                    (label, ratio_ab, best_ab, statistics.median(checks), statistics.median(runs))
-                )
-    console.print(table)
-    for label, ratio_ab, best_ab, check, run in verdicts:
-        target = " (target <= 0.60)" if label.startswith("search") else ""
-        console.print(
-            f"{label}: judge/sequential = {ratio_ab:.2f} median, {best_ab:.2f} best of "
-            f"{repeats}{target}; check/run per case = {check / run:.3f}"
+    for label, m in measured.items():
+        table.add_row(
+            label,
+            seconds(m["a"]),
+            seconds(m["b"]),
+            seconds(m["c"]),
+            f"{ratio(m, 'a', 'b'):.2f}",
+            f"{ratio(m, 'c', 'a'):.2f}",
+            f"{seconds(m['compile_judge'])} / {seconds(m['compile_plain'])}",
+            f"{statistics.median(m['checks']) * 1e3:.2f} ms, {max(m['checks']) * 1e3:.2f} ms",
+            f"{statistics.median(m['runs']) * 1e3:.1f} ms",
         )
-    console.print("resubmissions: compile cached in every repetition (checked)")
-    console.print(checker_rows(repeats, workers, frontiercs))
+    return table
+
+
+def ratio(m: dict[str, list[float]], top: str, bottom: str) -> float:
+    return statistics.median(m[top]) / statistics.median(m[bottom])
+
+
+def verdicts(measured: dict[str, Any]) -> list[str]:
+    lines = []
+    for label, m in measured.items():
+        target = 0.55 if label.startswith("search") else 1.0
+        a_b = ratio(m, "a", "b")
+        best = min(m["a"]) / min(m["b"])
+        check = statistics.median(m["checks"]) / statistics.median(m["runs"])
+        lines.append(
+            f"{label}: judge/sequential = {a_b:.2f} median, {best:.2f} best of {len(m['a'])} "
+            f"({'meets' if a_b <= target else 'MISSES'} the target <= {target:.2f}); "
+            f"check/run per case = {check:.3f}"
+        )
+    return lines
+
+
+def measure(repeats: int, workers: int | None, frontiercs: Path | None) -> dict[str, Any]:
+    load = os.getloadavg()[0]
+    http = measure_http(repeats, workers)
+    checked = measure_checked(repeats, workers, frontiercs)
+    return {"http": http, "checked": checked, "load": [load, os.getloadavg()[0]]}
+
+
+def measured_by(tree: Path | None, workers: int | None, frontiercs: Path | None) -> dict[str, Any]:
+    """One repetition in a child process, with `tree`'s judge (None: this one) on its path."""
+    env = dict(os.environ)
+    if tree is not None:
+        sources = [
+            tree / "plugins" / "atoll-core" / "src",
+            tree / "verifiers" / "frontiercs-judge" / "src",
+        ]
+        env["PYTHONPATH"] = os.pathsep.join(map(str, sources))
+    argv = [sys.executable, __file__, "--repeats", "1", "--json"]
+    argv += ["--workers", str(workers)] if workers else []
+    argv += ["--frontiercs", str(frontiercs)] if frontiercs else []
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"a measuring child failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Repetitions measured apart, as one measurement of all of them."""
+    out: dict[str, Any] = {
+        "http": {},
+        "checked": {},
+        "load": [runs[0]["load"][0], runs[-1]["load"][1]],
+    }
+    for run in runs:
+        for part in ("http", "checked"):
+            for label, m in run[part].items():
+                into = out[part].setdefault(label, {})
+                for key, value in m.items():
+                    if isinstance(value, list):
+                        into.setdefault(key, []).extend(value)
+                    else:
+                        into[key] = value
+    return out
+
+
+def comparison(before: dict[str, Any], after: dict[str, Any]) -> Table:
+    table = Table(title="Before and after, the same repetitions interleaved (medians, seconds)")
+    for column in ("program", "measure", "before", "after", "after/before"):
+        table.add_column(column, justify="left" if column in ("program", "measure") else "right")
+    for label in before["http"]:
+        b, a = before["http"][label], after["http"][label]
+        for key, what in (("a", "(a) judge e2e"), ("c", "(c) resubmit"), ("b", "(b) sequential")):
+            old, new = statistics.median(b[key]), statistics.median(a[key])
+            table.add_row(label, what, f"{old:.3f}", f"{new:.3f}", f"{new / old:.2f}")
+        table.add_row(label, "a/b", f"{ratio(b, 'a', 'b'):.2f}", f"{ratio(a, 'a', 'b'):.2f}", "")
+    for label in before["checked"]:
+        b, a = before["checked"][label], after["checked"][label]
+        old, new = statistics.median(b["e"]), statistics.median(a["e"])
+        table.add_row(label, "(e) checked, cached", f"{old:.3f}", f"{new:.3f}", f"{new / old:.2f}")
+    return table
+
+
+@app.command()
+def main(
+    repeats: int = typer.Option(3, min=1, help="Repetitions; medians are reported."),
+    workers: int | None = typer.Option(None, help="Judge workers (default: every core)."),
+    frontiercs: Path | None = typer.Option(
+        None, help="A FrontierCS checkout: time its problem 0 chk.cc instead of ours."
+    ),
+    baseline: Path | None = typer.Option(
+        None, help="Another commit's source tree: measure it too, interleaved, and compare."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the raw measurements as JSON."),
+) -> None:
+    if as_json:
+        print(json.dumps(measure(repeats, workers, frontiercs)))
+        return
+    console.print(f"cores: {os.cpu_count()}, judge workers: {workers or os.cpu_count()}")
+    if baseline is None:
+        after = measure(repeats, workers, frontiercs)
+        report(after, "")
+    else:
+        runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+        for i in range(repeats):
+            console.print(f"repetition {i + 1} of {repeats}: {baseline}, then this tree")
+            runs["before"].append(measured_by(baseline, workers, frontiercs))
+            runs["after"].append(measured_by(None, workers, frontiercs))
+        before, after = merged(runs["before"]), merged(runs["after"])
+        report(before, f"before ({baseline})")
+        report(after, "after (this tree)")
+        console.print(comparison(before, after))
+    checker = "the checkout's chk.cc" if frontiercs else "our plain C++ one"
     console.print(
-        "checker-judged: (d) includes the checker's compile, (e) reuses it (checked); "
-        f"checker: {'the checkout' + chr(39) + 's chk.cc' if frontiercs else 'our plain C++ one'}"
+        f"checker-judged: (d) includes the checker's compile, (e) reuses it (checked); "
+        f"checker: {checker}"
     )
+
+
+def report(m: dict[str, Any], which: str) -> None:
+    prefix = f"{which}: " if which else ""
     console.print(
-        f"load average (1 min) at start {load:.1f}, at end {os.getloadavg()[0]:.1f}: other work "
-        "on the machine takes cores from the parallel judge first; compare runs on an idle one"
+        http_table(m["http"], f"{prefix}Problem 0, 70 cases: wall seconds (median of repeats)")
+    )
+    for line in verdicts(m["http"]):
+        console.print(f"{prefix}{line}")
+    console.print("resubmissions: compile cached in every repetition (checked)")
+    title = "Problem 0 as a checker-judged problem (compiled checker per case)"
+    console.print(checker_table(m["checked"], f"{prefix}{title}"))
+    start, end = m["load"]
+    console.print(
+        f"{prefix}load average (1 min) at start {start:.1f}, at end {end:.1f}: other work on the "
+        "machine takes cores from the parallel judge first; compare runs on an idle one"
     )
 
 

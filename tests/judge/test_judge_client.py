@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,7 +13,7 @@ import pytest
 from judge_reference import row_ratio
 from support.ports import free_port
 
-from atoll.judge.client import Invalid, JudgeClient, JudgeUnavailable, Scored
+from atoll.judge.client import RESULT_WAIT_HEADER, Invalid, JudgeClient, JudgeUnavailable, Scored
 from atoll.judge.embedded import EmbeddedJudge
 from atoll.judge.problems import Problem
 
@@ -26,10 +27,11 @@ Route = Callable[[str, str, int], tuple[int, object]]
 class LoopbackJudge:
     """A scripted HTTP judge on 127.0.0.1 that records the requests it gets."""
 
-    def __init__(self, route: Route) -> None:
+    def __init__(self, route: Route, headers: dict[str, str] | None = None) -> None:
         self.route = route
         self.requests: list[tuple[str, str]] = []
         outer = self
+        extra = dict(headers or {})
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
@@ -42,6 +44,8 @@ class LoopbackJudge:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
+                for name, value in extra.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -133,6 +137,47 @@ def test_a_final_result_is_read_once_and_kept(client_for) -> None:
     assert isinstance(outcome, Scored)
     assert (outcome.score, outcome.raw_score) == (12.5, 13.0)
     assert outcome.cases[0].ratio == 0.125
+
+
+FINAL = {"status": "done", "passed": True, "result": "Correct Answer", "score": 100.0, "cases": []}
+
+
+def test_a_judge_that_holds_no_poll_gets_the_polls_it_always_got(client_for) -> None:
+    def route(method: str, path: str, seen: int) -> tuple[int, object]:
+        if path == "/submit":
+            return 200, {"sid": 5}
+        return (200, {"status": "queued"}) if seen < 2 else (200, FINAL)
+
+    with LoopbackJudge(route) as judge:
+        started = time.monotonic()
+        assert isinstance(client_for(judge.url).score("int main(){}", deadline_s=5), Scored)
+        slept = time.monotonic() - started
+    assert judge.requests == [("POST", "/submit")] + [("GET", "/result/5")] * 3
+    assert slept >= 2 * 0.02  # the poll interval, twice
+
+
+def test_a_judge_that_holds_polls_is_asked_to_hold_them(client_for) -> None:
+    def route(method: str, path: str, seen: int) -> tuple[int, object]:
+        if path == "/submit":
+            return 200, {"sid": 6}
+        # A held poll is answered when the result is final: here, at once.
+        return (200, FINAL) if "wait=" in path else (200, {"status": "queued"})
+
+    with LoopbackJudge(route, headers={RESULT_WAIT_HEADER: "5"}) as judge:
+        client = JudgeClient(judge.url, poll_interval=60, request_timeout=4)
+        try:
+            started = time.monotonic()
+            assert isinstance(client.score("int main(){}", deadline_s=30), Scored)
+            assert time.monotonic() - started < 30  # never slept the minute between polls
+        finally:
+            client.close()
+    # The first poll learns that the judge holds polls; the next asks it to at once, for
+    # at most half the client's request timeout.
+    assert judge.requests == [
+        ("POST", "/submit"),
+        ("GET", "/result/6"),
+        ("GET", "/result/6?wait=2.000"),
+    ]
 
 
 def test_connection_refused_raises(client_for) -> None:

@@ -54,3 +54,25 @@ def test_a_program_is_built_as_the_authority_builds_it(tmp_path: Path) -> None:
     assert "INTERP" in headers  # no -static: the dynamic loader is named
     assert ".symtab" in headers  # no -s: the symbol table is kept
     assert subprocess.run([built.binary], capture_output=True, check=True).stdout == b"hi\n"
+
+
+@pytest.mark.slow
+def test_a_fresh_build_runs_at_once_and_reaches_the_cache_whole(tmp_path: Path) -> None:
+    """Its cases run it from a copy of its own while the cache makes it durable and takes it;
+    the copy goes once both are done, and the next compile of the source is the cache's."""
+    cache = CompileCache(tmp_path, get_backend("bwrap"))
+    source = b'#include <cstdio>\nint main(){puts("fresh");}\n'
+    try:
+        built = cache.compile(source)
+        assert not built.cached and built.binary != cache.path_for(built.key)
+        assert subprocess.run([built.binary], capture_output=True).stdout == b"fresh\n"
+        again = cache.compile(source)  # waits for the publication, then finds it
+        assert again.cached and again.binary == cache.path_for(built.key)
+        assert again.binary.read_bytes() == built.binary.read_bytes()
+        assert again.binary.stat().st_mode & 0o777 == 0o755
+        built.release()
+    finally:
+        cache.close()  # what it still had to do, done
+    assert not built.binary.exists()  # the private copy is gone, the cache's stays
+    assert subprocess.run([again.binary], capture_output=True).stdout == b"fresh\n"
+    assert [p.name for p in tmp_path.iterdir()] == [built.key]  # no work directory left

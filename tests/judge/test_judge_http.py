@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import socket
 import time
 
 import httpx
 import pytest
 from judge_reference import row_ratio
 
-from atoll.judge.embedded import EmbeddedJudge
+from atoll.judge.embedded import EmbeddedJudge, tcp_listener
 from atoll.judge.problems import Problem
 
 pytestmark = pytest.mark.timeout(300)
@@ -154,3 +156,35 @@ def test_adversarial_programs_do_not_stop_the_judge(
     assert http.get("/health").json() == {"ok": True}
     sid = http.post("/submit", json={"pid": "0", "code": sources["row"].decode()}).json()["sid"]
     assert wait_final(http, sid)["score"] == pytest.approx(expected_row_score(problem0), abs=1e-4)
+
+
+def test_answers_do_not_wait_for_delayed_acks(http: httpx.Client) -> None:
+    """Each answer leaves at once: with Nagle's algorithm on the judge's connections, every
+    request after the first on a kept-alive connection took the client's 40 ms delayed ACK."""
+    seconds = []
+    for _ in range(20):
+        started = time.perf_counter()
+        assert http.get("/health").status_code == 200
+        seconds.append(time.perf_counter() - started)
+    assert min(seconds[1:]) < 0.035, seconds
+
+
+def test_the_listener_gives_connections_tcp_nodelay() -> None:
+    async def accepted_nodelay() -> int:
+        listener = tcp_listener()
+        listener.bind(("127.0.0.1", 0))
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(*listener.getsockname())
+            result = await asyncio.wait_for(seen, 10)
+            writer.close()
+        return result
+
+    assert asyncio.run(accepted_nodelay()) == 1

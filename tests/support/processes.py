@@ -118,5 +118,16 @@ def files_of_uid(uid: int, directories: Iterable[str | Path]) -> list[str]:
             entries = list(os.scandir(directory))
         except OSError:
             continue
-        found += [e.path for e in entries if e.stat(follow_symlinks=False).st_uid == uid]
+        found += [e.path for e in entries if _owner(e) == uid]
     return found
+
+
+def _owner(entry: os.DirEntry[str]) -> int | None:
+    """The entry's owner, or None when it went between the listing and the stat.
+
+    Other test workers create and remove their own files in the same /tmp all the time.
+    """
+    try:
+        return entry.stat(follow_symlinks=False).st_uid
+    except FileNotFoundError:
+        return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from session_backend import PoisonedSessions
 from support.engine import docker_engine
 
 from atoll.core.sandbox import SandboxBackend, get_backend
@@ -17,12 +18,16 @@ def test_uid() -> int:
 
 @pytest.fixture(
     scope="session",
-    params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)],
+    params=["bwrap", "bwrap-session", pytest.param("docker", marks=pytest.mark.docker)],
 )
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
-    """Each backend, ready to run (no Docker engine: skipped here, a failure in CI)."""
+    """Each backend, ready to run (no Docker engine: skipped here, a failure in CI).
+
+    `bwrap-session` runs every check's program in a bwrap session, after a
+    hostile run in the same box (see `session_backend`).
+    """
     if request.param == "docker":
         docker_engine()
-    chosen = get_backend(request.param)
+    chosen = PoisonedSessions() if request.param == "bwrap-session" else get_backend(request.param)
     chosen.check()
     return chosen

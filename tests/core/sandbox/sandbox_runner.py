@@ -1,4 +1,8 @@
-"""A process that runs sandboxes back to back from four threads until it is killed."""
+"""A process that runs sandboxes back to back from four threads until it is killed.
+
+`sandbox_runner.py UID` runs each in a fresh box; `sandbox_runner.py UID session` runs
+them in one session per thread (opened by that thread), through its launcher server.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import threading
 from atoll.core.sandbox import Limits, SandboxSpec, get_backend
 
 
-def main(uid: int) -> None:
+def main(uid: int, sessions: bool) -> None:
     backend = get_backend("bwrap")
     backend.check()
     spec = SandboxSpec(
@@ -18,6 +22,10 @@ def main(uid: int) -> None:
     )
 
     def loop() -> None:
+        if sessions:
+            with backend.session(spec) as session:
+                while True:
+                    session.run(["/bin/sleep", "1000"])
         while True:
             backend.run(["/bin/sleep", "1000"], spec)
 
@@ -28,4 +36,4 @@ def main(uid: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2:] == ["session"])

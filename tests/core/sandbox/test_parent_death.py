@@ -2,8 +2,10 @@
 
 The process runs short sandboxes back to back from four threads, so a kill
 lands in every phase of a run (the set-up shell, bubblewrap's two stages,
-the program) over a few tries; each try, every sandboxed process and every
-per-run cgroup of the killed process must be gone within seconds.
+the program; or a session's launcher server, the run's pid 1 it forked and
+the program) over a few tries; each try, every sandboxed process, every
+per-run cgroup and every launcher server of the killed process must be gone
+within seconds.
 """
 
 from __future__ import annotations
@@ -23,21 +25,35 @@ RUNNER = Path(__file__).with_name("sandbox_runner.py")
 TRIES = 12
 
 
+def launchers_of(pid: int) -> list[int]:
+    """Session launcher servers (and the launchers they forked) that `pid` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--serve" in words and words[words.index(b"--parent") + 1] == str(pid).encode():
+            found.append(int(entry.name))
+    return found
+
+
 def settled(pid: int, uid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
-    while processes_of_uid(uid, zombies=True) or sandbox_cgroups_of(pid):
+    while processes_of_uid(uid, zombies=True) or sandbox_cgroups_of(pid) or launchers_of(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
     return True
 
 
-def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup(test_uid: int) -> None:
+@pytest.mark.parametrize("way", ["fresh", "session"])
+def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup(test_uid: int, way: str) -> None:
     pick = random.Random(12)
     leaks = []
     for attempt in range(TRIES):
         runner = subprocess.Popen(
-            [sys.executable, str(RUNNER), str(test_uid)], stdout=subprocess.PIPE
+            [sys.executable, str(RUNNER), str(test_uid), way], stdout=subprocess.PIPE
         )
         assert runner.stdout is not None and runner.stdout.readline() == b"running\n"
         time.sleep(pick.uniform(0.2, 0.6))
@@ -45,7 +61,12 @@ def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup(test_uid: int
         runner.wait(timeout=30)
         if not settled(runner.pid, test_uid):
             leaks.append(
-                (attempt, processes_of_uid(test_uid, zombies=True), sandbox_cgroups_of(runner.pid))
+                (
+                    attempt,
+                    processes_of_uid(test_uid, zombies=True),
+                    sandbox_cgroups_of(runner.pid),
+                    launchers_of(runner.pid),
+                )
             )
             break
     assert leaks == []

@@ -1,7 +1,8 @@
 """The bubblewrap backend where no cgroup is writable: rlimits alone must contain.
 
 Runs in a child interpreter with ATOLL_SANDBOX_CGROUPS=off, the switch that
-makes the backend behave as on a machine without a writable cgroup tree.
+makes the backend behave as on a machine without a writable cgroup tree: runs
+in fresh boxes, and runs of a session (whose launcher sets the same rlimits).
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import json, sys
 from atoll.core.sandbox import Limits, SandboxSpec, get_backend
 uid = int(sys.argv[1])
 backend = get_backend("bwrap")
+session = backend.session(SandboxSpec(uid=uid, gid=uid)) if sys.argv[2] == "session" else None
 def run(argv, **limits):
     spec = SandboxSpec(uid=uid, gid=uid, limits=Limits(**{"wall_seconds": 10, **limits}))
+    if session is not None:
+        return session.run(argv, spec.limits).status.value
     return backend.run(argv, spec).status.value
 print(json.dumps({
     "memory": run(["python3", "-c", "b = bytearray(400 * 2**20)"], memory_bytes=128 * 2**20),
@@ -34,10 +38,11 @@ print(json.dumps({
 
 
 @pytest.mark.slow
-def test_rlimits_contain_without_cgroups(test_uid):
+@pytest.mark.parametrize("way", ["fresh", "session"])
+def test_rlimits_contain_without_cgroups(test_uid, way):
     env = {**os.environ, "ATOLL_SANDBOX_CGROUPS": "off"}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(test_uid + 1)],
+        [sys.executable, "-c", CHILD, str(test_uid + 1), way],
         capture_output=True,
         text=True,
         env=env,

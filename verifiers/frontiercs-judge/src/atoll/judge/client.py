@@ -7,10 +7,16 @@ judge cannot answer (connection refused, 5xx, infrastructure failure, no
 final result before the deadline) — never a score. The authoritative server
 deletes a final result after the first read, so the client keeps every final
 result it has read and never asks for it twice.
+
+A judge that can hold a poll until the result is final (atoll's, see
+`result_wait`) says so in a header of its answers; once the client has seen
+it, its polls ask to be held instead of sleeping between them. To any other
+judge it sends exactly the requests it always did.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +28,8 @@ if TYPE_CHECKING:
     from atoll.judge.api import JudgeVersion
 
 DEFAULT_DEADLINE_S = 900.0
+#: The answer header by which a judge says it holds a poll of a result, up to this many seconds.
+RESULT_WAIT_HEADER = "Atoll-Result-Wait-Max"
 
 # The file name and content type of a submission, by its `lang`, as the reference harness sends them.
 SOURCE_FILES = {
@@ -122,9 +130,12 @@ class JudgeClient:
     ) -> None:
         self.url = url.rstrip("/")
         self.poll_interval = poll_interval
+        self.request_timeout = request_timeout
         self._http = httpx.Client(base_url=self.url, timeout=request_timeout, transport=transport)
         self._final: dict[int, Outcome] = {}
         self._lock = threading.Lock()
+        # The longest this judge holds a poll (its `RESULT_WAIT_HEADER`); None: it holds none.
+        self._hold_max: float | None = None
 
     def close(self) -> None:
         self._http.close()
@@ -193,12 +204,18 @@ class JudgeClient:
                 f"judge answered /submit without a sid: {response.text[:200]}"
             ) from None
 
-    def poll(self, sid: int) -> Outcome | None:
-        """One look at `sid`: its outcome if final (kept, never re-read), else None."""
+    def poll(self, sid: int, hold: float | None = None) -> Outcome | None:
+        """One look at `sid`: its outcome if final (kept, never re-read), else None.
+
+        `hold`: ask the judge to answer once the result is final or after this
+        many seconds (only a judge that said it can, see `wait`).
+        """
         with self._lock:
             if sid in self._final:
                 return self._final[sid]
-        response = self._request("GET", f"/result/{sid}")
+        params = None if hold is None else {"wait": f"{hold:.3f}"}
+        response = self._request("GET", f"/result/{sid}", params=params)
+        self._learn_hold(response)
         if response.status_code == 404:
             raise JudgeUnavailable(f"judge has no result for submission {sid} (lost or never made)")
         if response.status_code != 200:
@@ -219,10 +236,16 @@ class JudgeClient:
         return outcome
 
     def wait(self, sid: int, deadline_s: float = DEFAULT_DEADLINE_S) -> Outcome:
-        """Poll `sid` until final; JudgeUnavailable once `deadline_s` has passed."""
+        """Poll `sid` until final; JudgeUnavailable once `deadline_s` has passed.
+
+        Polls `poll_interval` apart, or, to a judge that holds polls, each
+        held until the result is final (and then answered at once).
+        """
         deadline = time.monotonic() + deadline_s
         while True:
-            outcome = self.poll(sid)
+            asked = time.monotonic()
+            hold = self._hold_for(deadline - asked)
+            outcome = self.poll(sid, hold)
             if outcome is not None:
                 return outcome
             remaining = deadline - time.monotonic()
@@ -230,7 +253,30 @@ class JudgeClient:
                 raise JudgeUnavailable(
                     f"no final result for submission {sid} within {deadline_s:g} s"
                 )
-            time.sleep(min(self.poll_interval, remaining))
+            if hold is None and self._hold_max is not None:
+                continue  # the judge just said it holds polls: ask it to hold the next
+            # A held poll answered early (the judge is stopping) waits out the interval.
+            pause = self.poll_interval - (0.0 if hold is None else time.monotonic() - asked)
+            if pause > 0:
+                time.sleep(min(pause, remaining))
+
+    def _hold_for(self, remaining: float) -> float | None:
+        """How long to ask the judge to hold the next poll (None: it holds none)."""
+        if self._hold_max is None:
+            return None
+        hold = min(self._hold_max, self.request_timeout / 2, remaining)
+        return hold if hold > 0 else None
+
+    def _learn_hold(self, response: httpx.Response) -> None:
+        raw = response.headers.get(RESULT_WAIT_HEADER)
+        if raw is None:
+            return
+        try:
+            seconds = float(raw)
+        except ValueError:
+            return  # not a hold this client understands: poll as it always did
+        if seconds > 0 and math.isfinite(seconds):
+            self._hold_max = seconds
 
     def score(
         self,

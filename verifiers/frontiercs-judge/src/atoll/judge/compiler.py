@@ -15,18 +15,31 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from atoll.core.durable import fsync_dir, fsync_file
-from atoll.core.sandbox import Limits, Mount, Network, SandboxBackend, SandboxSpec, Status
+from atoll.core.sandbox import (
+    Limits,
+    Mount,
+    Network,
+    SandboxBackend,
+    SandboxSpec,
+    SessionPool,
+    Status,
+)
 from atoll.core.sizes import KiB, MiB
+from atoll.judge.compile_publish import StagedBuild
+
+log = logging.getLogger(__name__)
 
 COMPILER = "g++"
 # What the authority's judge engine runs (`gojudge.js`) for programs, checkers and
@@ -45,6 +58,14 @@ COMPILE_LIMITS = Limits(
     stderr_bytes=64 * KiB,
 )
 MAX_MESSAGE = 8 * KiB
+# The compiler's box: the source's directory and the headers are mounted per compile.
+BUILD = "/build"
+COMPILE_BOX = SandboxSpec(
+    workdir=BUILD,
+    env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
+    network=Network.NONE,
+)
+COMPILE_SLOTS = (BUILD, INCLUDE)
 
 
 class CompileError(Exception):
@@ -97,12 +118,22 @@ def headers_digest(include_dir: Path) -> str:
     return digest.hexdigest()
 
 
+def _keep() -> None:
+    """A cached binary is the cache's: nothing to give back."""
+
+
 @dataclass(frozen=True)
 class Compiled:
+    """A binary to run: the cache's, or a fresh build's own copy until the cache has it.
+
+    Call `release()` once done running it (a fresh build's copy then goes).
+    """
+
     binary: Path
     key: str
     cached: bool
     seconds: float
+    release: Callable[[], None] = field(default=_keep, repr=False, compare=False)
 
 
 @cache
@@ -126,69 +157,115 @@ def cache_key(source: bytes, recipe: Recipe = PROGRAM) -> str:
 
 
 class CompileCache:
-    """Binaries by cache key under `directory`; concurrent compiles of one key run once."""
+    """Binaries by cache key under `directory`; concurrent compiles of one key run once.
 
-    def __init__(self, directory: Path, backend: SandboxBackend) -> None:
+    Compiles run in sandbox sessions of `COMPILE_BOX` (`sessions`, else a pool
+    of its own on `backend`): the box is built once, not per compile.
+    """
+
+    def __init__(
+        self, directory: Path, backend: SandboxBackend, sessions: SessionPool | None = None
+    ) -> None:
         self.directory = directory
         self.backend = backend
+        self.sessions = sessions or SessionPool(backend, COMPILE_BOX, COMPILE_SLOTS)
+        self._own_sessions = sessions is None
         directory.mkdir(parents=True, exist_ok=True)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._publisher = ThreadPoolExecutor(1, thread_name_prefix="judge-publish")
+
+    def close(self) -> None:
+        """Finish publishing, and close the sessions this cache opened itself (not a pool it was given)."""
+        self._publisher.shutdown(wait=True)
+        if self._own_sessions:
+            self.sessions.close()
 
     def path_for(self, key: str, recipe: Recipe = PROGRAM) -> Path:
         """The binary for `key`, alone in its own directory (the sandbox mounts that directory)."""
         return self.directory / key / recipe.binary_name
 
+    def cached(self, source: bytes, recipe: Recipe = PROGRAM) -> bool:
+        """Whether `source` is compiled already (`compile` would take it from the cache)."""
+        return self.path_for(cache_key(source, recipe), recipe).is_file()
+
     def compile(self, source: bytes, recipe: Recipe = PROGRAM) -> Compiled:
-        """The binary for `source`: cached, or compiled now; CompileError if it does not build."""
+        """The binary for `source`: cached, or compiled now; CompileError if it does not build.
+
+        A fresh build is published to the cache in the background (see
+        `compile_publish`); a compile of the same source waits for that.
+        """
         key = cache_key(source, recipe)
         target = self.path_for(key, recipe)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
+        lock.acquire()
+        publishing = False
+        try:
             if target.is_file():
                 return Compiled(target, key, cached=True, seconds=0.0)
-            seconds = self._build(source, target, recipe)
-            return Compiled(target, key, cached=False, seconds=seconds)
+            staged = self._build(source, recipe)
+            publishing = self._publish_later(staged, target, lock)
+            return Compiled(staged.binary, key, False, staged.seconds, staged.release)
+        finally:
+            if not publishing:
+                lock.release()
 
-    def _build(self, source: bytes, target: Path, recipe: Recipe) -> float:
-        with tempfile.TemporaryDirectory(prefix=".compile-", dir=self.directory) as work:
-            work_dir = Path(work)
-            build_dir = work_dir / "build"
-            build_dir.mkdir()
-            (build_dir / recipe.source_name).write_bytes(source)
-            os.chmod(build_dir, 0o777)  # the compiler runs as an unprivileged uid
-            mounts = [Mount(build_dir, "/build", writable=True)]
-            if recipe.include_dir is not None:
-                mounts.append(Mount(recipe.include_dir, INCLUDE))
-            spec = SandboxSpec(
-                mounts=tuple(mounts),
-                workdir="/build",
-                env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
-                network=Network.NONE,
-                limits=COMPILE_LIMITS,
-            )
-            result = self.backend.run(recipe.argv(), spec)
-            built = build_dir / recipe.binary_name
-            if result.status is not Status.OK or not built.is_file():
-                raise CompileError(_describe_failure(result.status, result.stderr))
-            # Copy (the build directory is the untrusted compiler's), then publish the
-            # finished directory with one rename so a reader never sees half a binary.
-            staged = work_dir / "staged"
-            staged.mkdir(mode=0o755)
-            shutil.copyfile(built, staged / recipe.binary_name)
-            os.chmod(staged / recipe.binary_name, 0o755)
-            with contextlib.suppress(OSError):
-                fsync_file(staged / recipe.binary_name)
-            target.parent.parent.mkdir(parents=True, exist_ok=True)
+    def _publish_later(self, staged: StagedBuild, target: Path, lock: threading.Lock) -> bool:
+        """Publish `staged` in the background, `lock` held until done; False: it was done now."""
+
+        def publish() -> None:
             try:
-                os.rename(staged, target.parent)
-            except OSError:
-                if not target.is_file():
-                    raise
+                staged.publish(target, self.directory)
+            except OSError as exc:  # the next compile of this source builds it again
+                log.warning("could not keep %s in the compile cache: %s", target, exc)
+            finally:
+                lock.release()
+                staged.release()
+
+        try:
+            self._publisher.submit(publish)
+        except RuntimeError:  # closing: publish now, the lock still ours to release
             with contextlib.suppress(OSError):
-                fsync_dir(self.directory)
-            return result.wall_seconds
+                staged.publish(target, self.directory)
+            staged.release()
+            return False
+        return True
+
+    def _build(self, source: bytes, recipe: Recipe) -> StagedBuild:
+        work_dir = Path(tempfile.mkdtemp(prefix=".compile-", dir=self.directory))
+        try:
+            return self._build_in(work_dir, source, recipe)
+        except BaseException:
+            shutil.rmtree(work_dir, ignore_errors=True)
+            raise
+
+    def _build_in(self, work_dir: Path, source: bytes, recipe: Recipe) -> StagedBuild:
+        build_dir = work_dir / "build"
+        build_dir.mkdir()
+        (build_dir / recipe.source_name).write_bytes(source)
+        os.chmod(build_dir, 0o777)  # the compiler runs as an unprivileged uid
+        mounts = [Mount(build_dir, BUILD, writable=True)]
+        if recipe.include_dir is not None:
+            mounts.append(Mount(recipe.include_dir, INCLUDE))
+        with self.sessions.lease() as box:
+            result = box.run(recipe.argv(), COMPILE_LIMITS, mounts=tuple(mounts))
+        built = build_dir / recipe.binary_name
+        if result.status is not Status.OK or not built.is_file():
+            raise CompileError(_describe_failure(result.status, result.stderr))
+        # A copy of our own: the build directory is the untrusted compiler's.
+        staged = work_dir / "staged"
+        staged.mkdir(mode=0o755)
+        shutil.copyfile(built, staged / recipe.binary_name)
+        os.chmod(staged / recipe.binary_name, 0o755)
+        return StagedBuild(work_dir, staged / recipe.binary_name, result.wall_seconds, self._later)
+
+    def _later(self, work: Callable[[], None]) -> None:
+        """`work` in the publisher's thread (now, if it has stopped)."""
+        try:
+            self._publisher.submit(work)
+        except RuntimeError:
+            work()
 
 
 def _describe_failure(status: Status, stderr: bytes) -> str:

@@ -83,6 +83,36 @@ class JudgeSetup:
         return JudgeService(engine, store, max_queue=self.max_queue)
 
 
+def tcp_listener(family: socket.AddressFamily = socket.AF_INET) -> socket.socket:
+    """A TCP socket to listen on, whose connections asyncio sets TCP_NODELAY on.
+
+    asyncio disables Nagle's algorithm only on sockets whose `proto` says TCP,
+    and a socket made as `socket(AF_INET, SOCK_STREAM)` says 0: then every
+    answer, written as headers and body apart, waited for the client's
+    delayed ACK, 40 ms per request (a submission and each poll of its result).
+    """
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return sock
+
+
+class JudgeServer(uvicorn.Server):
+    """uvicorn's server for the judge's app: its shutdown first answers the polls it holds.
+
+    uvicorn waits for every request in flight before it stops; a poll of a
+    result held until the result is final (see `result_wait`) would keep it
+    waiting for as long as the poll may be held.
+    """
+
+    def __init__(self, config: uvicorn.Config, release: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._release = release
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._release()
+        await super().shutdown(sockets)
+
+
 def serve(
     host: str,
     port: int,
@@ -104,8 +134,7 @@ def serve(
             judge_socket.remove(directory, created=True)
         raise
     try:
-        tcp = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp = tcp_listener(socket.AF_INET6 if ":" in host else socket.AF_INET)
         try:
             tcp.bind((host, port))
         except OSError as exc:
@@ -121,11 +150,12 @@ def serve(
         announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
         from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
 
-        config = read_deadline.config(create_app(service), setup.read_timeout_s, "info")
+        app = create_app(service)
+        config = read_deadline.config(app, setup.read_timeout_s, "info")
         # uvicorn re-raises the signal that stopped it; SIGTERM's default action
         # would end the process before the socket directory is removed.
         with sigterm_unwinds():
-            uvicorn.Server(config).run(sockets=[tcp, unix])
+            JudgeServer(config, app.state.result_waits.release).run(sockets=[tcp, unix])
     finally:
         unix.close()
         judge_socket.remove(directory, created=created)
@@ -165,8 +195,7 @@ class EmbeddedJudge:
         sockets = self._sockets = []
         if self.socket_dir is not None:  # first: the error a user is most likely to meet
             sockets.append(judge_socket.bind(self.socket_dir))
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock = tcp_listener()
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         sockets.insert(0, sock)
@@ -180,7 +209,7 @@ class EmbeddedJudge:
 
         app = create_app(service, embedded=True)  # its port is of the moment: not its identity
         config = read_deadline.config(app, self.setup.read_timeout_s, "warning")
-        self._server = uvicorn.Server(config)
+        self._server = JudgeServer(config, app.state.result_waits.release)
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": sockets},

@@ -14,7 +14,10 @@ tout.txt ans.txt`) run at once, each one's stdout the other's stdin, each
 held to its own limits. The score is 100 x the mean case ratio, as there.
 Cases run in parallel, `workers` busy processes at a time, a dialogue counting
 two (its program and its interactor), so that dialogues do not stretch each
-other's wall time.
+other's wall time. Programs, checkers and interactors run in sandbox sessions
+(a box prepared once, each run in a private copy of it with its own limits:
+see `atoll.core.sandbox.session`), which spares each case the cost of
+building a box; a case sees nothing of the cases before it.
 
 A failure of the judge itself (sandbox broken, compiler missing, a checker
 or interactor that does not compile, crosses its own limits, or cannot be
@@ -44,12 +47,15 @@ from atoll.core.sandbox import (
     SandboxError,
     SandboxResult,
     SandboxSpec,
+    SessionPool,
     Status,
     get_backend,
 )
-from atoll.core.sizes import MiB
 from atoll.judge import testlib_message
 from atoll.judge.compiler import (
+    COMPILE_BOX,
+    COMPILE_LIMITS,
+    COMPILE_SLOTS,
     CompileCache,
     Compiled,
     CompileError,
@@ -58,16 +64,15 @@ from atoll.judge.compiler import (
     tool_recipe,
 )
 from atoll.judge.problems import Case, Mode, Problem
-from atoll.judge.problems import Limits as CaseLimits
+from atoll.judge.run_limits import (
+    CHECKER_LIMITS,
+    interactor_limits,
+    run_limits,
+)
 from atoll.judge.verdict import CaseStatus, CheckResult, testlib_status
+from atoll.judge.warming import Warming
 from atoll.judge.worker_budget import WorkerBudget
 
-# The authority's caps (stdout 128 MiB, stderr 64 MiB): a program that logs to
-# stderr, or pads its answer with whitespace, fares here as it does there.
-STDOUT_CAP = 128 * MiB
-STDERR_CAP = 64 * MiB
-INTERACTIVE_STDERR_CAP = 1 * MiB  # the authority's cap on each side of a dialogue
-PROCESSES = 128  # the authority's limit; threads count
 MESSAGE_CAP = 512
 # Processes a case keeps busy: a dialogue's program and interactor answer each other.
 DIALOGUE_UNITS = 2
@@ -75,19 +80,11 @@ PROGRAM = "/judge/solution"  # where a case's spec mounts the compiled program
 TOOL_DIR = "/checker"  # where the compiled checker or interactor is mounted
 CASE_DIR = "/case"  # the tool's working directory: in.txt, out.txt (or tout.txt), ans.txt
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C"}
-
-# The authority's checker limits: 10 s CPU, 20 s wall clock, 256 MiB, 1 MiB of each output.
-CHECKER_LIMITS = Limits(
-    cpu_seconds=10.0,
-    wall_seconds=20.0,
-    memory_bytes=256 * MiB,
-    processes=PROCESSES,
-    file_size_bytes=16 * MiB,
-    open_files=64,
-    stdout_bytes=1 * MiB,
-    stderr_bytes=1 * MiB,
-    stack_bytes=256 * MiB,
-)
+# The boxes programs and tools run in; what differs per case is mounted per run.
+PROGRAM_BOX = SandboxSpec(workdir="/tmp", env=ENV, network=Network.NONE)
+TOOL_BOX = SandboxSpec(workdir=CASE_DIR, env=ENV, network=Network.NONE)
+PROGRAM_SLOTS = ("/judge",)
+TOOL_SLOTS = (CASE_DIR, TOOL_DIR)
 
 # What the C++ runtime prints when `new` fails: the usual face of the memory limit.
 _ALLOCATION_FAILED = b"std::bad_alloc"
@@ -143,44 +140,6 @@ class CaseOutcome:
         }
 
 
-def run_limits(case: CaseLimits, interactive: bool = False) -> Limits:
-    """The authority's limits for a program on one case.
-
-    The authority sets the stack and the address space to the memory limit:
-    the usual 8 MiB stack would crash deep recursions it accepts, and without
-    the address-space limit a program that reserves more memory than it
-    touches would pass here and fail there. In a dialogue it sets no
-    address-space limit and keeps 1 MiB of the program's stderr.
-    """
-    return Limits(
-        cpu_seconds=case.cpu_seconds,
-        wall_seconds=case.wall_seconds,
-        memory_bytes=case.memory_bytes,
-        processes=PROCESSES,
-        file_size_bytes=16 * MiB,
-        open_files=64,
-        stdout_bytes=STDOUT_CAP,
-        stderr_bytes=INTERACTIVE_STDERR_CAP if interactive else STDERR_CAP,
-        stack_bytes=case.memory_bytes,
-        address_space_bytes=None if interactive else case.memory_bytes,
-    )
-
-
-def interactor_limits(case: CaseLimits) -> Limits:
-    """The authority's limits for an interactor: four times the program's CPU and memory."""
-    return Limits(
-        cpu_seconds=4 * case.cpu_seconds,
-        wall_seconds=8 * case.cpu_seconds,
-        memory_bytes=4 * case.memory_bytes,
-        processes=PROCESSES,
-        file_size_bytes=16 * MiB,
-        open_files=64,
-        stdout_bytes=1 * MiB,
-        stderr_bytes=INTERACTIVE_STDERR_CAP,
-        stack_bytes=4 * case.memory_bytes,
-    )
-
-
 def _program_message(
     status: CaseStatus, exit_code: int | None, signal: int | None, stderr: bytes
 ) -> str:
@@ -210,9 +169,12 @@ class Engine:
             self.backend.check()
         except SandboxError as exc:
             raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
+        self._programs = SessionPool(self.backend, PROGRAM_BOX, PROGRAM_SLOTS)
+        self._tools = SessionPool(self.backend, TOOL_BOX, TOOL_SLOTS)
+        self._compiles = SessionPool(self.backend, COMPILE_BOX, COMPILE_SLOTS)
         self._check_limits()
-        self.compile_cache = CompileCache(state_dir / "binaries", self.backend)
-        self.tool_cache = CompileCache(state_dir / "checkers", self.backend)
+        self.compile_cache = CompileCache(state_dir / "binaries", self.backend, self._compiles)
+        self.tool_cache = CompileCache(state_dir / "checkers", self.backend, self._compiles)
         self._tool_failures: dict[str, str] = {}
         self._tool_guard = threading.Lock()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-case")
@@ -220,30 +182,46 @@ class Engine:
         self._budget = WorkerBudget(self.workers)
         # An interactor runs beside its program: never in the pool its program waits in.
         self._partners = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-partner")
+        self._warming = Warming(self._programs, self._tools, self.workers)
 
     def close(self) -> None:
+        self._warming.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.compile_cache.close()  # its fresh builds, published; the sessions are ours
+        self.tool_cache.close()
         self._partners.shutdown(wait=False, cancel_futures=True)
+        self._programs.close()
+        self._tools.close()
+        self._compiles.close()
 
     def _check_limits(self) -> None:
-        """Refuse to start where the run limits cannot be set: every case would fail."""
-        needed: dict[Limits, str] = {}
+        """Refuse to start where the run limits cannot be set: every case would fail.
+
+        Each set of limits is tried in the box its runs use, which also opens
+        the first session of each kind (and the compiler's) before the first
+        submission arrives.
+        """
+        needed: dict[tuple[Limits, SessionPool], str] = {
+            (COMPILE_LIMITS, self._compiles): "the compiler"
+        }
         for problem in self.problems.values():
             interactive = problem.mode is Mode.INTERACTIVE
             for case in problem.cases:
-                needed.setdefault(run_limits(case.limits, interactive), problem.id)
+                needed.setdefault(
+                    (run_limits(case.limits, interactive), self._programs), f"problem {problem.id}"
+                )
                 if problem.tool is not None:
                     tool = interactor_limits(case.limits) if interactive else CHECKER_LIMITS
-                    needed.setdefault(tool, problem.id)
-        for limits, pid in needed.items():
-            spec = SandboxSpec(network=Network.NONE, limits=limits)
+                    needed.setdefault((tool, self._tools), f"problem {problem.id}")
+        for (limits, pool), who in needed.items():
             try:
-                result = self.backend.run(["/bin/echo", "limits-set"], spec)
+                with pool.lease() as box:
+                    result = box.run(["/bin/echo", "limits-set"], limits)
             except SandboxError as exc:
                 raise JudgeInfrastructureError(f"sandbox unusable: {exc}") from exc
             if result.stdout.strip() != b"limits-set":
                 raise JudgeInfrastructureError(
-                    f"cannot set problem {pid}'s stack and address-space limits in "
+                    f"cannot set {who}'s stack and address-space limits in "
                     f"the sandbox: {result.stderr.decode(errors='replace').strip()}"
                 )
 
@@ -257,25 +235,25 @@ class Engine:
         """The final result for one submission (`done`, or `error` for a compile failure)."""
         problem = self.problem(pid)
         started = time.perf_counter()
-        tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
+        # The cases' sandboxes are made ready while the program compiles (see `warming`).
+        warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
+        built: list[Compiled] = []  # released (see `Compiled`) once the cases are done
         try:
-            compiled = self.compile_cache.compile(source)
-        except CompileError as exc:
-            return {"status": "error", "error": f"compile error: {exc}"}
-        except (SandboxError, CompilerMissing, OSError) as exc:
-            raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
-        futures = [
-            self._pool.submit(self._run_case, problem, compiled.binary, tool, index)
-            for index in range(len(problem.cases))
-        ]
-        try:
-            cases = [future.result() for future in futures]
-        except (SandboxError, OSError, ValueError, JudgeInfrastructureError) as exc:
-            for future in futures:
-                future.cancel()
-            if isinstance(exc, JudgeInfrastructureError):
-                raise
-            raise JudgeInfrastructureError(f"cannot run the cases: {exc}") from exc
+            try:
+                tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
+                built += [tool] if tool is not None else []
+                compiled = self.compile_cache.compile(source)
+                built.append(compiled)
+            except CompileError as exc:
+                return {"status": "error", "error": f"compile error: {exc}"}
+            except (SandboxError, CompilerMissing, OSError) as exc:
+                raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
+            finally:
+                self._warming.wait(warming)
+            cases = self._run_cases(problem, compiled.binary, tool)
+        finally:
+            for binary in built:
+                binary.release()
         score = 100.0 * sum(case.ratio for case in cases) / len(cases)
         unbounded = 100.0 * sum(case.unbounded for case in cases) / len(cases)
         passed = all(case.ratio == 1.0 for case in cases)
@@ -295,6 +273,22 @@ class Engine:
             "cases": [case.to_json() for case in cases],
             "judge": judge,
         }
+
+    def _run_cases(
+        self, problem: Problem, binary: Path, tool: Compiled | None
+    ) -> list[CaseOutcome]:
+        futures = [
+            self._pool.submit(self._run_case, problem, binary, tool, index)
+            for index in range(len(problem.cases))
+        ]
+        try:
+            return [future.result() for future in futures]
+        except (SandboxError, OSError, ValueError, JudgeInfrastructureError) as exc:
+            for future in futures:
+                future.cancel()
+            if isinstance(exc, JudgeInfrastructureError):
+                raise
+            raise JudgeInfrastructureError(f"cannot run the cases: {exc}") from exc
 
     def compile_tool(self, problem: Problem) -> Compiled | None:
         """The problem's checker or interactor binary (cached by hash), None for a Python checker.
@@ -341,17 +335,16 @@ class Engine:
     ) -> CaseOutcome:
         """The program on the case's input, then atoll's checker or the checkout's."""
         case = problem.cases[index]
-        spec = SandboxSpec(
-            mounts=(Mount(binary.parent, "/judge"),),
-            workdir="/tmp",
-            env=ENV,
-            network=Network.NONE,
-            limits=run_limits(case.limits),
-            # The authority's go-judge copies the input into a memfd: a program may size,
-            # map or seek its stdin (`seekg`/`tellg`, `fstat`, `mmap`), as on a file.
-            stdin_seekable=True,
-        )
-        result = self.backend.run([PROGRAM], spec, stdin=problem.case_input(index))
+        with self._programs.lease() as box:
+            result = box.run(
+                [PROGRAM],
+                run_limits(case.limits),
+                problem.case_input(index),
+                mounts=(Mount(binary.parent, "/judge"),),
+                # The authority's go-judge copies the input into a memfd: a program may size,
+                # map or seek its stdin (`seekg`/`tellg`, `fstat`, `mmap`), as on a file.
+                stdin_seekable=True,
+            )
         failed = _program_failure(index + 1, result)
         if failed is not None:
             return failed
@@ -382,17 +375,13 @@ class Engine:
             out = work / "out.txt"
             out.write_bytes(run.stdout)
             out.chmod(0o644)
-            spec = SandboxSpec(
-                mounts=_tool_mounts(work, case, checker),
-                workdir=CASE_DIR,
-                env=ENV,
-                network=Network.NONE,
-                limits=CHECKER_LIMITS,
-            )
             started = time.perf_counter()
-            checked = self.backend.run(
-                [f"{TOOL_DIR}/{checker.name}", "in.txt", "out.txt", "ans.txt"], spec
-            )
+            with self._tools.lease() as box:
+                checked = box.run(
+                    [f"{TOOL_DIR}/{checker.name}", "in.txt", "out.txt", "ans.txt"],
+                    CHECKER_LIMITS,
+                    mounts=_tool_mounts(work, case, checker),
+                )
             check_seconds = time.perf_counter() - started
         _refuse_tool_over_limits(problem, "checker", index + 1, checked)
         status, text = _tool_verdict(
@@ -420,34 +409,27 @@ class Engine:
         case = problem.cases[index]
         number = index + 1
         with _case_dir() as work:
-            tool_spec = SandboxSpec(
-                mounts=_tool_mounts(work, case, interactor),
-                workdir=CASE_DIR,
-                env=ENV,
-                network=Network.NONE,
-                limits=interactor_limits(case.limits),
-            )
-            program_spec = SandboxSpec(
-                mounts=(Mount(binary.parent, "/judge"),),
-                workdir="/tmp",
-                env=ENV,
-                network=Network.NONE,
-                limits=run_limits(case.limits, interactive=True),
-            )
             to_program, from_interactor = os.pipe()
             to_interactor, from_program = os.pipe()
             started = time.perf_counter()
             partner = self._partners.submit(
-                self.backend.run,
+                self._run_tool,
                 [f"{TOOL_DIR}/{interactor.name}", "in.txt", "tout.txt", "ans.txt"],
-                tool_spec,
-                pipes=Pipes(to_interactor, from_interactor),
+                interactor_limits(case.limits),
+                _tool_mounts(work, case, interactor),
+                Pipes(to_interactor, from_interactor),
             )
+            program_pipes = Pipes(to_program, from_program)
             try:
-                program = self.backend.run(
-                    [PROGRAM], program_spec, pipes=Pipes(to_program, from_program)
-                )
+                with self._programs.lease() as box:
+                    program = box.run(
+                        [PROGRAM],
+                        run_limits(case.limits, interactive=True),
+                        mounts=(Mount(binary.parent, "/judge"),),
+                        pipes=program_pipes,
+                    )
             finally:
+                program_pipes.close()  # idempotent: if the run never started, end the dialogue
                 talked = partner.result()  # ends once the program's side of the pipes closed
             check_seconds = time.perf_counter() - started
         text = talked.stderr.decode("utf-8", errors="replace")
@@ -478,6 +460,17 @@ class Engine:
             check_seconds,
             testlib_message.shorten(text),
         )
+
+    def _run_tool(
+        self, argv: list[str], limits: Limits, mounts: tuple[Mount, ...], pipes: Pipes
+    ) -> SandboxResult:
+        """An interactor's run, in a tool box of its own beside its program's."""
+        try:
+            with self._tools.lease() as box:
+                return box.run(argv, limits, mounts=mounts, pipes=pipes)
+        except BaseException:
+            pipes.close()  # idempotent: the program must see the dialogue end
+            raise
 
 
 def _program_failure(number: int, result: SandboxResult) -> CaseOutcome | None:

@@ -28,6 +28,7 @@ from atoll.judge.api import (
     SubmissionFields,
     Submitted,
 )
+from atoll.judge.result_wait import MAX_WAIT_S, RESULT_WAIT_HEADER
 
 PATH = "/openapi.json"
 VERSION = "1.0.0"
@@ -209,7 +210,13 @@ def _submit_operation(pid: dict[str, Any]) -> dict[str, Any]:
 
 
 def _result_operation() -> dict[str, Any]:
-    """`GET /result/{sid}`: queued, judged, or the judge's own failure."""
+    """`GET /result/{sid}`: queued, judged, or the judge's own failure (see `result_wait`)."""
+    hold = {
+        RESULT_WAIT_HEADER: {
+            "description": "The longest this judge holds a poll asked to `wait`, in seconds.",
+            "schema": {"type": "string"},
+        }
+    }
     return {
         "operationId": "result",
         "summary": "A submission's result: queued, or final (readable again and again).",
@@ -219,18 +226,37 @@ def _result_operation() -> dict[str, Any]:
                 "in": "path",
                 "required": True,
                 "schema": {"type": "integer", "minimum": 0, "maximum": MAX_SID},
-            }
+            },
+            {
+                "name": "wait",
+                "in": "query",
+                "required": False,
+                "description": (
+                    "An answer still queued is held until the result is final, for up to "
+                    f"this many seconds (at most {MAX_WAIT_S:g}). Without it, the answer is "
+                    "immediate, as the authority's."
+                ),
+                "schema": {"type": "number", "minimum": 0},
+            },
         ],
         "responses": {
-            "200": _json(
-                {"oneOf": [_ref("Queued"), _ref("Judged")]},
-                "Queued, or the final result in the authority's shape.",
+            "200": {
+                **_json(
+                    {"oneOf": [_ref("Queued"), _ref("Judged")]},
+                    "Queued, or the final result in the authority's shape.",
+                ),
+                "headers": hold,
+            },
+            "400": _error(
+                "The id is not a non-negative decimal integer, or `wait` not a number >= 0."
             ),
-            "400": _error("The id is not a non-negative decimal integer."),
             "404": _error("No such submission."),
-            "500": _json(
-                _ref("InfrastructureError"),
-                "The judge could not judge it; never a score.",
-            ),
+            "500": {
+                **_json(
+                    _ref("InfrastructureError"),
+                    "The judge could not judge it; never a score.",
+                ),
+                "headers": hold,
+            },
         },
     }

@@ -35,7 +35,8 @@ from atoll.judge.api import (
     submission_fields,
 )
 from atoll.judge.engine import UnknownProblem
-from atoll.judge.service import JudgeService, QueueFull
+from atoll.judge.result_wait import MAX_WAIT_S, RESULT_WAIT_HEADER, ResultWaits, parse_wait
+from atoll.judge.service import JudgeService, QueueFull, ResultView
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +159,23 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(service: JudgeService, *, embedded: bool = False) -> Starlette:
-    """The judge's HTTP app; `embedded` when an atoll process serves it for itself (`/version`)."""
+    """The judge's HTTP app; `embedded` when an atoll process serves it for itself (`/version`).
+
+    Its `state.result_waits` are the polls of results it holds (see `result_wait`):
+    a server that stops calls their `release()` first.
+    """
     about = judge_version(embedded=embedded).model_dump()
+    waits = ResultWaits()
+    wait_header = {RESULT_WAIT_HEADER: f"{MAX_WAIT_S:g}"}
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        yield
+        stop_listening = service.on_final(waits.final)
+        try:
+            yield
+        finally:
+            stop_listening()
+            waits.release()
         service.stop()
 
     async def health(_: Request) -> Response:
@@ -204,13 +216,29 @@ def create_app(service: JudgeService, *, embedded: bool = False) -> Starlette:
             return _error(str(exc), 400)
         if sid is None:
             return _error(f"no submission {raw[:40]}", 404)
-        view = await run_in_threadpool(service.result, sid)
-        return JSONResponse(view.body, status_code=view.http_status)
+        try:
+            wait = parse_wait(request.query_params.get("wait"))
+        except ValueError as exc:
+            return _error(str(exc), 400)
+        if wait is None:
+            view = await run_in_threadpool(service.result, sid)
+        else:
+            view = await held_result(sid, wait)
+        return JSONResponse(view.body, status_code=view.http_status, headers=wait_header)
+
+    async def held_result(sid: int, wait: float) -> ResultView:
+        """The result, once final or after `wait` seconds, whichever is first."""
+        async with waits.holding(sid) as until:
+            view = await run_in_threadpool(service.result, sid)
+            if view.final:
+                return view
+            await until(wait)
+        return await run_in_threadpool(service.result, sid)
 
     async def description(_: Request) -> Response:
         return JSONResponse(openapi.document(sorted(service.engine.problems)))
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route(openapi.PATH, description, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
@@ -228,3 +256,5 @@ def create_app(service: JudgeService, *, embedded: bool = False) -> Starlette:
         },
         max_body_size=4 * MAX_SOURCE_BYTES,
     )
+    app.state.result_waits = waits
+    return app

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ class ResultView:
 
     http_status: int
     body: dict[str, Any]
+    final: bool = True  # False while the submission waits or is judged
 
 
 class JudgeService:
@@ -52,6 +54,33 @@ class JudgeService:
             threading.Thread(target=self._dispatch, name=f"judge-dispatch-{i}", daemon=True)
             for i in range(dispatchers)
         ]
+        self._listeners: list[Callable[[int], None]] = []
+        self._listeners_lock = threading.Lock()
+
+    def on_final(self, listener: Callable[[int], None]) -> Callable[[], None]:
+        """Call `listener(sid)` (from a dispatcher thread) once each result is final and stored.
+
+        Returns the call that stops it. Why: a server holding a poll of a
+        result answers the moment the result is final, not at the poll's next turn.
+        """
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return stop
+
+    def _announce(self, sid: int) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(sid)
+            except Exception:  # a listener's failure must not stop the dispatcher
+                log.exception("a listener of final results failed on submission %d", sid)
 
     def start(self) -> None:
         """Re-queue what a previous run left unfinished, then start judging."""
@@ -108,7 +137,7 @@ class JudgeService:
         if submission is None:
             return ResultView(404, {"error": f"no submission {sid}"})
         if submission.state in (State.QUEUED, State.RUNNING):
-            return ResultView(200, {"status": "queued"})
+            return ResultView(200, {"status": "queued"}, final=False)
         body = submission.result or {}
         if submission.state is State.INFRASTRUCTURE_ERROR:
             return ResultView(500, body)
@@ -123,14 +152,19 @@ class JudgeService:
             if submission is None or submission.state not in (State.QUEUED, State.RUNNING):
                 continue
             self.store.start(sid)
-            try:
-                result = self.engine.judge(submission.pid, submission.source)
-            except (JudgeInfrastructureError, UnknownProblem) as exc:
-                log.error("submission %d: %s", sid, exc)
-                self.store.fail(sid, str(exc))
-                continue
-            except Exception as exc:  # a bug must not kill the dispatcher or score anything
-                log.exception("submission %d: unexpected failure", sid)
-                self.store.fail(sid, f"judge failure: {type(exc).__name__}: {exc}")
-                continue
-            self.store.finish(sid, result)
+            self._judge(sid, submission.pid, submission.source)
+            self._announce(sid)
+
+    def _judge(self, sid: int, pid: str, source: bytes) -> None:
+        """Judge one submission and store its final result (or the judge's failure)."""
+        try:
+            result = self.engine.judge(pid, source)
+        except (JudgeInfrastructureError, UnknownProblem) as exc:
+            log.error("submission %d: %s", sid, exc)
+            self.store.fail(sid, str(exc))
+            return
+        except Exception as exc:  # a bug must not kill the dispatcher or score anything
+            log.exception("submission %d: unexpected failure", sid)
+            self.store.fail(sid, f"judge failure: {type(exc).__name__}: {exc}")
+            return
+        self.store.finish(sid, result)

@@ -2,7 +2,9 @@
 
 Describe the box once (`SandboxSpec`), pick a backend by name
 (`get_backend("bwrap")`, `get_backend("docker")`, or a third party's backend
-registered in the entry-point group `atoll_sandbox_backends`) and call `run`. What every
+registered in the entry-point group `atoll_sandbox_backends`) and call `run`;
+or open a session (`backend.session`, `SessionPool`) to run many commands one
+after another in a box prepared once. What every
 backend must do is checked by `atoll.core.sandbox.conformance`.
 """
 
@@ -14,6 +16,8 @@ from atoll.core.lazy import exports
 from atoll.core.sandbox.base import SandboxBackend
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.factory import available_backends, backend_names, get_backend
+from atoll.core.sandbox.session import SandboxSession
+from atoll.core.sandbox.session_pool import SessionPool
 from atoll.core.sandbox.spec import (
     Limits,
     Mount,
@@ -48,7 +52,9 @@ __all__ = [
     "SandboxBackend",
     "SandboxError",
     "SandboxResult",
+    "SandboxSession",
     "SandboxSpec",
+    "SessionPool",
     "Status",
     "available_backends",
     "backend_names",

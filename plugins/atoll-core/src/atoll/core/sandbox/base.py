@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from atoll.core.sandbox.cancel import CancelToken
+from atoll.core.sandbox.session import OneOffSession, SandboxSession
 from atoll.core.sandbox.spec import Pipes, SandboxResult, SandboxSpec
 
 
@@ -49,6 +50,15 @@ class SandboxBackend(ABC):
         (`cancel.cancel()`): the program is killed and the run returns at
         once, as a WALL_TIME_LIMIT, since it was stopped before it finished.
         """
+
+    def session(self, spec: SandboxSpec, slots: Sequence[str] = ()) -> SandboxSession:
+        """A box for `spec` that runs one command after another (see `atoll.core.sandbox.session`).
+
+        `slots` are in-box directories for each run's own mounts. A backend
+        that can prepare a box once overrides this; by default every run is a
+        box of its own, which is as isolated and only slower.
+        """
+        return OneOffSession(self, spec, tuple(slots))
 
     def leftovers(self) -> list[str]:
         """What this process's finished runs left on the machine (none between runs).

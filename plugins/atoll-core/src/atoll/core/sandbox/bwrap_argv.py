@@ -100,6 +100,79 @@ def _mount_args(mounts: Sequence[Mount]) -> list[str]:
     return args
 
 
+def box_env(spec: SandboxSpec) -> dict[str, str]:
+    """The program's whole environment: a default PATH, then the spec's variables."""
+    env = {"PATH": DEFAULT_PATH, **spec.env}
+    for key in env:
+        if not key or "=" in key:
+            raise SandboxError(f"invalid environment variable name: {key!r}")
+    return env
+
+
+def _mount_point_args(points: Sequence[str]) -> list[str]:
+    """Empty directories (and their parents) made on the box's root, for later mounts."""
+    wanted = {PurePosixPath(mount_target(p)) for p in points}
+    made = {parent for p in wanted for parent in p.parents if str(parent) != "/"} | wanted
+    args: list[str] = []
+    for path in sorted(made, key=lambda p: len(p.parts)):
+        args += ["--perms", "0755", "--dir", str(path)]
+    return args
+
+
+def box_options(
+    spec: SandboxSpec,
+    *,
+    caps: Sequence[str],
+    status_fd: int | None = None,
+    tmpfs_bytes: int | None = None,
+    userns_fd: int | None = None,
+    mount_points: Sequence[str] = (),
+) -> list[str]:
+    """`bwrap` and its options for the spec's box, up to the command it runs.
+
+    `caps` are what bubblewrap keeps to hand on to the command; `mount_points`
+    are empty directories made on the (then read-only) root for mounts that
+    come later (a session's per-run mounts).
+    """
+    targets = {mount_target(m.target) for m in spec.mounts}
+    args = [
+        "bwrap",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+    for cap in caps:
+        args += ["--cap-add", f"CAP_{cap.upper()}"]
+    if spec.user_namespace is not None:
+        if userns_fd is None or not 0 <= userns_fd <= 9:
+            raise SandboxError("a user namespace needs its descriptor as a single digit")
+        args += ["--userns2", str(userns_fd)]
+    if spec.network is not Network.HOST:
+        # A fresh network namespace: loopback only, nothing reaches the host.
+        args.append("--unshare-net")
+    if status_fd is not None:
+        args += ["--json-status-fd", str(status_fd)]
+    args += _system_binds()
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if "/tmp" not in targets:
+        if tmpfs_bytes is not None:
+            args += ["--size", str(tmpfs_bytes)]
+        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+    args += _mount_point_args(mount_points)
+    args += _mount_args(spec.mounts)
+    args += ["--remount-ro", "/", "--chdir", spec.workdir, "--clearenv"]
+    for key, value in box_env(spec).items():
+        args += ["--setenv", key, value]
+    return args
+
+
 def bwrap_argv(
     argv: Sequence[str],
     spec: SandboxSpec,
@@ -117,46 +190,11 @@ def bwrap_argv(
     """
     if not argv:
         raise SandboxError("nothing to run: the command is empty")
-    targets = {mount_target(m.target) for m in spec.mounts}
     namespace_root = spec.user_namespace is not None and spec.uid == 0
     kept = NAMESPACE_ROOT_CAPS if namespace_root else _SWITCH_CAPS
-    args = [
-        "bwrap",
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        "sandbox",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-    ]
-    for cap in kept:
-        args += ["--cap-add", f"CAP_{cap.upper()}"]
-    if spec.user_namespace is not None:
-        if userns_fd is None or not 0 <= userns_fd <= 9:
-            raise SandboxError("a user namespace needs its descriptor as a single digit")
-        args += ["--userns2", str(userns_fd)]
-    if spec.network is not Network.HOST:
-        # A fresh network namespace: loopback only, nothing reaches the host.
-        args.append("--unshare-net")
-    if status_fd is not None:
-        args += ["--json-status-fd", str(status_fd)]
-    args += _system_binds()
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    if "/tmp" not in targets:
-        if tmpfs_bytes is not None:
-            args += ["--size", str(tmpfs_bytes)]
-        args += ["--perms", "1777", "--tmpfs", "/tmp"]
-    args += _mount_args(spec.mounts)
-    args += ["--remount-ro", "/", "--chdir", spec.workdir, "--clearenv"]
-    env = {"PATH": DEFAULT_PATH, **spec.env}
-    for key, value in env.items():
-        if not key or "=" in key:
-            raise SandboxError(f"invalid environment variable name: {key!r}")
-        args += ["--setenv", key, value]
+    args = box_options(
+        spec, caps=kept, status_fd=status_fd, tmpfs_bytes=tmpfs_bytes, userns_fd=userns_fd
+    )
     # setpriv drops every capability before exec, except that a namespace's root keeps
     # its container set (as root, exec grants it whatever the bounding set holds).
     bounding = "-all" + "".join(f",+{cap}" for cap in kept) if namespace_root else "-all"

@@ -9,6 +9,7 @@ between cgroup v1 and v2.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,16 +23,37 @@ def unified() -> bool:
     return (ROOT / "cgroup.controllers").exists()
 
 
-def read_int(path: Path) -> int | None:
+def read(path: str | Path) -> str:
+    """A cgroup file's text, without the buffered file object's cost (these files are small)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return int(path.read_text().split()[0])
+        chunks = [os.read(fd, 65536)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks).decode()
+    finally:
+        os.close(fd)
+
+
+def write(path: str | Path, text: str) -> None:
+    """Write a cgroup file with one system call, as the kernel expects."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def read_int(path: str | Path) -> int | None:
+    try:
+        return int(read(path).split()[0])
     except (OSError, ValueError, IndexError):
         return None
 
 
-def read_keyed(path: Path, key: str) -> int | None:
+def read_keyed(path: str | Path, key: str) -> int | None:
     try:
-        for line in path.read_text().splitlines():
+        for line in read(path).splitlines():
             name, _, value = line.partition(" ")
             if name == key:
                 return int(value)
@@ -67,13 +89,15 @@ def remove_groups(
     """Delete `groups` once they empty; OSError naming them (after `busy`) past `timeout`.
 
     A group with a process in it cannot be removed, and a killed process leaves
-    it a moment later: `each_pass` (a kill) runs before every attempt.
+    it a moment later: `each_pass` (a kill) runs before every attempt but the
+    first (most groups are empty by then: their run has ended).
     `with_children` also removes empty child groups something else made.
     """
     deadline = time.monotonic() + timeout
     pending = list(groups)
+    attempt = 0
     while pending:
-        if each_pass is not None:
+        if each_pass is not None and attempt > 0:
             each_pass()
         still = []
         for group in pending:
@@ -83,14 +107,15 @@ def remove_groups(
                         with contextlib.suppress(OSError):
                             child.rmdir()
             try:
-                group.rmdir()
+                os.rmdir(group)
             except FileNotFoundError:
                 pass
             except OSError:
                 still.append(group)
         pending = still
-        if pending:
+        if pending and attempt > 0:  # the first attempt is retried at once, after a kill
             if time.monotonic() > deadline:
                 names = ", ".join(str(g) for g in pending)
                 raise OSError(f"{busy}: {names}")
             time.sleep(pause)
+        attempt += 1

@@ -154,26 +154,44 @@ def _ensure_exit_hook() -> None:
     reaper.ensure_started()
 
 
-def _write(path: Path, value: int | str) -> None:
-    path.write_text(str(value))
+def _write(path: str, value: int | str) -> None:
+    cgroupfs.write(path, str(value))
+
+
+@cache
+def _swap_limited(lay: _Layout) -> bool:
+    """Whether memory groups have a swap limit to set (the same in every group of a hierarchy)."""
+    if lay.memory is None:
+        return False
+    name = "memory.memsw.limit_in_bytes" if lay.version == 1 else "memory.swap.max"
+    return (lay.memory / name).exists()
 
 
 class RunCgroup:
-    """One run's groups: created before the run, removed (empty) after it."""
+    """One run's groups: created before the run, removed (empty) after it.
+
+    A run's groups are made, limited, read and removed once per run, which a
+    judge does for every case: the paths it touches are kept as strings, made
+    once (pathlib would build and format them again at every use).
+    """
 
     def __init__(self, lay: _Layout, dirs: list[Path]) -> None:
         self._layout = lay
         self._dirs = dirs
-        name = dirs[0].name
-        chosen = set(dirs)
+        self.dir_names = tuple(str(d) for d in dirs)
+        self.name = dirs[0].name  # the same in every hierarchy
+        self.procs_names = tuple(f"{d}/cgroup.procs" for d in self.dir_names)
+        by_parent = {os.path.dirname(d): d for d in self.dir_names}
 
-        def pick(parent: Path | None) -> Path | None:
-            return parent / name if parent is not None and parent / name in chosen else None
+        def pick(parent: Path | None) -> str | None:
+            return None if parent is None else by_parent.get(str(parent))
 
         self.memory = pick(lay.memory)
         self.pids = pick(lay.pids)
         self.quota = pick(lay.quota)
         self.cpu = pick(lay.cpu)
+        self._swap = _swap_limited(lay)
+        self._applied: tuple[int | None, int | None, float | None] | None = None
 
     @classmethod
     def create(
@@ -204,43 +222,81 @@ class RunCgroup:
             return None
         dirs = [p / name for p in sorted(parents)]
         _ensure_exit_hook()
-        for d in dirs:
-            d.mkdir()
         group = cls(lay, dirs)
+        for d in group.dir_names:
+            os.mkdir(d)
         try:
             group._limit(memory_bytes, processes, cpus)
         except OSError:
             group.remove()
             raise
+        group._applied = (memory_bytes, processes, cpus)
         return group
 
     @property
     def limits_processes(self) -> bool:
         return self.pids is not None
 
+    def fits(self, processes: int | None, cpus: float | None, account_cpu: bool) -> bool:
+        """Whether these limits need exactly the hierarchies this group joined (see `create`)."""
+        lay = self._layout
+        wanted = (
+            lay.pids if processes is not None else None,
+            lay.quota if cpus is not None else None,
+            lay.cpu if account_cpu else None,
+        )
+        have = (self.pids, self.quota, self.cpu)
+        return all((w is None) == (h is None) for w, h in zip(wanted, have, strict=True))
+
+    def apply_limits(
+        self, memory_bytes: int | None, processes: int | None, cpus: float | None
+    ) -> None:
+        """Set this group's limits again: a group made ahead of its run gets the run's here.
+
+        Unlike a new group's, the memory limit may go down as well as up, or
+        away (None); on cgroup v1 the memory+swap limit may never be below the
+        memory limit, so it is lifted first and set last. Limits the group has
+        already (those it was made with, as for the run before) are left as they are.
+        """
+        wanted = (memory_bytes, processes, cpus)
+        if wanted == self._applied:
+            return
+        self._applied = None  # unknown until every write has succeeded
+        if self.memory is not None and self._layout.version == 1:
+            memsw = f"{self.memory}/memory.memsw.limit_in_bytes"
+            if self._swap:
+                _write(memsw, -1)
+            _write(
+                f"{self.memory}/memory.limit_in_bytes", -1 if memory_bytes is None else memory_bytes
+            )
+            if self._swap and memory_bytes is not None:
+                _write(memsw, memory_bytes)
+        elif self.memory is not None:
+            _write(f"{self.memory}/memory.max", "max" if memory_bytes is None else memory_bytes)
+        self._limit(None, processes, cpus)
+        self._applied = wanted
+
     def _limit(self, memory_bytes: int | None, processes: int | None, cpus: float | None) -> None:
         v1 = self._layout.version == 1
         if memory_bytes is not None and self.memory is not None:
             if v1:
-                _write(self.memory / "memory.limit_in_bytes", memory_bytes)
-                memsw = self.memory / "memory.memsw.limit_in_bytes"
-                if memsw.exists():
-                    _write(memsw, memory_bytes)
+                _write(f"{self.memory}/memory.limit_in_bytes", memory_bytes)
+                if self._swap:
+                    _write(f"{self.memory}/memory.memsw.limit_in_bytes", memory_bytes)
             else:
-                _write(self.memory / "memory.max", memory_bytes)
-                swap = self.memory / "memory.swap.max"
-                if swap.exists():
-                    _write(swap, 0)
+                _write(f"{self.memory}/memory.max", memory_bytes)
+                if self._swap:
+                    _write(f"{self.memory}/memory.swap.max", 0)
         if processes is not None and self.pids is not None:
-            _write(self.pids / "pids.max", processes)
+            _write(f"{self.pids}/pids.max", processes)
         if cpus is not None and self.quota is not None:
             period = 100_000
             quota = max(1000, int(cpus * period))
             if v1:
-                _write(self.quota / "cpu.cfs_period_us", period)
-                _write(self.quota / "cpu.cfs_quota_us", quota)
+                _write(f"{self.quota}/cpu.cfs_period_us", period)
+                _write(f"{self.quota}/cpu.cfs_quota_us", quota)
             else:
-                _write(self.quota / "cpu.max", f"{quota} {period}")
+                _write(f"{self.quota}/cpu.max", f"{quota} {period}")
 
     def procs_files(self) -> list[Path]:
         """The files a process writes its pid to, to join every group of this run."""
@@ -248,24 +304,25 @@ class RunCgroup:
 
     def pids_inside(self) -> set[int]:
         found: set[int] = set()
-        for f in self.procs_files():
+        for f in self.procs_names:
             with contextlib.suppress(OSError, ValueError):
-                found.update(int(line) for line in f.read_text().split())
+                found.update(int(line) for line in cgroupfs.read(f).split())
         return found
 
     def peak_memory(self) -> int | None:
         if self.memory is None:
             return None
-        return cgroupfs.peak_memory(self.memory, self._layout.version)
+        v1 = self._layout.version == 1
+        return read_int(f"{self.memory}/memory.{'max_usage_in_bytes' if v1 else 'peak'}")
 
     def oom_killed(self) -> bool:
         """True if the kernel killed something here, or refused memory, for the limit."""
         if self.memory is None:
             return False
         if self._layout.version == 1:
-            kills = read_keyed(self.memory / "memory.oom_control", "oom_kill") or 0
+            kills = read_keyed(f"{self.memory}/memory.oom_control", "oom_kill") or 0
             return kills > 0
-        events = self.memory / "memory.events"
+        events = f"{self.memory}/memory.events"
         return (read_keyed(events, "oom_kill") or 0) > 0 or (read_keyed(events, "oom") or 0) > 0
 
     def hit_memory_limit(self) -> bool:
@@ -273,14 +330,18 @@ class RunCgroup:
         if self.memory is None:
             return False
         if self._layout.version == 1:
-            return (read_int(self.memory / "memory.failcnt") or 0) > 0
-        return (read_keyed(self.memory / "memory.events", "max") or 0) > 0
+            return (read_int(f"{self.memory}/memory.failcnt") or 0) > 0
+        return (read_keyed(f"{self.memory}/memory.events", "max") or 0) > 0
 
     def cpu_seconds(self) -> float | None:
         """CPU time used by every process of the run so far (None: not accounted)."""
         if self.cpu is None:
             return None
-        return cgroupfs.cpu_seconds(self.cpu, self._layout.version)
+        if self._layout.version == 1:
+            ns = read_int(f"{self.cpu}/cpuacct.usage")
+            return None if ns is None else ns / 1e9
+        usec = read_keyed(f"{self.cpu}/cpu.stat", "usage_usec")
+        return None if usec is None else usec / 1e6
 
     def kill_all(self) -> None:
         for pid in self.pids_inside():
@@ -288,9 +349,23 @@ class RunCgroup:
                 os.kill(pid, signal.SIGKILL)
 
     def remove(self, timeout: float = 5.0) -> None:
-        """Kill whatever is left, wait for the groups to empty, and delete them."""
+        """Kill whatever is left, wait for the groups to empty, and delete them.
+
+        Once its run has ended a group is empty: the first attempt removes it.
+        """
+        left = []
+        for name, path in zip(self.dir_names, self._dirs, strict=True):
+            try:
+                os.rmdir(name)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(path)
+        if not left:
+            return
+        self.kill_all()
         cgroupfs.remove_groups(
-            self._dirs,
+            left,
             timeout=timeout,
             pause=0.002,
             busy="cgroups still busy after killing their processes",

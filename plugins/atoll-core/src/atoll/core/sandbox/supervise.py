@@ -3,7 +3,9 @@
 Everything happens in the calling thread with one selector, so many runs can
 proceed in parallel from a thread pool without extra threads per run. The
 process's exit is observed through a pidfd, so a program that closes its
-output and keeps running is still caught by the wall clock.
+output and keeps running is still caught by the wall clock. The process is a
+`Child`: one this process started (`PopenChild`), or one a session's launcher
+server forked for it (`launch_server.ServerRun`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import contextlib
 import os
 import resource
 import selectors
+import signal
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO, Protocol
 
 from atoll.core.sandbox.cancel import CancelToken
 from atoll.core.sandbox.capture import Capture
@@ -23,6 +27,39 @@ from atoll.core.sandbox.classify import Why
 from atoll.core.sizes import KiB
 
 _CHUNK = 64 * KiB
+
+
+class Child(Protocol):
+    """A started process as `supervise` watches it: its pidfd and pipes, a kill, a wait."""
+
+    pidfd: int  # readable once the process has exited; `supervise` closes it
+    stdin: IO[bytes] | None  # where stdin bytes are written, if any
+    stdout: IO[bytes] | None  # None: joined to a descriptor of the caller's
+    stderr: IO[bytes] | None
+
+    def kill(self) -> None:
+        """SIGKILL the process (nothing if it is gone)."""
+
+    def wait(self) -> tuple[int, resource.struct_rusage]:
+        """Reap the process: its wait status and resource use."""
+
+
+class PopenChild:
+    """A `subprocess.Popen` child as a `Child`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pidfd = os.pidfd_open(proc.pid)
+        self.stdin, self.stdout, self.stderr = proc.stdin, proc.stdout, proc.stderr
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+
+    def wait(self) -> tuple[int, resource.struct_rusage]:
+        _, wait_status, rusage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(wait_status)
+        return wait_status, rusage
 
 
 @dataclass
@@ -39,7 +76,7 @@ class Outcome:
 
 
 def supervise(
-    proc: subprocess.Popen[bytes],
+    proc: Child,
     *,
     started: float,
     stdin: bytes | None,
@@ -53,16 +90,26 @@ def supervise(
     cpu_poll_seconds: float = 0.1,
     cancel: CancelToken | None = None,
 ) -> Outcome:
-    """Run `proc` to completion (or until a limit), reap it, and report."""
+    """Run `proc` to completion (or until a limit), reap it, and report.
+
+    CPU time is polled every `cpu_poll_seconds` while the process runs (its
+    total is read once more after it ends), not after every chunk of output:
+    a short run would spend more on reading its counters than on running.
+    """
     watch = _Watch(proc, kill, stdin, stdout_cap, stderr_cap)
     watch.register(status_read_fd, cancel)
     deadline = None if wall_seconds is None else started + wall_seconds
+    next_cpu_poll = started + cpu_poll_seconds
     try:
         while not watch.exited or watch.open_streams:
-            polls_cpu = cpu_used is not None and cpu_limit is not None and watch.killed_for is None
-            events = watch.sel.select(
-                _select_timeout(deadline, cpu_poll_seconds if polls_cpu else None, watch.exited)
+            polls_cpu = (
+                cpu_used is not None
+                and cpu_limit is not None
+                and watch.killed_for is None
+                and not watch.exited
             )
+            cpu_wait = max(next_cpu_poll - time.monotonic(), 0.0) if polls_cpu else None
+            events = watch.sel.select(_select_timeout(deadline, cpu_wait, watch.exited))
             if not events:
                 if (
                     deadline is not None
@@ -72,26 +119,25 @@ def supervise(
                     watch.stop(Why.WALL)
                     deadline = None
                     continue
-                if watch.exited:
+                if watch.exited and not polls_cpu:
                     break  # something still holds the pipes open; the run is over
             for key, _ in events:
                 watch.handle(key)
-            if cpu_used is not None and cpu_limit is not None and watch.killed_for is None:
+            if polls_cpu and cpu_used is not None and time.monotonic() >= next_cpu_poll:
+                next_cpu_poll = time.monotonic() + cpu_poll_seconds
                 used = cpu_used()
-                if used is not None and used > cpu_limit:
+                if used is not None and cpu_limit is not None and used > cpu_limit:
                     watch.stop(Why.CPU)
     finally:
         wait_status, rusage = watch.reap()
     return watch.outcome(wait_status, rusage, time.monotonic() - started)
 
 
-def _select_timeout(
-    deadline: float | None, cpu_poll_seconds: float | None, draining: bool
-) -> float | None:
+def _select_timeout(deadline: float | None, cpu_wait: float | None, draining: bool) -> float | None:
     """How long one select may wait: to the wall deadline, the next CPU poll, 1 s while draining."""
     timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-    if cpu_poll_seconds is not None:
-        timeout = cpu_poll_seconds if timeout is None else min(timeout, cpu_poll_seconds)
+    if cpu_wait is not None:
+        timeout = cpu_wait if timeout is None else min(timeout, cpu_wait)
     if draining:  # the process exited: only draining what is left in the pipes
         timeout = 1.0 if timeout is None else min(timeout, 1.0)
     return timeout
@@ -107,7 +153,7 @@ class _Watch:
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: Child,
         kill: Callable[[], None],
         stdin: bytes | None,
         stdout_cap: int,
@@ -115,8 +161,10 @@ class _Watch:
     ) -> None:
         self.proc = proc
         self.kill = kill
-        self.sel = selectors.DefaultSelector()
-        self.pidfd = os.pidfd_open(proc.pid)
+        # poll(2) rather than epoll: a run watches a handful of descriptors for a moment, and
+        # epoll would add a system call to make its set and one per change to it.
+        self.sel = selectors.PollSelector()
+        self.pidfd = proc.pidfd
         self.outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
         self.status = bytearray()
         self.pending_in = memoryview(stdin or b"")
@@ -195,12 +243,13 @@ class _Watch:
             self.kill()
         self.sel.close()
         os.close(self.pidfd)
-        _, wait_status, rusage = os.wait4(self.proc.pid, 0)
-        self.proc.returncode = os.waitstatus_to_exitcode(wait_status)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        try:
+            wait_status, rusage = self.proc.wait()
+        finally:
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
         return wait_status, rusage
 
     def outcome(
