@@ -72,6 +72,20 @@ class Built:
         )
 
 
+def copied(path: Path, into: Path) -> Path:
+    """A copy of a shared file or directory in `into`, for a test that writes, even to read.
+
+    SQLite writes beside a database it only reads (its WAL and shared-memory
+    files come and go), so a ledger is opened from a copy.
+    """
+    copy = into / path.name
+    if path.is_dir():
+        shutil.copytree(path, copy, symlinks=True)
+    else:
+        shutil.copy2(path, copy)
+    return copy
+
+
 def run_root(factory: pytest.TempPathFactory) -> Path:
     """The temporary root every worker of this run shares (the basetemp itself without xdist)."""
     base = factory.getbasetemp()
