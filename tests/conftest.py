@@ -7,6 +7,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,16 +105,28 @@ def venv_bin() -> Path:
 
 # One tiny model and one local Tinker server for every test that trains or samples on
 # Tinker (pi-train's and Guidance-TTT's): each module starting its own SkyRL tx would pay
-# the engine's start and its shape compiles again. The server's teardown checks that
-# `atoll tinker local down` leaves no process behind.
+# the engine's start and its shape compiles again. The model is built once for the whole
+# run, the server started once per xdist worker (the training states a test makes live in
+# its worker's server). The server's teardown checks that `atoll tinker local down`
+# leaves no process behind.
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory, venv_bin: Path) -> Path:
-    """The seed-3 tiny Qwen3 model and its tokenizer, built once."""
+def tiny_model(tmp_path_factory: pytest.TempPathFactory, venv_bin: Path) -> Iterator[Path]:
+    """The seed-3 tiny Qwen3 model and its tokenizer, built once for all the workers of the run.
+
+    The servers and trainers only read it (support/shared_build.py checks that at the end).
+    """
+    from support.shared_build import run_root, shared_build
     from support.tinker_local import make_tiny_model
 
-    return make_tiny_model(venv_bin, dict(os.environ), tmp_path_factory.mktemp("tiny") / "model")
+    def build(files: Path) -> dict[str, Any]:
+        make_tiny_model(venv_bin, dict(os.environ), files / "model", seed=3)
+        return {"seed": 3}
+
+    built = shared_build(run_root(tmp_path_factory), "tiny-model", build)
+    yield built.files / "model"
+    built.assert_unchanged()
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,11 @@
 """`atoll emit frontiersmith` end to end: the scripted model on loopback, real Harbor trials.
 
-One collection is shared by the module: five seeds, two of which fail at
-different stages for scripted reasons (the filter rejects one, the other's
-samples are all the same program), one whose first scorer fails the
-grader's self-check and is repaired, one whose first baseline answer is not
-JSON. The three emitted tasks are then run with `atoll run --agent oracle`
+One collection is shared by the module, and by all the xdist workers of the
+run (support/shared_build.py), so the tests only read it: five seeds, two of
+which fail at different stages for scripted reasons (the filter rejects one,
+the other's samples are all the same program), one whose first scorer fails
+the grader's self-check and is repaired, one whose first baseline answer is
+not JSON. The three emitted tasks are then run with `atoll run --agent oracle`
 and must score what the run recorded; Harbor's no-op agent must score 0.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from support.frontiersmith_model import (
     seed_lines,
 )
 from support.openai_server import ScriptedOpenAIServer, stage_of
+from support.shared_build import copied, run_root, shared_build
 
 from atoll.core.durable import canonical_json
 from atoll.core.ledger import Ledger, State
@@ -50,13 +53,12 @@ def flags(server: ScriptedOpenAIServer, seeds: Path, out: Path, *extra: str) -> 
     ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    home = tmp_path_factory.mktemp("emit")
+def _collect(venv_bin: Path, home: Path) -> dict[str, Any]:
+    """The collection, built once for all the workers of the run; the record holds what the
+    tests read besides the files."""
     seeds = home / "seeds.jsonl"
     seeds.write_text(seed_lines(["s1", "s2", "s3", "s4", "s5"]))
     model = KnapsackModel(BEHAVIOURS)
-    out = home / "out"
     with ScriptedOpenAIServer(model.script) as server:
         done = emit(
             venv_bin,
@@ -64,7 +66,7 @@ def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
             *flags(
                 server,
                 seeds,
-                out,
+                home / "out",
                 "--workers",
                 "2",
                 "--rollout-tasks",
@@ -73,10 +75,21 @@ def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
                 "oracle",
             ),  # fmt: skip
         )
-        requests = server.chat_requests()
+        bodies = [r.body for r in server.chat_requests()]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return {"output": done.stdout + done.stderr, "request_bodies": bodies}
+
+
+@pytest.fixture(scope="module")
+def collection(venv_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Shared by every worker (support/shared_build.py): the tests only read it."""
+    built = shared_build(
+        run_root(tmp_path_factory), "emit-e2e", lambda home: _collect(venv_bin, home)
+    )
+    out = built.files / "out"
     summary = json.loads((out / "run.json").read_text())
-    return {"done": done, "out": out, "summary": summary, "requests": requests, "home": home}
+    yield {**built.record, "out": out, "summary": summary, "home": built.files}
+    built.assert_unchanged()
 
 
 def test_three_tasks_from_five_seeds(collection: Any) -> None:
@@ -130,11 +143,11 @@ def test_repairs_and_invalid_answers_are_counted(collection: Any) -> None:
     assert summary["totals"]["invalid_outputs"] == 1
 
 
-def test_nothing_was_paid_twice_and_money_adds_up(collection: Any) -> None:
-    bodies = [canonical_json(r.body) for r in collection["requests"]]
+def test_nothing_was_paid_twice_and_money_adds_up(collection: Any, tmp_path: Path) -> None:
+    bodies = [canonical_json(body) for body in collection["request_bodies"]]
     assert len(bodies) == len(set(bodies))
     run_dir = next((collection["out"] / "runs").iterdir())
-    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+    with Ledger.open(copied(run_dir / "ledger.sqlite", tmp_path)) as ledger:
         receipts = ledger.receipts()
         totals = ledger.totals()
     assert len(receipts) == len(bodies)
@@ -142,7 +155,7 @@ def test_nothing_was_paid_twice_and_money_adds_up(collection: Any) -> None:
     assert totals.spent_micro == sum(r.cost_micro or 0 for r in receipts)
     assert collection["summary"]["totals"]["token_cost_usd"] == totals.spent_micro / 1e6
     # every request was one strict json_schema request named by its stage
-    assert {stage_of(r.body) for r in collection["requests"]} == {
+    assert {stage_of(body) for body in collection["request_bodies"]} == {
         "mutate", "filter", "baseline", "solve", "divergence",
         "generator", "scorer", "feasibility", "review",
     }  # fmt: skip
@@ -159,22 +172,23 @@ def test_report_plots_and_no_key_anywhere(collection: Any) -> None:
     assert "| of which synthesis requests | $" in report
     for plot in ("funnel.png", "rejections.png", "cost_per_task.png"):
         assert (out / "plots" / plot).read_bytes().startswith(b"\x89PNG")
-    done = collection["done"]
-    assert KEY not in done.stdout + done.stderr
+    assert KEY not in collection["output"]
     for path in [*out.rglob("*"), *(collection["home"] / "state").rglob("*")]:
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
 
 
 def test_emitted_tasks_score_as_recorded_and_a_noop_scores_zero(
-    collection: Any, venv_bin: Path
+    collection: Any, venv_bin: Path, tmp_path: Path
 ) -> None:
-    """One `atoll run` job (one start-up): the oracle and the no-op agent on every emitted task."""
-    out, home = collection["out"], collection["home"]
+    """One `atoll run` job (one start-up): the oracle and the no-op agent on every emitted task.
+
+    Its jobs and state go to a home of its own: the collection's is shared and only read."""
+    out = collection["out"]
     recorded = {
         a["task"]["name"]: a["task"]["reference_reward"] for a in collection["summary"]["accepted"]
     }
-    rewards = oracle_and_nop(venv_bin, home, sorted((out / "tasks").iterdir()))
+    rewards = oracle_and_nop(venv_bin, tmp_path, sorted((out / "tasks").iterdir()))
     assert rewards == {
         **{(name, "oracle"): reward for name, reward in recorded.items()},
         **{(name, "nop"): 0.0 for name in recorded},

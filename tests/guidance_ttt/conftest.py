@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from guidance_builders import write_task
@@ -19,7 +20,7 @@ def task(tmp_path: Path) -> Task:
 
 # training=tinker: a tiny guidance model that writes well-formed guidance, served by a
 # local Tinker server of its own (one SkyRL tx server serves one base model), for the
-# whole session; built only when a test asks for it.
+# whole session; built only when a test asks for it, once for all the xdist workers of the run.
 
 
 @pytest.fixture(scope="session")
@@ -34,11 +35,19 @@ def tinker_task_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def guidance_model(
     tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, tinker_task_dir: Path
-) -> Path:
+) -> Iterator[Path]:
+    """Built once for all the workers of the run (minutes of CPU): its prompts are the task's
+    text, the same in every worker's copy of the task, and the servers only read it."""
+    from support.shared_build import run_root, shared_build
     from tinker_run import guidance_base_model
 
-    out = tmp_path_factory.mktemp("guidance-model") / "model"
-    return guidance_base_model(tiny_model, load_task(tinker_task_dir), out)
+    def build(files: Path) -> dict[str, Any]:
+        guidance_base_model(tiny_model, load_task(tinker_task_dir), files / "model")
+        return {}
+
+    built = shared_build(run_root(tmp_path_factory), "guidance-model", build)
+    yield built.files / "model"
+    built.assert_unchanged()
 
 
 @pytest.fixture(scope="session")

@@ -37,8 +37,8 @@ from atoll.guidance_ttt.state.step_journal import read_step
 from atoll.guidance_ttt.training.failpoints import VARIABLE
 
 pytest_plugins = ["support.fixtures"]
-# Generous: the first test here also pays for the session's guidance model and its server,
-# which each xdist worker running these tests builds for itself.
+# Generous: the first test here also pays for the run's guidance model (built once, by the
+# first worker to ask, while the others wait) and for its worker's own server of it.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 DRIVER = Path(__file__).with_name("run_driver.py")

@@ -34,7 +34,7 @@ from atoll.guidance_ttt.training.tinker_policy import (
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(1800),
-]  # its first test pays for the guidance model
+]  # its first test pays for its worker's local server
 
 SAMPLES = 8
 MAX_TOKENS = 12
