@@ -108,6 +108,13 @@ class JudgeInfrastructureError(Exception):
     """The judge could not judge (not the program's fault); never a score."""
 
 
+class JudgeStopped(Exception):
+    """The judge is stopping: the submission it was judging is left unfinished, never scored.
+
+    A restarted judge judges it again, as after a crash (see `JudgeService.start`).
+    """
+
+
 class UnknownProblem(LookupError):
     def __init__(self, pid: str, known: list[str]) -> None:
         super().__init__(f"unknown problem {pid!r}; known problems: {', '.join(sorted(known))}")
@@ -178,13 +185,21 @@ class Engine:
         self._tool_failures: dict[str, str] = {}
         self._tool_guard = threading.Lock()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-case")
+        self._stopping = threading.Event()
         # `workers` processes at a time, a dialogue counting two (see worker_budget).
         self._budget = WorkerBudget(self.workers)
         # An interactor runs beside its program: never in the pool its program waits in.
         self._partners = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-partner")
         self._warming = Warming(self._programs, self._tools, self.workers)
 
+    def stop(self) -> None:
+        """Start no further case: a submission being judged ends in `JudgeStopped` once the
+        cases already running are done, so that stopping waits for a case, not a submission.
+        """
+        self._stopping.set()
+
     def close(self) -> None:
+        self.stop()
         self._warming.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.compile_cache.close()  # its fresh builds, published; the sessions are ours
@@ -234,6 +249,8 @@ class Engine:
     def judge(self, pid: str, source: bytes) -> dict[str, Any]:
         """The final result for one submission (`done`, or `error` for a compile failure)."""
         problem = self.problem(pid)
+        if self._stopping.is_set():
+            raise JudgeStopped(f"the judge stopped before judging a submission to problem {pid}")
         started = time.perf_counter()
         # The cases' sandboxes are made ready while the program compiles (see `warming`).
         warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
@@ -283,10 +300,10 @@ class Engine:
         ]
         try:
             return [future.result() for future in futures]
-        except (SandboxError, OSError, ValueError, JudgeInfrastructureError) as exc:
+        except (SandboxError, OSError, ValueError, JudgeInfrastructureError, JudgeStopped) as exc:
             for future in futures:
                 future.cancel()
-            if isinstance(exc, JudgeInfrastructureError):
+            if isinstance(exc, JudgeInfrastructureError | JudgeStopped):
                 raise
             raise JudgeInfrastructureError(f"cannot run the cases: {exc}") from exc
 
@@ -323,6 +340,8 @@ class Engine:
     def _run_case(
         self, problem: Problem, binary: Path, tool: Compiled | None, index: int
     ) -> CaseOutcome:
+        if self._stopping.is_set():
+            raise JudgeStopped(f"the judge stopped before case {index + 1} of problem {problem.id}")
         if problem.mode is Mode.INTERACTIVE:
             assert tool is not None
             with self._budget.held(DIALOGUE_UNITS):

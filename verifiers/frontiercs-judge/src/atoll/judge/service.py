@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from atoll.judge.engine import Engine, JudgeInfrastructureError, UnknownProblem
+from atoll.judge.engine import Engine, JudgeInfrastructureError, JudgeStopped, UnknownProblem
 from atoll.judge.store import MAX_ATTEMPTS, State, Store
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,12 @@ class JudgeService:
             self._queue.put(_STOP)
 
     def close(self) -> None:
-        """Stop judging and release the engine and the store (waits for running work)."""
+        """Stop judging and release the engine and the store.
+
+        Waits for the cases already running, not for the rest of their
+        submissions: those stay unfinished and are judged again at the next start.
+        """
+        self.engine.stop()
         self.stop()
         for thread in self._threads:
             if thread.is_alive():
@@ -152,19 +157,30 @@ class JudgeService:
             if submission is None or submission.state not in (State.QUEUED, State.RUNNING):
                 continue
             self.store.start(sid)
-            self._judge(sid, submission.pid, submission.source)
-            self._announce(sid)
+            if self._judge(sid, submission.pid, submission.source):
+                self._announce(sid)
 
-    def _judge(self, sid: int, pid: str, source: bytes) -> None:
-        """Judge one submission and store its final result (or the judge's failure)."""
+    def _judge(self, sid: int, pid: str, source: bytes) -> bool:
+        """Judge one submission and store its final result (or the judge's failure).
+
+        False when the judge stopped first: the submission stays unfinished.
+        """
         try:
             result = self.engine.judge(pid, source)
+        except JudgeStopped:
+            log.info(
+                "submission %d: the judge stopped while judging it; judged again at its next start",
+                sid,
+            )
+            self.store.put_back(sid)
+            return False
         except (JudgeInfrastructureError, UnknownProblem) as exc:
             log.error("submission %d: %s", sid, exc)
             self.store.fail(sid, str(exc))
-            return
+            return True
         except Exception as exc:  # a bug must not kill the dispatcher or score anything
             log.exception("submission %d: unexpected failure", sid)
             self.store.fail(sid, f"judge failure: {type(exc).__name__}: {exc}")
-            return
+            return True
         self.store.finish(sid, result)
+        return True

@@ -112,6 +112,18 @@ class Store:
             row = self._db.execute("SELECT attempts FROM submissions WHERE sid = ?", (sid,))
             return int(row.fetchone()[0])
 
+    def put_back(self, sid: int) -> None:
+        """`sid` was left by a judge that stopped in order: queued again, its attempt uncounted.
+
+        Attempts count the starts a crash interrupted; an orderly stop is none.
+        """
+        with self._lock:
+            self._db.execute(
+                "UPDATE submissions SET state = ?, attempts = MAX(attempts - 1, 0) "
+                "WHERE sid = ? AND state = ?",
+                (State.QUEUED.value, sid, State.RUNNING.value),
+            )
+
     def finish(self, sid: int, result: dict[str, Any]) -> None:
         self._end(sid, State.FINAL, result)
 
