@@ -168,7 +168,7 @@ def test_report_plots_and_no_key_anywhere(collection: Any) -> None:
     assert "at least 0.3 of the feasible sample pairs are distinct in execution" in report
     assert "mean per-case score distance is at least 0.001" in report
     assert "| worker cost | unknown (no --worker-price) |" in report  # not $0
-    assert "unknown (no --worker-price)" in collection["done"].stdout + collection["done"].stderr
+    assert "unknown (no --worker-price)" in collection["output"]
     assert "| of which synthesis requests | $" in report
     for plot in ("funnel.png", "rejections.png", "cost_per_task.png"):
         assert (out / "plots" / plot).read_bytes().startswith(b"\x89PNG")

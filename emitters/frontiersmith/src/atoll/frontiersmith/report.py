@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
-from atoll.core.ledger import Ledger, Receipt, State, format_usd
-from atoll.core.ledger_receipts import OPEN_STATES
+from atoll.core.ledger import OPEN_STATES, Ledger, Receipt, State, format_usd
 from atoll.frontiersmith.outcome import FUNNEL, Status
 from atoll.frontiersmith.resend import is_rollout
 

@@ -63,6 +63,7 @@ from atoll.core.ledger_receipts import (
 
 __all__ = [
     "MICRO",
+    "OPEN_STATES",
     "SCHEMA_VERSION",
     "BudgetExhausted",
     "Ledger",

@@ -6,6 +6,7 @@ optional `leftovers()`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Container, Iterable
 from pathlib import Path
 
@@ -52,10 +53,26 @@ def leftovers(
     backend: SandboxBackend, uid: int, mounts_before: set[str], watched: Iterable[str]
 ) -> list[str]:
     """Everything a run of `backend` as `uid` left behind, each as one line (none is the rule)."""
-    found = [
-        f"process {pid} of uid {uid} outlived its run"
-        for pid in processes_of_uid(uid, zombies=True)
-    ]
+    found = [f"process {pid} of uid {uid} outlived its run" for pid in _unreaped_after_grace(uid)]
     found += [f"{thing} outlived its run" for thing in backend.leftovers()]
     found += [f"mount at {m} outlived its run" for m in new_mounts(mounts_before, watched)]
     return found
+
+
+#: How long a run's last processes may take to be reaped once the run has returned.
+REAP_GRACE_S = 2.0
+
+
+def _unreaped_after_grace(uid: int) -> list[int]:
+    """The processes of `uid` still there (zombies too) `REAP_GRACE_S` after the run returned.
+
+    A process leaves its cgroup as it exits, before its parent reaps it: a run
+    whose cgroup is empty may still have zombies of its box for a moment, on a
+    busy machine long enough to be seen. A leaked process stays.
+    """
+    deadline = time.monotonic() + REAP_GRACE_S
+    while True:
+        left = processes_of_uid(uid, zombies=True)
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.02)
