@@ -10,6 +10,7 @@ from typing import Any
 from atoll.pi_train import replay, reserved, run, tasks, trained_on
 from atoll.pi_train.replay import ReplayError, ReplayMix
 from atoll.pi_train.run import MAX_SUBMISSIONS, RunInputError, TrainSettings
+from atoll.pi_train.scoring import Handler
 
 
 def _bounds(settings: TrainSettings, turns: int) -> dict[str, Any]:
@@ -62,9 +63,7 @@ def _hidden_run(
     """The hidden run itself, inside the run-directory lock `stack` holds."""
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
     from atoll.pi_train.families import GENERATOR_VERSION
-    from atoll.pi_train.harness import check_submission
 
-    by_id = {t.id: t for t in task_list}
     manifest = run.prepare_manifest(
         out,
         "atoll pi train hidden",
@@ -80,20 +79,12 @@ def _hidden_run(
         started_from=lineage,
     )
     url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
-
-    def check(body: dict[str, Any]) -> dict[str, Any]:
-        task = by_id[body["task"]]
-        result = check_submission(str(body["code"]), task.language, task.instance, url)
-        if result.failure == "infrastructure":
-            run.record_infrastructure_failure(out, task.id)
-        return {"passed": result.passed, "total": result.total, "failure": result.failure}
-
     return run.train(
         out,
         "hidden",
         settings,
         [t.public() for t in task_list],
-        {"/check": check},
+        hidden_routes(out, task_list, url),
         tasks.HIDDEN_SYSTEM_PROMPT,
         manifest,
         progress,
@@ -134,7 +125,6 @@ def train_answer(
             )
     except (StoreError, CurriculumError, ReplayError) as exc:
         raise RunInputError(str(exc)) from None
-    by_id = {t.id: t for t in [*task_list, *held_out]}
     with contextlib.ExitStack() as stack:
         run.hold_run_dir(stack, out, "atoll pi train answer")
         manifest = run.prepare_manifest(
@@ -155,27 +145,55 @@ def train_answer(
         for line in replay.report_lines(manifest, []):
             if line:
                 say(line)
-
-        def reward(body: dict[str, Any]) -> dict[str, Any]:
-            task = by_id[body["task"]]
-            value, metrics = tasks.answer_reward(
-                str(body["text"]), store.expected(task.number), task.language
-            )
-            return {"reward": value, "metrics": metrics}
-
         job_extra = regression_job(held_out, replay_record)
         return run.train(
             out,
             "answer",
             settings,
             [t.public() for t in task_list],
-            {"/reward": reward},
+            answer_routes(store, [*task_list, *held_out]),
             tasks.ANSWER_SYSTEM_PROMPT,
             manifest,
             progress,
             say,
             job_extra,
         )
+
+
+def hidden_routes(
+    out: Path, task_list: list[tasks.HiddenTask], sandbox_url: str
+) -> dict[str, Handler]:
+    """`hidden`'s scoring route: `/check` runs a submission on its task's hidden cases.
+
+    The trainer gets counts only; a check the sandbox could not run is logged
+    in the run directory (its group leaves the update).
+    """
+    from atoll.pi_train.harness import check_submission
+
+    by_id = {t.id: t for t in task_list}
+
+    def check(body: dict[str, Any]) -> dict[str, Any]:
+        task = by_id[body["task"]]
+        result = check_submission(str(body["code"]), task.language, task.instance, sandbox_url)
+        if result.failure == "infrastructure":
+            run.record_infrastructure_failure(out, task.id)
+        return {"passed": result.passed, "total": result.total, "failure": result.failure}
+
+    return {"/check": check}
+
+
+def answer_routes(store: Any, task_list: list[tasks.AnswerTask]) -> dict[str, Handler]:
+    """`answer`'s scoring route: `/reward` scores a response against the store's answer."""
+    by_id = {t.id: t for t in task_list}
+
+    def reward(body: dict[str, Any]) -> dict[str, Any]:
+        task = by_id[body["task"]]
+        value, metrics = tasks.answer_reward(
+            str(body["text"]), store.expected(task.number), task.language
+        )
+        return {"reward": value, "metrics": metrics}
+
+    return {"/reward": reward}
 
 
 def regression_job(
