@@ -13,6 +13,73 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+#: Session fixtures that stand for one costly shared thing: every test that uses one runs on
+#: the same xdist worker (`--dist loadgroup`), so the thing is built once, not once per worker.
+#: The first match in this order wins: Guidance-TTT's tests train their own guidance model and
+#: serve it from a second local server, apart from pi-train's server of the tiny model.
+SHARED_SESSION_FIXTURES: tuple[tuple[str, str], ...] = (
+    ("guidance_server_env", "tinker-guidance"),
+    ("guidance_model", "tinker-guidance"),
+    ("server_env", "tinker"),
+    ("tiny_model", "tinker"),
+)
+
+
+def resource_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test: the shared resource it needs, or None to run anywhere."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for fixture, group in SHARED_SESSION_FIXTURES:
+        if fixture in fixtures:
+            return group
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = resource_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+#: Threads of the compute libraries in every process the tests start. Test workers run side
+#: by side on few cores; a torch or XLA pool sized to the whole machine in each of them spins
+#: on its barriers while the others hold the cores, which made one CPU training 20 times slower.
+SINGLE_THREADED = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+}
+for _name, _value in SINGLE_THREADED.items():
+    os.environ.setdefault(_name, _value)
+
+
+@pytest.fixture(autouse=True)
+def docker_engine_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A Docker test holds the engine shared, or alone when marked `docker_engine_alone`."""
+    if request.node.get_closest_marker("docker") is None:
+        yield
+        return
+    from support.engine_lock import engine_held
+
+    from atoll.core.sandbox.docker_backend import engine_url
+
+    alone = request.node.get_closest_marker("docker_engine_alone") is not None
+    with engine_held(engine_url(), exclusive=alone):
+        yield
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two workers a core (up to 8), since most tests wait on subprocesses and Docker.
+
+    `ATOLL_TEST_WORKERS` overrides it (`-n 0` runs everything in this process).
+    """
+    chosen = os.environ.get("ATOLL_TEST_WORKERS")
+    if chosen:
+        return int(chosen)
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Ctrl-C is handled as in a terminal, however the suite was launched.
 

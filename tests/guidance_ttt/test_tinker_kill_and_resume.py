@@ -37,7 +37,9 @@ from atoll.guidance_ttt.state.step_journal import read_step
 from atoll.guidance_ttt.training.failpoints import VARIABLE
 
 pytest_plugins = ["support.fixtures"]
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+# Generous: the first test here also pays for the session's guidance model and its server,
+# which each xdist worker running these tests builds for itself.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 DRIVER = Path(__file__).with_name("run_driver.py")
 

@@ -31,7 +31,10 @@ from atoll.guidance_ttt.training.tinker_policy import (
     serving_policy,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]  # its first test pays for the guidance model
 
 SAMPLES = 8
 MAX_TOKENS = 12

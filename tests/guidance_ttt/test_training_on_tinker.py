@@ -25,7 +25,9 @@ from atoll.guidance_ttt.state.run_dir import RunDir
 from atoll.guidance_ttt.state.step_journal import read_step
 
 pytest_plugins = ["support.fixtures"]
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+# Generous: the first test here also pays for the session's guidance model and its server,
+# which each xdist worker running these tests builds for itself.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def test_a_three_step_tinker_run_trains_each_step_on_exactly_what_it_sampled(

@@ -55,6 +55,8 @@ def test_answer_training_on_a_curriculum_replays_and_never_trains_its_regression
     assert [r["step"] for r in rows] == [0, 1]
     # The window was sampled and scored every second iteration (the first, here)...
     assert "test/env/regression/reward/total" in rows[0] and "test/env/p1/reward/total" in rows[0]
+    # Each window task sampled --group-size (2) times: its pass@1 and pass@2.
+    assert 0.0 <= rows[0]["test/env/all/pass@1"] <= rows[0]["test/env/all/pass@2"] <= 1.0
     assert not [k for k in rows[1] if k.startswith("test/")]
     for row in rows:
         # ...and never trained: no training metric names its problem or its tag.
@@ -66,3 +68,5 @@ def test_answer_training_on_a_curriculum_replays_and_never_trains_its_regression
     summary = (out / "summary.md").read_text()
     assert "Replay mix configured 70% frontier / 20% recent / 10% older" in summary
     assert "| iteration | regression reward | regression correct |" in summary
+    assert "Held-out set: the regression window, Euler problems [1]" in summary
+    assert "| held-out reward | held-out pass@1 | held-out pass@2 |" in summary

@@ -49,6 +49,8 @@ def test_shell_training_runs_two_iterations_logs_each_trajectory_and_resumes(
     # The held-out evaluation ran at iteration 0 (--eval-every 2), before its update; not at 1.
     assert 0.0 <= train_rows[0]["test/env/all/conjunction"] <= 1.0
     assert "test/env/all/conjunction" not in train_rows[1]
+    # One sample per held-out task: pass@1, the held-out conjunction rate.
+    assert train_rows[0]["test/env/all/pass@1"] == train_rows[0]["test/env/all/conjunction"]
 
     trajectories = _rows(out / "trajectories.jsonl")
     train = [t for t in trajectories if t["phase"] == "train"]
@@ -87,6 +89,9 @@ def test_shell_training_runs_two_iterations_logs_each_trajectory_and_resumes(
     assert manifest["transfer_suite"]["name"] == "atoll-transfer-v1"
     summary = (out / "summary.md").read_text()
     assert "| conjunction |" in summary and "](reward.png)" in summary
+    assert "Held-out set: 8 groups from the `eval` namespace" in summary
+    assert "| held-out reward | held-out pass@1 |" in summary
+    assert manifest["batches"]["languages"] == ["python", "javascript"]
     assert max(c["batch"] for c in _rows(out / "checkpoints.jsonl")) == 2
 
     # Other bounds in the same directory are refused, not mixed into the run.

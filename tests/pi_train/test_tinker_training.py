@@ -22,6 +22,7 @@ import pytest
 from support.tinker_local import RUN_FLAGS, run_atoll
 
 from atoll.pi_train.euler_source import Store
+from atoll.pi_train.families import FAMILIES
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -118,7 +119,8 @@ def test_hidden_training_writes_its_run_and_resumes_without_repeating(
 
 
 class _FailsFirstSandbox(ThreadingHTTPServer):
-    """A sandbox on loopback that fails the first check; the rest go to a real sandbox.
+    """A sandbox on loopback that fails the first check of a sampled submission; the rest
+    (the preflight's reference solutions among them) go to a real sandbox.
 
     Every attempt the client makes for that check (the same request body:
     a check's markers are its own) answers 500, so the check fails as a
@@ -139,6 +141,16 @@ class _FailsFirstSandbox(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
+def _is_reference(body: bytes) -> bool:
+    """Whether a check request runs a family's reference solution (the preflight's)."""
+    code = str(json.loads(body).get("code", ""))
+    return any(
+        code.startswith(source)
+        for family in FAMILIES.values()
+        for source in family.solutions.values()
+    )
+
+
 class _ProxyHandler(BaseHTTPRequestHandler):
     server: _FailsFirstSandbox
 
@@ -146,7 +158,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         with self.server.lock:
             self.server.requests += 1
-            if self.server.doomed is None:
+            if self.server.doomed is None and not _is_reference(body):
                 self.server.doomed = body
             fail = body == self.server.doomed
         if fail:
@@ -170,9 +182,12 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.parametrize("phase", ["train", "eval"])
 def test_an_infrastructure_failure_drops_its_group_and_is_never_a_reward(
-    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
+    server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path, phase: str
 ) -> None:
+    """The sandbox fails the run's first check: a training group's (no held-out evaluation),
+    or, with the held-out set evaluated at iteration 0 before any training, a held-out one's."""
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
 
     out = tmp_path / "flaky"
@@ -183,6 +198,7 @@ def test_an_infrastructure_failure_drops_its_group_and_is_never_a_reward(
             done = run_atoll(
                 venv_bin, server_env, "pi", "train", "hidden", "--base-model", str(tiny_model),
                 *RUN_FLAGS, "--languages", "python", "--iterations", "1",
+                "--eval-every", "1" if phase == "eval" else "0",
                 "--sandbox-url", flaky.url, "--out", str(out),
             )  # fmt: skip
         finally:
@@ -191,18 +207,29 @@ def test_an_infrastructure_failure_drops_its_group_and_is_never_a_reward(
     assert done.returncode == 0, done.stderr
     dropped = _rows(out / "infrastructure_failures.jsonl")
     assert len(dropped) == 1 and dropped[0]["iteration"] == 0
+    assert dropped[0]["phase"] == phase and f"/{phase}/" in dropped[0]["task"]
     # One iteration is enough: the run finished (and saved its checkpoint) past the failure.
     rows = _rows(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0]
     assert max(c["batch"] for c in _rows(out / "checkpoints.jsonl")) == 1
-    # Iteration 0 trained on its other group only: every trajectory in its metrics was a
-    # judged submission (a pass or a submission failure), none an unjudged zero.
+    # Every trajectory in the metrics was a judged submission (a pass or a submission
+    # failure), none an unjudged zero: iteration 0 trained on its other group only, or the
+    # held-out metrics hold the other held-out group only (of 2: both families in Python).
     for row in rows:
         assert "env/all/infrastructure_failure" not in row
         judged = row["env/all/submission_failure"] + row["env/all/all_cases"]
         assert judged == pytest.approx(1.0)
     summary = (out / "summary.md").read_text()
-    assert "1 group(s) left out of the update" in summary
+    if phase == "train":
+        assert "1 group(s) left out of the update" in summary
+        assert not [k for k in rows[0] if k.startswith("test/")]
+    else:
+        assert rows[0]["test/env/all/total_episodes"] == 1
+        assert rows[0]["test/env/all/submission_failure"] + rows[0][
+            "test/env/all/all_cases"
+        ] == pytest.approx(1.0)
+        assert "1 held-out group(s) left out of the held-out metrics" in summary
+        assert "left out of the update" not in summary
 
 
 def test_answer_training_on_the_euler_sample_store(

@@ -17,7 +17,7 @@ from support.pi_train_settings import train_settings
 from typer.testing import CliRunner
 
 from atoll.euler.curriculum import Config, State, save
-from atoll.pi_train import reserved, run, shell_train, tasks, trained_on, trainers
+from atoll.pi_train import hidden_sets, reserved, run, shell_train, tasks, trained_on, trainers
 from atoll.pi_train.cli import train_app
 from atoll.pi_train.euler_source import Store
 from atoll.pi_train.replay import ReplayError, ReplayMix
@@ -129,9 +129,21 @@ def test_each_training_command_records_what_it_trains_on() -> None:
         shell_train.train_tasks(("python",), 5), shell_train.eval_tasks(("python",), 1)
     )
     assert shell["euler_problems"] == []
+    # Five groups over four families (in the mixed order): one family's instances 0 and 1.
+    indices = sorted(f["indices"] for f in shell["family_instances"].values())
+    assert indices == [[[0, 0]], [[0, 0]], [[0, 0]], [[0, 1]]]
     first = sorted(shell["family_instances"])[0]
-    assert shell["family_instances"][first]["indices"] == [[0, 1]]
     assert shell["evaluated_only"]["family_instances"][first]["split"] == "eval"
+    # hidden's held-out instances are evaluated only, from the eval namespace.
+    held = trained_on.hidden_record(
+        hidden_sets.train_tasks(("python",), 2, 2, seed=0), hidden_sets.eval_tasks(("python",), 2)
+    )
+    assert held["evaluated_only"]["family_instances"]["multiples"] == {
+        "split": "eval",
+        "generator": "hidden-variant-v1",
+        "indices": [[0, 1]],
+    }
+    assert {f["split"] for f in held["family_instances"].values()} == {"train"}
 
     boot = trained_on.bootstrap_record("c" * 64)
     assert boot["euler_problems"] == [] and boot["family_instances"] == {}

@@ -15,11 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from atoll.pi_train import run, shell_train, tasks, trainers
+from atoll.pi_train import hidden_sets, run, shell_train, tasks, trainers
+from atoll.pi_train.held_out import HeldOut
 from atoll.pi_train.run import TrainSettings
 from atoll.pi_train.scoring import Handler, ScoringService
 
 COMMANDS = ("answer", "hidden", "shell")
+NO_HELD_OUT = HeldOut(instances=0, every=0)  # one update measures training alone
 
 
 def _inputs(
@@ -46,16 +48,18 @@ def _inputs(
         )
     url = stack.enter_context(EmbeddedFusionServer()).url
     if mode == "hidden":
-        hidden = tasks.hidden_tasks(settings.languages, count)
-        routes = trainers.hidden_routes(out, hidden, url)
-        return [t.public() for t in hidden], routes, tasks.HIDDEN_SYSTEM_PROMPT, {}
+        per = settings.groups_per_batch
+        hidden = hidden_sets.train_tasks(settings.languages, per, count, 0)
+        routes = trainers.hidden_routes(out, hidden, [], url)
+        extra = trainers.hidden_job_extra([], NO_HELD_OUT)
+        return [t.public() for t in hidden], routes, tasks.HIDDEN_SYSTEM_PROMPT, extra
     if mode == "shell":
         from atoll.pi_train.shell_env import Bounds, fusion_runner
 
         bounds = Bounds(steps=2, tool_calls=3)
-        train = shell_train.train_tasks(settings.languages, count)
+        train = shell_train.train_tasks(settings.languages, count, settings.groups_per_batch)
         store = shell_train.EpisodeStore(out, {t.id: t for t in train}, fusion_runner(url), bounds)
-        extra = shell_train.job_extra(bounds, [], 0)
+        extra = shell_train.job_extra(bounds, [], NO_HELD_OUT)
         return [t.public() for t in train], store.routes(), shell_train.SYSTEM_PROMPT, extra
     raise ValueError(f"no training command {mode!r}")
 

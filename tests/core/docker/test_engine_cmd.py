@@ -110,6 +110,7 @@ def test_socket_held_by_a_stranger_is_left_alone(atoll_cmd, tmp_path, run_dir):
         stranger.close()
 
 
+@pytest.mark.docker_engine_alone  # a second dockerd rewrites the packet filter every container uses
 def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run_dir):
     """A fresh engine: no debootstrap means a clear error; from the cache it comes up."""
     cached = base_tarball(session_engine)

@@ -6,6 +6,7 @@ import json
 import shutil
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,18 @@ from support import ci
 
 from atoll.core.environments import egress_rules
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+# The only tests that make atoll-local allowlist tables, which this one counts host-wide.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300), pytest.mark.xdist_group("nftables")]
+
+
+@pytest.fixture(autouse=True)
+def allowlist_tables_turn() -> Iterator[None]:
+    """Alone: it counts every atoll-local table on the host, so no other allowlist test runs."""
+    from support.engine_lock import engine_held
+
+    with engine_held("nftables allowlist tables", exclusive=True):
+        yield
+
 
 TASK = Path(__file__).parent / "tasks" / "allowlist-verifier"
 

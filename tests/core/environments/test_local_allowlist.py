@@ -21,7 +21,18 @@ from support.local_env import local_environment
 from atoll.core.environments import egress_rules
 from atoll.core.environments.local import LocalEnvironment
 
-pytestmark = pytest.mark.timeout(120)
+# With test_allowlist_trial, the only tests that make atoll-local allowlist tables.
+pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("nftables")]
+
+
+@pytest.fixture(autouse=True)
+def allowlist_tables_turn() -> Iterator[None]:
+    """Shared among these, never beside test_allowlist_trial, which counts every table."""
+    from support.engine_lock import engine_held
+
+    with engine_held("nftables allowlist tables", exclusive=False):
+        yield
+
 
 TASK = Path(__file__).parent / "tasks" / "write-a-file"
 
@@ -54,7 +65,11 @@ def make_env(tmp_path: Path, network: NetworkMode, hosts: list[str] | None = Non
 
 
 def run(tmp_path, scenario, network=NetworkMode.ALLOWLIST, hosts=None):
-    """Start an environment, run `scenario(env)`, always stop it; no table may be left."""
+    """Start an environment, run `scenario(env)`, always stop it; its table may not be left.
+
+    Only this environment's table is looked for: other trials on the host (tests
+    running beside this one) have tables of their own while they run.
+    """
 
     async def main():
         env = make_env(tmp_path, network, hosts)
@@ -63,16 +78,9 @@ def run(tmp_path, scenario, network=NetworkMode.ALLOWLIST, hosts=None):
             return await scenario(env)
         finally:
             await env.stop(delete=True)
-            assert atoll_tables() == []
+            assert table_of(env) is None
 
     return asyncio.run(main())
-
-
-def atoll_tables() -> list[str]:
-    listing = subprocess.run(
-        [egress_rules.nft_command(), "list", "tables"], capture_output=True, text=True, check=True
-    )
-    return [line for line in listing.stdout.splitlines() if "atoll_local_" in line]
 
 
 def table_of(env: LocalEnvironment) -> str | None:
@@ -170,4 +178,3 @@ def test_phase_switches_and_a_failed_switch_keeps_the_policy(tmp_path, listeners
 def test_wildcard_hostnames_are_rejected_by_harbor(tmp_path):
     with pytest.raises(ValueError, match="allowlist' with wildcard hostnames is not supported"):
         make_env(tmp_path, NetworkMode.ALLOWLIST, ["*.example.com"])
-    assert atoll_tables() == []

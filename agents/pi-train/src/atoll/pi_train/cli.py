@@ -265,6 +265,8 @@ def _run_with_progress(start: Any) -> None:
         try:
             written = start(progress, lambda line: bar.console.print(line))
         except (RunError, tasks.TaskSetError, env.EnvironmentUnavailable, ValueError) as exc:
+            if bar.tasks[0].total is None:  # refused before any iteration: the error says it all
+                bar.update(task, visible=False)
             bar.stop()
             # A run that started and failed is 1; bad input or a missing prerequisite is 2.
             failed = isinstance(exc, RunError) and not isinstance(exc, RunInputError)
@@ -291,6 +293,23 @@ _GROUP_SIZE = typer.Option(4, "--group-size", help="Rollouts per group.")
 _ITERATIONS = typer.Option(10, "--iterations", help="Iterations in total (a rerun resumes).")
 _MAX_TOKENS = typer.Option(512, "--max-tokens", help="Sampled tokens per turn.")
 _OUT = typer.Option(..., "--out", help="Run directory (rerun to resume).")
+# The held-out evaluation and the batches' seed (hidden and shell; atoll.pi_train.held_out).
+_EVAL_INSTANCES = typer.Option(
+    1,
+    "--eval-instances",
+    help="Held-out (eval namespace) instances per family and language; 0: no held-out set.",
+)
+_EVAL_SAMPLES = typer.Option(
+    1, "--eval-samples", help="Samples of each held-out task: pass@k for k up to this."
+)
+_EVAL_EVERY = typer.Option(
+    10,
+    "--eval-every",
+    help="Evaluate at iterations 0, N, 2N... (before that iteration's update); 0: never.",
+)
+_BATCH_SEED = typer.Option(
+    0, "--batch-seed", help="Seed of the order mixing families and languages in every batch."
+)
 
 
 @train_app.command("hidden")
@@ -312,9 +331,18 @@ def hidden_cmd(
         "--sandbox-url",
         help="SandboxFusion-compatible sandbox on loopback [default: one started in-process].",
     ),
+    eval_instances: int = _EVAL_INSTANCES,
+    eval_samples: int = _EVAL_SAMPLES,
+    eval_every: int = _EVAL_EVERY,
+    batch_seed: int = _BATCH_SEED,
 ) -> None:
     """Hidden-variant tool RL: one group per (family, hidden case set, language)."""
+    from atoll.pi_train.held_out import HeldOut
     from atoll.pi_train.trainers import train_hidden
+
+    evaluation = HeldOut(instances=eval_instances, samples=eval_samples, every=eval_every)
+    if (why := evaluation.check()) is not None:
+        _fail(why)
 
     settings = _settings(
         base_model,
@@ -331,7 +359,14 @@ def hidden_cmd(
     )
     _run_with_progress(
         lambda progress, say: train_hidden(
-            settings, out, sandbox_url, progress, say, load_from=load_checkpoint
+            settings,
+            out,
+            sandbox_url,
+            progress,
+            say,
+            load_from=load_checkpoint,
+            evaluation=evaluation,
+            batch_seed=batch_seed,
         )
     )
 

@@ -24,10 +24,12 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Literal, get_args
+
+from atoll.pi_train import hidden_references
 
 Split = Literal["train", "eval"]
 SPLITS: tuple[Split, ...] = get_args(Split)
@@ -202,6 +204,9 @@ class Family:
     sizes: tuple[tuple[int, int], ...]
     speed_note: str  # why the largest hidden sizes need more than the obvious loop, if they do
     reserved: tuple[tuple[Any, ...], ...]  # Euler's own arguments: in no split
+    # A trusted `solve` per language (atoll.pi_train.hidden_references): the preflight
+    # checks each through the sandbox before a run may spend anything.
+    solutions: Mapping[str, str]
     examples_per_instance: int = 3
 
     def instance(self, split: Split, index: int) -> Instance:
@@ -320,6 +325,7 @@ FAMILIES: dict[str, Family] = {
             (10**11, 10**12),
         ),
         reserved=(([3, 5], 1000),),
+        solutions=hidden_references.MULTIPLES,
     ),
     "recurrence": Family(
         name="recurrence",
@@ -348,5 +354,6 @@ FAMILIES: dict[str, Family] = {
             (10**15, JS_SAFE),
         ),
         reserved=((1, 2, 4_000_000, 2, 0),),
+        solutions=hidden_references.RECURRENCE,
     ),
 }

@@ -28,6 +28,10 @@ from atoll.pi_train.scoring import ScoringService
 HOSTED_BASE_URL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 MAX_SUBMISSIONS = 2  # the first submission and one repair attempt
 ALL_CASES_BONUS = 1.0
+# A hidden-variant trajectory's bound and what reaching it earns: tinker-cookbook's
+# recipes/code_rl values (`max_trajectory_tokens`, `context_overflow_reward`).
+MAX_TRAJECTORY_TOKENS = 32 * 1024
+CONTEXT_OVERFLOW_REWARD = -0.1
 
 
 class RunError(Exception):
@@ -179,15 +183,21 @@ INFRASTRUCTURE_LOG = "infrastructure_failures.jsonl"
 _log_lock = threading.Lock()
 
 
-def record_infrastructure_failure(run_dir: Path, task_id: str) -> None:
+def record_infrastructure_failure(run_dir: Path, task_id: str, phase: str = "train") -> None:
     """Count a check the sandbox could not run, apart from every score.
 
-    The trainer drops that check's group from the update (no reward exists
-    for it); this line is where the run keeps it: the iteration it happened
-    in (the one after the last saved) and the task. One short line per
-    append, under a lock, so concurrent checks never interleave.
+    The trainer drops that check's group from the update, or from the held-out
+    metrics (`phase` "eval"): no reward exists for it. This line is where the
+    run keeps it: the iteration it happened in (the one after the last saved),
+    the task and the phase. One short line per append, under a lock, so
+    concurrent checks never interleave.
     """
-    row = {"iteration": completed_iterations(run_dir), "task": task_id, "time": time.time()}
+    row = {
+        "iteration": completed_iterations(run_dir),
+        "task": task_id,
+        "phase": phase,
+        "time": time.time(),
+    }
     with _log_lock, (run_dir / INFRASTRUCTURE_LOG).open("a", encoding="utf-8") as sink:
         sink.write(json.dumps(row) + "\n")
 

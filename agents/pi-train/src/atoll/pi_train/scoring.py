@@ -61,18 +61,29 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length))
-            self._send(HTTPStatus.OK, route(body))
+            answer = route(body)
         except Exception as exc:  # reported to the trainer as a 500 and kept for the run's error
             self.server.errors.append(f"{self.path}: {type(exc).__name__}: {exc}")
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": type(exc).__name__})
+            return
+        self._send(HTTPStatus.OK, answer)
 
     def _send(self, status: HTTPStatus, body: dict[str, Any]) -> None:
+        """Answer the trainer; a trainer that has gone meanwhile is no scoring failure.
+
+        The trainer may end while a request is in flight (it refused its input,
+        or was stopped): its own exit says why, and an answer nobody reads
+        must not turn that into "scoring failed".
+        """
         data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         pass

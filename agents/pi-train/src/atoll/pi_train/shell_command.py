@@ -65,6 +65,12 @@ def shell(
         "--eval-every",
         help="Evaluate at iterations 0, N, 2N... (before that iteration's update); 0: never.",
     ),
+    eval_samples: int = typer.Option(
+        1, "--eval-samples", help="Samples of each held-out task: pass@k for k up to this."
+    ),
+    batch_seed: int = typer.Option(
+        0, "--batch-seed", help="Seed of the order mixing families and languages in every batch."
+    ),
 ) -> None:
     """Pi-shaped file/shell RL: read, write, edit and bash over one fresh workspace per episode."""
     from atoll.pi_train.cli import _fail, _run_with_progress, _settings
@@ -80,6 +86,8 @@ def shell(
     for name, value in (("--eval-instances", eval_instances), ("--eval-every", eval_every)):
         if value < 0:
             _fail(f"{name} must be at least 0 (got {value})")
+    if eval_samples < 1:
+        _fail(f"--eval-samples must be at least 1 (got {eval_samples})")
     if max_tokens >= max_episode_tokens:
         _fail(f"--max-tokens ({max_tokens}) must be below --max-episode-tokens")
     settings = _settings(
@@ -102,6 +110,8 @@ def shell(
         ),
         eval_instances=eval_instances,
         eval_every=eval_every,
+        eval_samples=eval_samples,
+        batch_seed=batch_seed,
     )
     _run_with_progress(
         lambda progress, say: train_shell(

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from atoll.pi_train import shell_references
+
 Split = Literal["train", "eval"]
 SPLITS: tuple[Split, ...] = get_args(Split)
 # Part of every seed: a change to how instances are drawn must change it.
@@ -408,6 +410,14 @@ class ShellFamily:
     statement: Callable[[Params], str]
     solve: Callable[[Params, Files], int]
     excluded: tuple[Params, ...] = field(default=())  # questions no split may draw
+    # A trusted program body per language (atoll.pi_train.shell_references): the preflight
+    # runs each through the episode's tools and reward before a run may spend anything, and
+    # refuses a run in a language a family has none for.
+    solutions: Mapping[str, str] = field(default_factory=dict, kw_only=True)
+
+    def solution(self, language: str, params: Params) -> str:
+        """The reference program for the question `params` in `language` (KeyError: none)."""
+        return shell_references.with_params(language, params, self.solutions[language])
 
     def instance(self, split: Split, index: int) -> ShellInstance:
         """Instance `index` (>= 0) of `split`: the same for the same arguments."""
@@ -471,6 +481,7 @@ FAMILIES: dict[str, ShellFamily] = {
         _logs_statement,
         solve_logs,
         (SUITE_POINTS["filtered-logs"],),
+        solutions=shell_references.FILTERED_LOGS,
     ),
     "signed-inventory": ShellFamily(
         "signed-inventory",
@@ -479,6 +490,7 @@ FAMILIES: dict[str, ShellFamily] = {
         _inventory_statement,
         solve_inventory,
         (SUITE_POINTS["signed-inventory"],),
+        solutions=shell_references.SIGNED_INVENTORY,
     ),
     "weighted-checksum": ShellFamily(
         "weighted-checksum",
@@ -487,6 +499,7 @@ FAMILIES: dict[str, ShellFamily] = {
         _checksum_statement,
         solve_checksum,
         (SUITE_POINTS["weighted-checksum"],),
+        solutions=shell_references.WEIGHTED_CHECKSUM,
     ),
     "shard-totals": ShellFamily(
         "shard-totals",
@@ -495,5 +508,6 @@ FAMILIES: dict[str, ShellFamily] = {
         _shards_statement,
         solve_shards,
         (SUITE_POINTS["shard-totals"],),
+        solutions=shell_references.SHARD_TOTALS,
     ),
 }

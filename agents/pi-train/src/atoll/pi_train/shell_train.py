@@ -1,7 +1,8 @@
 """`atoll pi train shell`: the design's `train_pi_grpo`, file/shell RL with Pi's four tools.
 
-One GRPO group per task (family, train instance, language), taken in a fixed
-order. Each trajectory gets a fresh workspace (an `Episode`, held here in the
+One GRPO group per task (family, train instance, language), in a seeded
+order mixing families and languages in every batch (atoll.pi_train.batches).
+Each trajectory gets a fresh workspace (an `Episode`, held here in the
 atoll process with the answer); the trainer process only relays tool calls
 and the final response over the run's loopback scoring service, so answers
 never reach it. Languages follow a schedule: Julia weighted 3x against
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import secrets
 import threading
@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_text
-from atoll.pi_train import run, trained_on
+from atoll.pi_train import batches, preflight, run, trained_on
+from atoll.pi_train.held_out import HeldOut
+from atoll.pi_train.held_out import job_fields as held_out_job
+from atoll.pi_train.held_out import record as held_out_record
 from atoll.pi_train.run import RunError, RunInputError, TrainSettings
 from atoll.pi_train.shell_env import (
     RUNTIMES,
@@ -97,23 +100,25 @@ def schedule(languages: tuple[str, ...]) -> list[str]:
     return [lang for lang in languages for _ in range(LANGUAGE_WEIGHTS.get(lang, 1))]
 
 
-def train_tasks(languages: tuple[str, ...], count: int) -> list[ShellTask]:
-    """`count` groups from the train namespace: instance index outermost, then family.
+def train_tasks(
+    languages: tuple[str, ...], count: int, per_batch: int = 2, seed: int = 0
+) -> list[ShellTask]:
+    """`count` groups from the train namespace, batches of `per_batch` mixed from `seed`.
 
-    The language of (index i, family f) is the cycle's entry (i + f) mod its
-    length, so every family meets every language at the schedule's weights,
-    and a longer run starts with a shorter run's groups.
+    Every batch draws across families and languages, languages at the
+    schedule's weights (atoll.pi_train.batches); a family's n-th group takes its
+    train instance n, so no instance is met twice, and a longer run starts with
+    a shorter run's groups.
     """
-    cycle = schedule(languages)
-    tasks: list[ShellTask] = []
-    for index in itertools.count():
-        for position, family in enumerate(sorted(FAMILIES)):
-            if len(tasks) == count:
-                return tasks
-            language = cycle[(index + position) % len(cycle)]
-            instance = FAMILIES[family].instance("train", index)
-            tasks.append(ShellTask(f"{family}/train/{index}/{language}", instance, language))
-    raise AssertionError("unreachable")
+    weights = {lang: LANGUAGE_WEIGHTS.get(lang, 1) for lang in languages}
+    return [
+        ShellTask(
+            f"{slot.family}/train/{slot.family_index}/{slot.language}",
+            FAMILIES[slot.family].instance("train", slot.family_index),
+            slot.language,
+        )
+        for slot in batches.mix(sorted(FAMILIES), languages, per_batch, count, seed, weights)
+    ]
 
 
 def eval_tasks(languages: tuple[str, ...], per_cell: int) -> list[ShellTask]:
@@ -192,7 +197,7 @@ class EpisodeStore:
 
     def tool(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            task, _phase, episode = self._episodes[str(body["episode"])]
+            task, phase, episode = self._episodes[str(body["episode"])]
         try:
             content = episode.call(
                 str(body["name"]), body.get("arguments"), str(body.get("id", ""))
@@ -200,7 +205,7 @@ class EpisodeStore:
         except InfrastructureFailure:
             with self._lock:
                 self._episodes.pop(str(body["episode"]), None)
-            run.record_infrastructure_failure(self.run_dir, task.id)
+            run.record_infrastructure_failure(self.run_dir, task.id, phase)
             return {"infrastructure": True}
         return {"content": content, "budget_left": episode.budget_left}
 
@@ -257,6 +262,8 @@ class ShellOptions:
     bounds: Bounds
     eval_instances: int  # per family x language; 0: no held-out evaluation
     eval_every: int
+    eval_samples: int = 1  # episodes per held-out task: pass@k for k up to this
+    batch_seed: int = 0
 
 
 def train_shell(
@@ -307,8 +314,14 @@ def _shell_run(
     languages, missing = available_languages(settings.languages, runner)
     for language, why in missing.items():
         say(f"{language}: left out of the schedule ({why}); training on {', '.join(languages)}")
-    train = train_tasks(languages, run.groups_needed(settings))
+    # Before anything is written or any Tinker client exists: every reference must score full.
+    checked = preflight.check_shell(languages, runner, options.bounds)
+    preflight.require_full(checked)
+    per, seed = settings.groups_per_batch, options.batch_seed
+    train = train_tasks(languages, run.groups_needed(settings), per, seed)
     held_out = eval_tasks(languages, options.eval_instances)
+    evaluation = HeldOut(options.eval_instances, options.eval_samples, options.eval_every)
+    language_weights = {k: LANGUAGE_WEIGHTS.get(k, 1) for k in languages}
     bounds = options.bounds
     manifest = run.prepare_manifest(
         out,
@@ -337,14 +350,11 @@ def _shell_run(
             "languages": {
                 "trained": list(languages),
                 "left_out": missing,
-                "weights": {k: LANGUAGE_WEIGHTS.get(k, 1) for k in languages},
+                "weights": language_weights,
                 "schedule": schedule(languages),
             },
-            "evaluation": {
-                "instances_per_family_language": options.eval_instances,
-                "groups": len(held_out),
-                "every": options.eval_every,
-            },
+            "evaluation": held_out_record(evaluation, len(held_out)),
+            "batches": batches.record(seed, per, sorted(FAMILIES), languages, language_weights),
             "tools": list(TOOL_NAMES),
             "reward": weights(),
             "sandbox": "given" if options.sandbox_url else "embedded",
@@ -353,6 +363,7 @@ def _shell_run(
         trained=trained_on.shell_record(train, held_out),
         started_from=lineage,
     )
+    preflight.record(out, COMMAND, manifest["sandbox"], checked, say)
     drop_unfinished_trajectories(out)
     store = EpisodeStore(out, {t.id: t for t in [*train, *held_out]}, runner, bounds)
     return run.train(
@@ -365,16 +376,15 @@ def _shell_run(
         manifest,
         progress,
         say,
-        job_extra=job_extra(bounds, held_out, options.eval_every),
+        job_extra=job_extra(bounds, held_out, evaluation),
     )
 
 
-def job_extra(bounds: Bounds, held_out: list[ShellTask], eval_every: int) -> dict[str, Any]:
+def job_extra(bounds: Bounds, held_out: list[ShellTask], evaluation: HeldOut) -> dict[str, Any]:
     """What `shell` adds to the trainer's job: Pi's tool schemas, the episode's bounds and
-    the held-out tasks the cookbook evaluates every `eval_every` iterations."""
+    the held-out tasks the cookbook evaluates (how often and how many samples: `evaluation`)."""
     return {
         "shell_tools": TOOL_SPECS,
         "bounds": asdict(bounds),
-        "eval_tasks": [t.public() for t in held_out],
-        "eval_every": eval_every,
+        **held_out_job([t.public() for t in held_out], evaluation),
     }

@@ -1,4 +1,10 @@
-"""A run's `summary.md` and reward plot, from the cookbook's `metrics.jsonl`."""
+"""A run's `summary.md` and reward plot, from the cookbook's `metrics.jsonl`.
+
+Training rows are the cookbook's `env/...` metrics; a held-out evaluation's
+are its `test/env/...` metrics, in the row of the iteration evaluated
+(atoll.pi_train.held_out). The table shows both, and the summary says what
+the held-out set is, or that the run has none.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from atoll.core.durable import atomic_write_text
-from atoll.pi_train import replay
+from atoll.pi_train import curves, held_out, replay
 
 # Columns of the summary: (heading, metrics.jsonl key).
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -32,11 +38,13 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def dropped_groups(run_dir: Path) -> dict[int, int]:
-    """Groups left out of each iteration's update because the sandbox failed a check.
+def dropped_groups(run_dir: Path, phase: str = "train") -> dict[int, int]:
+    """Groups of each iteration the sandbox failed a check of: left out of the update
+    (`train`), or of the held-out metrics (`eval`).
 
-    Read from the launching process's `infrastructure_failures.jsonl`; a
-    group with two failed checks in one iteration is one dropped group.
+    Read from the launching process's `infrastructure_failures.jsonl` (a line
+    without a phase is a training one); a group with two failed checks in one
+    iteration is one dropped group.
     """
     path = run_dir / "infrastructure_failures.jsonl"
     if not path.is_file():
@@ -45,7 +53,8 @@ def dropped_groups(run_dir: Path) -> dict[int, int]:
     for line in path.read_text().splitlines():
         if line.strip():
             row = json.loads(line)
-            seen.add((int(row["iteration"]), str(row["task"])))
+            if row.get("phase", "train") == phase:
+                seen.add((int(row["iteration"]), str(row["task"])))
     counts: dict[int, int] = {}
     for iteration, _task in seen:
         counts[iteration] = counts.get(iteration, 0) + 1
@@ -60,7 +69,8 @@ def cell(value: Any) -> str:
 
 def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
     rows = read_metrics(run_dir)
-    plot = _plot(run_dir, rows)
+    has_held_out, held_out_line = held_out.description(manifest)
+    plot = curves.plot(run_dir, rows, has_held_out)
     lines = [
         f"# {manifest['command']} — {run_dir.name}",
         "",
@@ -70,10 +80,19 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
         f"`{manifest['task_set']['digest'][:16]}`.",
         "",
     ]
+    order = manifest.get("batches")
+    if isinstance(order, dict):
+        lines += [
+            f"Every batch mixes families ({', '.join(order['families'])}) and languages "
+            f"({', '.join(order['languages'])}): order `{order['order']}`, seed {order['seed']}.",
+            "",
+        ]
     if manifest["config"].get("load_checkpoint"):
         lines += [f"Started from the training state `{manifest['config']['load_checkpoint']}`.", ""]
     if plot is not None:
-        lines += [f"![mean reward per iteration]({plot.name})", ""]
+        shown = "training and held-out reward" if has_held_out else "training reward"
+        lines += [f"![{shown} per iteration]({plot.name})", ""]
+    lines += [held_out_line, ""]
     lines += replay.report_lines(manifest, rows)
     dropped = dropped_groups(run_dir)
     if dropped:
@@ -82,8 +101,17 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
             "run a check (an infrastructure failure is never a reward).",
             "",
         ]
+    unjudged = dropped_groups(run_dir, "eval")
+    if unjudged:
+        lines += [
+            f"{sum(unjudged.values())} held-out group(s) left out of the held-out metrics: the "
+            "sandbox could not run a check (never a score).",
+            "",
+        ]
     # A mode may name its own columns in its manifest (`summary_columns`: [heading, key]).
     columns = [tuple(c) for c in manifest.get("summary_columns", COLUMNS)]
+    if has_held_out:
+        columns += held_out.columns(rows)
     headings = [h for h, _ in columns] + ["groups dropped (infrastructure)"]
     lines.append("| iteration | " + " | ".join(headings) + " |")
     lines.append("|---" * (len(headings) + 1) + "|")
@@ -95,31 +123,4 @@ def write(run_dir: Path, manifest: dict[str, Any]) -> Path:
     lines.append("")
     out = run_dir / "summary.md"
     atomic_write_text(out, "\n".join(lines))
-    return out
-
-
-def _plot(run_dir: Path, rows: list[dict[str, Any]]) -> Path | None:
-    points = [
-        (row.get("step", i), row["env/all/reward/total"])
-        for i, row in enumerate(rows)
-        if "env/all/reward/total" in row
-    ]
-    if not points:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6, 3.2))
-    axes.plot([p[0] for p in points], [p[1] for p in points], marker="o")
-    axes.set_xlabel("iteration")
-    axes.set_ylabel("mean reward")
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    out = run_dir / "reward.png"
-    tmp = run_dir / ".reward.png.tmp"
-    figure.savefig(tmp, format="png")
-    plt.close(figure)
-    tmp.replace(out)
     return out

@@ -92,18 +92,22 @@ def case_sets_digest(instance_digests: Iterable[str]) -> dict[str, Any]:
     return {"count": len(digests), "sha256": hashlib.sha256(joined).hexdigest()}
 
 
-def hidden_record(tasks: Iterable[Any]) -> dict[str, Any]:
-    """`hidden`'s record from its HiddenTask list."""
+def hidden_record(tasks: Iterable[Any], held_out: Iterable[Any] = ()) -> dict[str, Any]:
+    """`hidden`'s record from its HiddenTask lists (training groups, held-out groups)."""
     from atoll.pi_train.families import GENERATOR_VERSION
 
     listed = list(tasks)
     instances = [t.instance for t in listed]
+    evaluated = [t.instance for t in held_out]
     return record(
         euler_problems=(HIDDEN_FAMILY_PROBLEMS[i.family] for i in instances),
         families=family_instances(
             ((i.family, i.split, i.index) for i in instances), GENERATOR_VERSION
         ),
         hidden_case_sets=case_sets_digest(i.digest() for i in instances),
+        evaluated_families=family_instances(
+            ((i.family, i.split, i.index) for i in evaluated), GENERATOR_VERSION
+        ),
         note="hidden-variant families count as the Euler problems they parameterise",
     )
 

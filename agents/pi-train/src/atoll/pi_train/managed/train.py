@@ -25,19 +25,39 @@ from typing import Any
 import chz
 import httpx
 import tinker
+from pass_at_k import SOLVED, group_metrics, solved  # beside this script
 from tinker_cookbook import renderers
 from tinker_cookbook.exceptions import AllTrajectoriesFailedError
 from tinker_cookbook.rl import train
 from tinker_cookbook.rl.types import (
+    STOP_METRIC_PREFIX,
     Env,
     EnvGroupBuilder,
+    InitialObservationOverflow,
+    Metrics,
     RLDataset,
     RLDatasetBuilder,
     StepResult,
+    StopReason,
+    Trajectory,
 )
 from tinker_cookbook.tokenizer_utils import get_tokenizer
 
 SUBMIT_TOOL = "submit_solution"
+SUBMIT_SPEC = {
+    "name": SUBMIT_TOOL,
+    "description": "Submit the complete source of `solve` for checking on hidden cases.",
+    "parameters": {
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "The source."}},
+        "required": ["code"],
+    },
+}
+# tinker-cookbook's bound on a trajectory (recipes/code_rl's `max_trajectory_tokens` and
+# `context_overflow_reward`, applied as its EnvFromMessageEnv applies them): a turn may start
+# only while the conversation so far plus the turn's `max_tokens` fits.
+MAX_TRAJECTORY_TOKENS = 32 * 1024
+CONTEXT_OVERFLOW_REWARD = -0.1
 # A refusal of the run's settings found by the trainer before anything is sampled: its
 # exit status and the prefix of its one stderr line (atoll reports it as bad input).
 REFUSED = 3
@@ -72,6 +92,14 @@ class Scorer:
         return result
 
 
+def repair_feedback(passed: int, total: int) -> str:
+    """All the policy learns of a check that fell short: the counts, and that it may repair."""
+    return (
+        f"{passed} of {total} hidden cases passed. "
+        "You have one more submission: fix `solve` and submit it again."
+    )
+
+
 def last_code_block(text: str) -> str:
     """The last fenced code block of a message, else the whole message."""
     blocks = _FENCE.findall(text)
@@ -88,6 +116,11 @@ class HiddenEnv(Env):
     total` and may submit once more; the episode's reward is the last
     submission's coverage plus a bonus when it passed every case. A check the
     sandbox could not run raises `InfrastructureFailure`: never a reward.
+
+    The trajectory is bounded as the cookbook's tool environment bounds it: a
+    prompt that leaves no room for `max_tokens` more ends the episode before
+    its first turn (`InitialObservationOverflow`), and a repair turn that
+    would not fit ends it with `context_overflow_reward` instead of sampling.
     """
 
     task: dict[str, Any]
@@ -96,6 +129,9 @@ class HiddenEnv(Env):
     max_submissions: int
     all_cases_bonus: float
     system_prompt: str
+    max_tokens: int = 0  # sampled tokens per turn: reserved before each turn
+    max_trajectory_tokens: int = MAX_TRAJECTORY_TOKENS
+    context_overflow_reward: float = CONTEXT_OVERFLOW_REWARD
     messages: list[Any] = field(default_factory=list)
     submissions: int = 0
 
@@ -103,21 +139,29 @@ class HiddenEnv(Env):
     def stop_condition(self) -> Any:
         return self.renderer.get_stop_sequences()
 
-    async def initial_observation(self) -> tuple[tinker.ModelInput, Any]:
-        spec = {
-            "name": SUBMIT_TOOL,
-            "description": "Submit the complete source of `solve` for checking on hidden cases.",
-            "parameters": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "description": "The source."}},
-                "required": ["code"],
-            },
-        }
+    def _overflows(self, observation: tinker.ModelInput) -> bool:
+        return observation.length + self.max_tokens > self.max_trajectory_tokens
+
+    async def initial_observation(
+        self,
+    ) -> tuple[tinker.ModelInput, Any] | InitialObservationOverflow:
         prefix = self.renderer.create_conversation_prefix_with_tools(
-            tools=[spec], system_prompt=self.system_prompt
+            tools=[SUBMIT_SPEC], system_prompt=self.system_prompt
         )
         self.messages = [*prefix, {"role": "user", "content": self.task["prompt"]}]
-        return self.renderer.build_generation_prompt(self.messages), self.stop_condition
+        observation = self.renderer.build_generation_prompt(self.messages)
+        if self._overflows(observation):
+            return InitialObservationOverflow(
+                reward=self.context_overflow_reward,
+                metrics={"max_tokens_reached": 1.0, _stop(StopReason.MAX_TOKENS): 1.0},
+                logs={
+                    "initial_observation_overflow": (
+                        f"the prompt ({observation.length} tokens) + max_tokens "
+                        f"({self.max_tokens}) exceeds {self.max_trajectory_tokens}"
+                    )
+                },
+            )
+        return observation, self.stop_condition
 
     async def step(self, action: list[int], *, extra: Any = None) -> StepResult:
         message, _termination = self.renderer.parse_response(action)
@@ -156,10 +200,7 @@ class HiddenEnv(Env):
                 next_stop_condition=self.stop_condition,
                 metrics=metrics,
             )
-        feedback = (
-            f"{passed} of {total} hidden cases passed. "
-            "You have one more submission: fix `solve` and submit it again."
-        )
+        feedback = repair_feedback(passed, total)
         self.messages.append(message)
         if used_tool:
             self.messages.append(
@@ -167,10 +208,23 @@ class HiddenEnv(Env):
             )
         else:
             self.messages.append({"role": "user", "content": feedback})
+        observation = self.renderer.build_generation_prompt(self.messages)
+        if self._overflows(observation):
+            return StepResult(
+                reward=self.context_overflow_reward,
+                episode_done=True,
+                next_observation=tinker.ModelInput.empty(),
+                next_stop_condition=self.stop_condition,
+                metrics={
+                    **metrics,
+                    "context_overflow": 1.0,
+                    _stop(StopReason.CONTEXT_OVERFLOW): 1.0,
+                },
+            )
         return StepResult(
             reward=0.0,
             episode_done=False,
-            next_observation=self.renderer.build_generation_prompt(self.messages),
+            next_observation=observation,
             next_stop_condition=self.stop_condition,
             metrics=metrics,
         )
@@ -186,6 +240,11 @@ class HiddenEnv(Env):
             if isinstance(arguments, dict) and isinstance(arguments.get("code"), str):
                 return arguments["code"], True, call.id or ""
         return last_code_block(renderers.get_text_content(message)), False, ""
+
+
+def _stop(reason: StopReason) -> str:
+    """The cookbook's one-hot stop-reason metric key (`stop/<reason>`)."""
+    return f"{STOP_METRIC_PREFIX}{reason}"
 
 
 @dataclass
@@ -241,6 +300,13 @@ class TaskGroupBuilder(EnvGroupBuilder):
                     max_submissions=int(self.job["max_submissions"]),
                     all_cases_bonus=float(self.job["all_cases_bonus"]),
                     system_prompt=self.job["system_prompt"],
+                    max_tokens=int(self.job["max_tokens"]),
+                    max_trajectory_tokens=int(
+                        self.job.get("max_trajectory_tokens", MAX_TRAJECTORY_TOKENS)
+                    ),
+                    context_overflow_reward=float(
+                        self.job.get("context_overflow_reward", CONTEXT_OVERFLOW_REWARD)
+                    ),
                 )
                 for _ in range(size)
             ]
@@ -256,6 +322,17 @@ class TaskGroupBuilder(EnvGroupBuilder):
             AnswerEnv(self.task, self.renderer, self.scorer, self.job["system_prompt"])
             for _ in range(size)
         ]
+
+    async def compute_group_rewards(
+        self, trajectory_group: list[Trajectory], env_group: Sequence[Env]
+    ) -> list[tuple[float, Metrics]]:
+        """No reward beyond the episodes' own; a held-out group gets its pass@k (pass_at_k)."""
+        if self.job.get("phase") != "eval":
+            return [(0.0, {}) for _ in trajectory_group]
+        key = SOLVED[self.job["mode"]]
+        outcomes = [solved([t.metrics for t in traj.transitions], key) for traj in trajectory_group]
+        metrics: Metrics = dict(group_metrics(outcomes))
+        return [(0.0, dict(metrics)) for _ in trajectory_group]
 
     def logging_tags(self) -> list[str]:
         return [self.job["mode"], *self.task.get("tags", [])]
