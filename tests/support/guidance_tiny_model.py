@@ -50,9 +50,12 @@ def main() -> None:
         optimizer.zero_grad()
         total = 0.0
         for ids, weights in examples:
-            logits = model(ids[None]).logits[0, :-1]
-            logprobs = torch.log_softmax(logits, -1).gather(1, ids[1:, None])[:, 0]
-            loss = -(logprobs * weights[1:]).sum() / weights.sum() / len(examples)
+            # Logits only where a weighted token is predicted: the answer ends the example,
+            # and a long prompt's other logits would cost more than the model itself.
+            first = int(weights.nonzero()[0])
+            kept = model(ids[None], logits_to_keep=len(ids) - first + 1).logits[0, :-1]
+            logprobs = torch.log_softmax(kept, -1).gather(1, ids[first:, None])[:, 0]
+            loss = -(logprobs * weights[first:]).sum() / weights.sum() / len(examples)
             loss.backward()
             total += float(loss)
         optimizer.step()

@@ -229,25 +229,7 @@ def train(
         say(f"{run_dir}: all {settings.iterations} iterations are done already")
         return summary.write(run_dir, manifest)
     env = managed_env.ensure(say)
-    job = {
-        "mode": mode,
-        "tasks": tasks,
-        "run_dir": str(run_dir.resolve()),
-        "base_model": settings.base_model,
-        "renderer": settings.renderer,
-        "base_url": settings.base_url,
-        "lora_rank": settings.lora_rank,
-        "learning_rate": settings.learning_rate,
-        "groups_per_batch": settings.groups_per_batch,
-        "group_size": settings.group_size,
-        "iterations": settings.iterations,
-        "max_tokens": settings.max_tokens,
-        "load_checkpoint_path": settings.load_checkpoint,
-        "max_submissions": MAX_SUBMISSIONS,
-        "all_cases_bonus": ALL_CASES_BONUS,
-        "system_prompt": system_prompt,
-        **(job_extra or {}),
-    }
+    job = trainer_job(run_dir, mode, settings, tasks, system_prompt, job_extra)
     with ScoringService(routes) as service:
         job["scorer_url"] = service.url
         child_env = {
@@ -281,6 +263,40 @@ def train(
     if completed_iterations(run_dir) < settings.iterations:
         raise RunError(f"the trainer stopped before iteration {settings.iterations} (see {log})")
     return summary.write(run_dir, manifest)
+
+
+def trainer_job(
+    run_dir: Path,
+    mode: str,
+    settings: TrainSettings,
+    tasks: list[dict[str, Any]],
+    system_prompt: str,
+    job_extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The job managed/train.py reads on stdin, less the scoring service's address.
+
+    One function for every training command, so what a command hands its
+    trainer can be rebuilt outside a run (the tests of the update's direction).
+    """
+    return {
+        "mode": mode,
+        "tasks": tasks,
+        "run_dir": str(run_dir.resolve()),
+        "base_model": settings.base_model,
+        "renderer": settings.renderer,
+        "base_url": settings.base_url,
+        "lora_rank": settings.lora_rank,
+        "learning_rate": settings.learning_rate,
+        "groups_per_batch": settings.groups_per_batch,
+        "group_size": settings.group_size,
+        "iterations": settings.iterations,
+        "max_tokens": settings.max_tokens,
+        "load_checkpoint_path": settings.load_checkpoint,
+        "max_submissions": MAX_SUBMISSIONS,
+        "all_cases_bonus": ALL_CASES_BONUS,
+        "system_prompt": system_prompt,
+        **(job_extra or {}),
+    }
 
 
 # managed/train.py's REFUSED and REFUSAL_PREFIX: the trainer refused the run's settings

@@ -21,6 +21,10 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 class ScoringService(ThreadingHTTPServer):
     daemon_threads = True
+    # Every episode of an iteration (and of a held-out evaluation) posts at once; the
+    # socketserver default backlog of 5 reset connections past a dozen or so, and one
+    # reset fails the trainer's request and with it the whole run.
+    request_queue_size = 256
 
     def __init__(self, routes: dict[str, Handler]) -> None:
         self.routes = routes

@@ -181,6 +181,10 @@ class EpisodeStore:
         self._episodes: dict[str, tuple[ShellTask, str, Episode]] = {}
         self._lock = threading.Lock()
 
+    def routes(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+        """The scoring service's routes the trainer's ShellEnv calls (managed/shell_episode.py)."""
+        return {"/shell/start": self.start, "/shell/tool": self.tool, "/shell/finish": self.finish}
+
     def start(self, body: dict[str, Any]) -> dict[str, Any]:
         task = self.tasks[str(body["task"])]
         episode = Episode(
@@ -367,14 +371,20 @@ def _shell_run(
         "shell",
         settings,
         [t.public() for t in train],
-        {"/shell/start": store.start, "/shell/tool": store.tool, "/shell/finish": store.finish},
+        store.routes(),
         SYSTEM_PROMPT,
         manifest,
         progress,
         say,
-        job_extra={
-            "shell_tools": TOOL_SPECS,
-            "bounds": asdict(bounds),
-            **held_out_job([t.public() for t in held_out], evaluation),
-        },
+        job_extra=job_extra(bounds, held_out, evaluation),
     )
+
+
+def job_extra(bounds: Bounds, held_out: list[ShellTask], evaluation: HeldOut) -> dict[str, Any]:
+    """What `shell` adds to the trainer's job: Pi's tool schemas, the episode's bounds and
+    the held-out tasks the cookbook evaluates (how often and how many samples: `evaluation`)."""
+    return {
+        "shell_tools": TOOL_SPECS,
+        "bounds": asdict(bounds),
+        **held_out_job([t.public() for t in held_out], evaluation),
+    }

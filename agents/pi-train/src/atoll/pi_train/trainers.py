@@ -12,6 +12,7 @@ from atoll.pi_train import held_out, hidden_sets, replay, reserved, run, tasks, 
 from atoll.pi_train.held_out import HeldOut
 from atoll.pi_train.replay import ReplayError, ReplayMix
 from atoll.pi_train.run import MAX_SUBMISSIONS, RunInputError, TrainSettings
+from atoll.pi_train.scoring import Handler
 
 
 def _bounds(settings: TrainSettings, turns: int) -> dict[str, Any]:
@@ -91,11 +92,8 @@ def _hidden_run(
     from atoll.core.sandbox.fusion import EmbeddedFusionServer
     from atoll.pi_train import preflight
     from atoll.pi_train.families import GENERATOR_VERSION
-    from atoll.pi_train.harness import check_submission
 
     task_list = sets.train
-    by_id = {t.id: t for t in [*task_list, *sets.held_out]}
-    held_out_ids = {t.id for t in sets.held_out}
     url = sandbox_url or stack.enter_context(EmbeddedFusionServer()).url
     # Before anything is written or any Tinker client exists: every reference must score full.
     checked = preflight.check_hidden(settings.languages, url)
@@ -125,31 +123,28 @@ def _hidden_run(
         started_from=lineage,
     )
     preflight.record(out, "atoll pi train hidden", manifest["sandbox"], checked, say)
-
-    def check(body: dict[str, Any]) -> dict[str, Any]:
-        task = by_id[body["task"]]
-        result = check_submission(str(body["code"]), task.language, task.instance, url)
-        if result.failure == "infrastructure":
-            phase = "eval" if task.id in held_out_ids else "train"
-            run.record_infrastructure_failure(out, task.id, phase)
-        return {"passed": result.passed, "total": result.total, "failure": result.failure}
-
     return run.train(
         out,
         "hidden",
         settings,
         [t.public() for t in task_list],
-        {"/check": check},
+        hidden_routes(out, task_list, sets.held_out, url),
         tasks.HIDDEN_SYSTEM_PROMPT,
         manifest,
         progress,
         say,
-        {
-            "max_trajectory_tokens": run.MAX_TRAJECTORY_TOKENS,
-            "context_overflow_reward": run.CONTEXT_OVERFLOW_REWARD,
-            **held_out.job_fields([t.public() for t in sets.held_out], sets.evaluation),
-        },
+        hidden_job_extra(sets.held_out, sets.evaluation),
     )
+
+
+def hidden_job_extra(held_out_tasks: list[tasks.HiddenTask], evaluation: HeldOut) -> dict[str, Any]:
+    """What `hidden` adds to the trainer's job: the episode's token bound, what an episode
+    past it earns, and the held-out tasks the cookbook evaluates."""
+    return {
+        "max_trajectory_tokens": run.MAX_TRAJECTORY_TOKENS,
+        "context_overflow_reward": run.CONTEXT_OVERFLOW_REWARD,
+        **held_out.job_fields([t.public() for t in held_out_tasks], evaluation),
+    }
 
 
 def train_answer(
@@ -185,7 +180,6 @@ def train_answer(
             )
     except (StoreError, CurriculumError, ReplayError) as exc:
         raise RunInputError(str(exc)) from None
-    by_id = {t.id: t for t in [*task_list, *held_out]}
     with contextlib.ExitStack() as stack:
         run.hold_run_dir(stack, out, "atoll pi train answer")
         manifest = run.prepare_manifest(
@@ -206,27 +200,61 @@ def train_answer(
         for line in replay.report_lines(manifest, []):
             if line:
                 say(line)
-
-        def reward(body: dict[str, Any]) -> dict[str, Any]:
-            task = by_id[body["task"]]
-            value, metrics = tasks.answer_reward(
-                str(body["text"]), store.expected(task.number), task.language
-            )
-            return {"reward": value, "metrics": metrics}
-
         job_extra = regression_job(held_out, replay_record)
         return run.train(
             out,
             "answer",
             settings,
             [t.public() for t in task_list],
-            {"/reward": reward},
+            answer_routes(store, [*task_list, *held_out]),
             tasks.ANSWER_SYSTEM_PROMPT,
             manifest,
             progress,
             say,
             job_extra,
         )
+
+
+def hidden_routes(
+    out: Path,
+    task_list: list[tasks.HiddenTask],
+    held_out_tasks: list[tasks.HiddenTask],
+    sandbox_url: str,
+) -> dict[str, Handler]:
+    """`hidden`'s scoring route: `/check` runs a submission on its task's hidden cases.
+
+    The trainer gets counts only; a check the sandbox could not run is logged
+    in the run directory with its phase (a training group leaves the update,
+    a held-out one leaves the evaluation).
+    """
+    from atoll.pi_train.harness import check_submission
+
+    by_id = {t.id: t for t in [*task_list, *held_out_tasks]}
+    held_out_ids = {t.id for t in held_out_tasks}
+
+    def check(body: dict[str, Any]) -> dict[str, Any]:
+        task = by_id[body["task"]]
+        result = check_submission(str(body["code"]), task.language, task.instance, sandbox_url)
+        if result.failure == "infrastructure":
+            phase = "eval" if task.id in held_out_ids else "train"
+            run.record_infrastructure_failure(out, task.id, phase)
+        return {"passed": result.passed, "total": result.total, "failure": result.failure}
+
+    return {"/check": check}
+
+
+def answer_routes(store: Any, task_list: list[tasks.AnswerTask]) -> dict[str, Handler]:
+    """`answer`'s scoring route: `/reward` scores a response against the store's answer."""
+    by_id = {t.id: t for t in task_list}
+
+    def reward(body: dict[str, Any]) -> dict[str, Any]:
+        task = by_id[body["task"]]
+        value, metrics = tasks.answer_reward(
+            str(body["text"]), store.expected(task.number), task.language
+        )
+        return {"reward": value, "metrics": metrics}
+
+    return {"/reward": reward}
 
 
 def regression_job(

@@ -402,9 +402,10 @@ def _held_out(job: dict[str, Any], renderer: Any, scorer: Scorer) -> RLDataset |
     return TaskDataset(held_out, renderer, scorer)
 
 
-def main() -> None:
-    job = json.loads(sys.stdin.read())
-    config = train.Config(
+def config(job: dict[str, Any]) -> train.Config:
+    """The cookbook's RL configuration for a job: the loss, optimizer and sampling settings
+    every training command trains with (its dataset is the job's tasks)."""
+    return train.Config(
         learning_rate=float(job["learning_rate"]),
         dataset_builder=TaskDatasetBuilder(job_json=json.dumps(job)),
         model_name=job["base_model"],
@@ -422,8 +423,12 @@ def main() -> None:
         num_groups_to_log=0,
         rollout_json_export=False,
     )
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.read())
     try:
-        asyncio.run(train.main(config))
+        asyncio.run(train.main(config(job)))
     except Exception as exc:
         refusal = _bound_refusal(exc)
         if refusal is None:
