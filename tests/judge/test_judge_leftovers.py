@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import httpx
 import pytest
 from support.ports import free_port
 from support.processes import pids_where, running, sandbox_cgroups_of
+from support.waiting import wait_for
 
 from atoll.core.sandbox import owners
 from atoll.judge import leftovers
@@ -53,14 +53,6 @@ def programs_in(groups: list[Path]) -> set[int]:
         except OSError:
             continue
     return found
-
-
-def wait_for(predicate, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.05)
 
 
 class Judge:

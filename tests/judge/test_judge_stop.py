@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from judge_problem_sets import make_problem_set
+from support.waiting import wait_for
 
 from atoll.judge.engine import Engine
 from atoll.judge.problems import load_problems
@@ -31,13 +32,6 @@ def _service(problems: Path, state: Path) -> JudgeService:
     return JudgeService(engine, Store(state / "judge.sqlite"))
 
 
-def _wait_for(condition, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_a_stop_mid_judging_waits_for_running_cases_and_the_next_start_judges_it_all(
     tmp_path: Path, sources: dict[str, bytes]
 ) -> None:
@@ -47,9 +41,9 @@ def test_a_stop_mid_judging_waits_for_running_cases_and_the_next_start_judges_it
     service.start()
     sid = service.submit("0", "cpp", sources["sleeper"])
     store = service.store
-    _wait_for(lambda: store.get(sid).state is State.RUNNING, 120, "the submission never started")
+    wait_for(lambda: store.get(sid).state is State.RUNNING, 120, "the submission never started")
     # Past the compile, into the first cases (each waits out its wall clock).
-    _wait_for(lambda: service.engine.compile_cache.cached(sources["sleeper"]), 120, "no compile")
+    wait_for(lambda: service.engine.compile_cache.cached(sources["sleeper"]), 120, "no compile")
     time.sleep(0.5)
     wall_per_case = load_problems(problems)["0"].cases[0].limits.wall_seconds
     stopping = time.monotonic()
@@ -67,7 +61,7 @@ def test_a_stop_mid_judging_waits_for_running_cases_and_the_next_start_judges_it
     again = _service(problems, state)
     again.start()
     try:
-        _wait_for(lambda: again.store.get(sid).state is State.FINAL, 240, "never judged again")
+        wait_for(lambda: again.store.get(sid).state is State.FINAL, 240, "never judged again")
         result = again.store.get(sid).result
     finally:
         again.close()

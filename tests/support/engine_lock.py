@@ -28,7 +28,16 @@ def lock_path(docker_host: str) -> Path:
 @contextmanager
 def engine_held(docker_host: str, exclusive: bool) -> Iterator[None]:
     """Hold the engine shared (others may too) or exclusively (nobody else) while inside."""
-    path = lock_path(docker_host)
+    with file_locked(lock_path(docker_host), exclusive):
+        yield
+
+
+@contextmanager
+def file_locked(path: Path, exclusive: bool) -> Iterator[None]:
+    """flock(2) on `path` (made if missing), shared or exclusive, held while inside.
+
+    The kernel releases it when the holder dies, so a killed worker blocks nobody.
+    """
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)

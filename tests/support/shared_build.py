@@ -29,7 +29,6 @@ rather than seen by another worker's test.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.engine_lock import file_locked
 
 from atoll.core.durable import atomic_write_json
 
@@ -110,14 +110,10 @@ def shared_build(root: Path, name: str, build: Callable[[Path], dict[str, Any]])
     files stay where it wrote them, so paths the build recorded stay true.
     """
     place = root / f"shared-{name}"
-    fd = os.open(root / f"shared-{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with file_locked(root / f"shared-{name}.lock", exclusive=True):
         if (place / RECORD).is_file():
             return _read(name, place)
         return _build(name, place, build)
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _who() -> str:
