@@ -52,5 +52,10 @@ def test_an_optimum_the_scorer_reads_is_found() -> None:
 def test_a_field_the_scorer_does_not_read_or_an_innocent_name_is_not() -> None:
     assert optimum_findings(INSTANCES, SCORER) == []  # carried but never read
     assert optimum_findings([{"bestiary": 3, "capacity": 2}], 'x["bestiary"] + x["capacity"]') == []
+    # Everyday problem data a scorer must read, named with words an answer's name also uses.
+    for field in ("reference_point", "expected_demand", "target", "ref_time", "deadline"):
+        assert optimum_findings([{field: 3}], f'instance["{field}"]') == [], field
+    for field in ("reference_answer", "expected_output", "ref_score", "best_known", "optimum"):
+        assert optimum_findings([{field: 3}], f'instance["{field}"]') != [], field
     nested = [{"meta": {"optimal_cost": 3}}]
     assert optimum_findings(nested, "instance['meta']['optimal_cost']") != []

@@ -22,9 +22,12 @@ from atoll.frontiersmith.taskcode import Finding
 
 PUBLISHED_EXAMPLE = "published example"
 # Instance fields whose name says they hold the answer: an optimum, a best or reference value.
+# "reference" and "expected" alone are problem data too (a hypervolume's reference point, an
+# expected demand): they count only when they name an answer, a solution, an output or a score.
 _ANSWER_NAME = re.compile(
-    r"(^|[_\-\s])(opt|optimum|optimal|optima|best|best_?known|reference|ref|answer|answers|"
-    r"solution|solutions|expected|target_?score|max_?score)([_\-\s]|$)",
+    r"(^|[_\-\s])(opt|optimum|optimal|optima|best|best_?known|answer|answers|solution|solutions|"
+    r"(reference|ref|expected)[_\-\s]?(answer|solution|output|objective|score|value)|"
+    r"target_?score|max_?score)([_\-\s]|$)",
     re.IGNORECASE,
 )
 _FIELDS_SCANNED = 10_000
