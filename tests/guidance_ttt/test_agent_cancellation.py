@@ -128,10 +128,10 @@ def test_a_cancelled_agent_stops_its_embedded_judge_mid_judging(
         return time.monotonic() - started
 
     stopped_in = asyncio.run(cancel_while_judging())
-    # The stalled executor answers after 120 s: the stop must not wait for it. On an idle
-    # machine it takes seconds; beside a full parallel suite on 2 cores it has taken 30-31 s
-    # since the judge holds polls (a wait of one request timeout, not yet found), hence 60.
-    assert stopped_in < 60.0, f"the search took {stopped_in:.1f} s to stop"
+    # The stop waits for the case the judge is running (seconds), never for a held poll of
+    # its result: the cancelled scorer's client cuts that off (about 2 s idle, 5-8 s on two
+    # loaded cores; a poll's read left blocked made it one request timeout, 30 s).
+    assert stopped_in < 30.0, f"the search took {stopped_in:.1f} s to stop"
     assert _search_threads() == []
     assert _judge_threads() <= judges_before
     assert set(children_of(os.getpid())) <= children_before

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from atoll.judge.client import RESULT_WAIT_HEADER, JudgeClient, Scored
+from atoll.judge.client import RESULT_WAIT_HEADER, JudgeClient, JudgeUnavailable, Scored
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
 from atoll.judge.result_wait import MAX_WAIT_S
 
@@ -125,3 +125,27 @@ def test_a_stopping_judge_answers_its_held_polls(
         assert answered and answered[0] - stopping < MAX_WAIT_S - 2
     finally:
         judge.stop()
+
+
+def test_closing_the_client_fails_its_held_poll_at_once(
+    small_judge: EmbeddedJudge, sources: dict[str, bytes]
+) -> None:
+    """A cancelled run closes its client from another thread: the held poll must not outlive it."""
+    client = JudgeClient(small_judge.url)
+    sid = client.submit(fresh(sources["sleeper"]))  # judged for the wall limit, 4 s
+    failed: list[tuple[BaseException, float]] = []
+
+    def poll() -> None:
+        try:
+            client.poll(sid, hold=MAX_WAIT_S)
+        except JudgeUnavailable as exc:
+            failed.append((exc, time.monotonic()))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    time.sleep(0.5)  # the poll is held by now
+    closed = time.monotonic()
+    client.close()
+    poller.join(MAX_WAIT_S + 5)
+    assert failed, "the held poll ended without an error: it was answered, not cut off"
+    assert failed[0][1] - closed < 1.5

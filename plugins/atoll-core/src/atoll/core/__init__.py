@@ -19,6 +19,7 @@ __public_modules__ = (
     "doctor",
     "durable",
     "entry_points",
+    "http_abort",
     "environments.box",
     "environments.dockerfile",
     "environments.local",

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from atoll.core.http_abort import InFlight
+
 if TYPE_CHECKING:
     from atoll.judge.api import JudgeVersion
 
@@ -131,13 +133,25 @@ class JudgeClient:
         self.url = url.rstrip("/")
         self.poll_interval = poll_interval
         self.request_timeout = request_timeout
-        self._http = httpx.Client(base_url=self.url, timeout=request_timeout, transport=transport)
+        self._in_flight = InFlight()
+        self._http = httpx.Client(
+            base_url=self.url,
+            timeout=request_timeout,
+            transport=transport,
+            event_hooks={"request": [self._in_flight.attach]},
+        )
         self._final: dict[int, Outcome] = {}
         self._lock = threading.Lock()
         # The longest this judge holds a poll (its `RESULT_WAIT_HEADER`); None: it holds none.
         self._hold_max: float | None = None
 
     def close(self) -> None:
+        """Release the connections; from another thread, fail its requests in flight at once.
+
+        A held poll may be blocked reading for up to half the request
+        timeout, and a closed client alone would not wake it.
+        """
+        self._in_flight.abort()
         self._http.close()
 
     def __enter__(self) -> JudgeClient:
@@ -147,6 +161,8 @@ class JudgeClient:
         self.close()
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        if self._in_flight.aborted:
+            raise JudgeUnavailable(f"the client of the judge at {self.url} is closed")
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:

@@ -5,23 +5,21 @@ task, but the search runs on threads that asyncio cannot interrupt, and those
 threads spend their time blocked in long HTTP calls (a guidance inference or an
 executor answer may take many minutes). Closing a client does not wake a
 thread blocked in a read, so every HTTP client of a run is built here: its
-sockets are remembered as they connect, and `cancel()` shuts them down, which
-makes the blocked read fail at once. Loops check `cancelled` between calls and
+sockets are remembered as they connect (`atoll.core.http_abort`), and
+`cancel()` shuts them down, which makes the blocked read fail at once. Loops check `cancelled` between calls and
 wait with `wait()` instead of sleeping.
 """
 
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-CONNECTED = "connection.connect_tcp.complete"
+from atoll.core.http_abort import InFlight
 
 
 class RunCancelled(Exception):
@@ -34,7 +32,7 @@ class Cancellation:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self._in_flight = InFlight()
         self._callbacks: list[Callable[[], None]] = []
 
     @property
@@ -47,10 +45,8 @@ class Cancellation:
             if self._event.is_set():
                 return
             self._event.set()
-            sockets = list(self._sockets)
             callbacks = list(self._callbacks)
-        for sock in sockets:
-            _shut(sock)
+        self._in_flight.abort()
         for callback in callbacks:
             with contextlib.suppress(Exception):
                 callback()
@@ -77,26 +73,8 @@ class Cancellation:
 
         def before_send(request: httpx.Request) -> None:
             self.check(f"{request.method} {request.url.path}")
-            request.extensions["trace"] = self._trace
+            self._in_flight.attach(request)
 
         hooks = kwargs.pop("event_hooks", {})
         hooks = {**hooks, "request": [*hooks.get("request", []), before_send]}
         return httpx.Client(event_hooks=hooks, **kwargs)
-
-    def _trace(self, event: str, info: dict[str, Any]) -> None:
-        if event != CONNECTED:
-            return
-        sock = info["return_value"].get_extra_info("socket")
-        if not isinstance(sock, socket.socket):
-            return
-        with self._lock:
-            self._sockets.add(sock)
-            stopped = self._event.is_set()
-        if stopped:
-            _shut(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    # shutdown(), unlike close(), wakes a thread blocked reading the socket.
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
