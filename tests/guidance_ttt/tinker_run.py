@@ -84,7 +84,8 @@ def _managed(script: str, job: Mapping[str, Any], env: Mapping[str, str]) -> dic
     done = subprocess.run(
         [str(managed.python), str(SUPPORT / script)],
         input=json.dumps(job),
-        env={**env, "HF_HUB_OFFLINE": "1"},
+        # PYTHONFAULTHANDLER: a crash says where, in every thread, in the error below.
+        env={**env, "HF_HUB_OFFLINE": "1", "PYTHONFAULTHANDLER": "1"},
         capture_output=True,
         text=True,
         timeout=1200,

@@ -60,6 +60,7 @@ def _measure(
         env = {
             **trainer_environment(str(tiny_model), server_env["TINKER_API_KEY"]),
             "ATOLL_SCORER_TOKEN": token,
+            "PYTHONFAULTHANDLER": "1",  # a crash says where, in every thread, in the error
         }
         request = {"job": job, "managed": str(managed_env.managed_script("train").parent)}
         done = subprocess.run(

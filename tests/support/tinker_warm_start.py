@@ -14,6 +14,7 @@ learning_rate, steps, name, examples: [{messages, answer}]) and prints
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import tinker
@@ -47,3 +48,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    # The answer is printed and every Tinker future resolved. Leave without finalizing the
+    # interpreter: the Tinker client's event loop runs on in a daemon thread, and a CI run
+    # saw this script abort there (SIGABRT, nothing printed) after its state was saved.
+    sys.stdout.flush()
+    os._exit(0)
