@@ -21,6 +21,8 @@ def atoll_agents() -> list[Registration]:
             task_scorer="frontiercs-judge",
             # Reef's stack, configured by the agent's own reading of its options (a mapping).
             stack=StackUse("reef-stack", "atoll.guidance_ttt.agent:stack_settings"),
+            # Its options checked by every job plugin before anything starts.
+            settings="atoll.guidance_ttt.agent:agent_config",
             # guidance goes through Reef; GPUs only with training=on; the managed Tinker
             # environment and a key only with training=tinker
             requires=("reef", "gpu", "tinker-training"),

@@ -17,6 +17,8 @@ def atoll_agents() -> list[Registration]:
             "The Pi coding agent (0.73.1) on the host, its read/write/edit/bash in the trial's "
             "environment; any OpenAI-compatible model.",
             requires=("node", "pi"),
+            # Its options checked by every job plugin before anything starts.
+            settings="atoll.pi.settings:from_kwargs",
         )
     ]
 

@@ -14,6 +14,7 @@ __all__ = ["Kind", "Registration", "StackUse", "hookimpl"]
 # a leading underscore) and nothing else of atoll.core. The README's "Public face" says
 # what each is for; tests/test_public_faces.py holds every distribution to it.
 __public_modules__ = (
+    "agent_settings",
     "digests",
     "docker_engine",
     "doctor",

@@ -58,7 +58,12 @@ class Registration:
     being the scorer to assume when the contract names none (or the task is
     not known): that scorer's own `job_plugins` then count as the agent's, so
     a run starts a service (the FrontierCS judge) only for a task scored with
-    it. A command whose name
+    it. An agent's `settings` is the import path of its own check of its
+    Harbor options, `(kwargs, model_name) -> Any` raising `ValueError` with a
+    line the user can act on; every atoll job plugin runs it before it starts
+    anything (`atoll.core.agent_settings`), so options the agent would refuse
+    never cost a service start (an agent with a `stack` is checked by its
+    stack's config function when it names no `settings`). A command whose name
     is a Harbor command's is refused, unless `extends_harbor` says it extends
     Harbor's on purpose: then `atoll NAME` is Harbor's command group with the
     plugin's sub-commands added (replacing Harbor's of the same name), so that
@@ -84,6 +89,7 @@ class Registration:
     extends_harbor: bool = False
     stack: StackUse | None = None
     task_scorer: str | None = None
+    settings: str | None = None
 
     @property
     def needed_job_plugins(self) -> tuple[str, ...]:

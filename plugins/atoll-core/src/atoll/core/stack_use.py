@@ -98,9 +98,21 @@ def make_config(record: Registration, options: Mapping[str, Any], model_name: st
     """
     if record.stack is None:
         raise StackConfigError(f"{agent_label(record)} declares no stack")
+    return read_options(record, record.stack.config, options, model_name)
+
+
+def read_options(
+    record: Registration, target: str, options: Mapping[str, Any], model_name: str | None
+) -> Any:
+    """`target(options, model_name)`, one of the agent's own readings of its Harbor options.
+
+    The errors are `make_config`'s: `StackConfigError` naming the agent for a
+    function that cannot be imported or that fails, `AgentRefused` for one
+    that refuses the options with a `ValueError`.
+    """
     where = agent_label(record)
     try:
-        make = import_target(record.stack.config)
+        make = import_target(target)
     except TargetError as exc:
         raise StackConfigError(f"{where}: {exc}") from None
     try:
@@ -108,9 +120,7 @@ def make_config(record: Registration, options: Mapping[str, Any], model_name: st
     except ValueError as exc:  # the agent refuses its options: its message is the line
         raise AgentRefused(where, str(exc)) from None
     except Exception as exc:
-        raise StackConfigError(
-            f"{where}: {record.stack.config} failed: {type(exc).__name__}: {exc}"
-        ) from None
+        raise StackConfigError(f"{where}: {target} failed: {type(exc).__name__}: {exc}") from None
 
 
 def _registry(registry: Registry | None) -> Registry:

@@ -32,6 +32,7 @@ from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
 from atoll.core import reef_env
+from atoll.core.agent_settings import StackConfigError, check_job_agents
 from atoll.core.termination import UnwindOnSigterm
 from atoll.stack.errors import StackError
 from atoll.stack.options import StackOptions, options_from_kwargs
@@ -67,6 +68,10 @@ class ReefStackPlugin(BaseJobPlugin):
         # and Ctrl-C must interrupt the health wait itself so that it stops what it started.
         from atoll.stack import launcher, orphans
 
+        try:  # options an agent refuses must not cost a stack's start first
+            check_job_agents(job.config.agents)
+        except StackConfigError as exc:
+            raise SystemExit(f"reef-stack: error: {exc}") from None
         if self._use_named_reef():
             return
         try:

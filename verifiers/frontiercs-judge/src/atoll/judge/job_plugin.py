@@ -3,7 +3,8 @@
 The agent's scorer finds the judge through `FRONTIERCS_JUDGE_URL`; a task's
 verifier, which has no network, through the unix socket in
 `FRONTIERCS_JUDGE_SOCKET_DIR`. At job start the plugin finds, relays or
-starts the judge (see `provision.JudgeForTrials`), with the embedded judge's
+starts the judge (see `provision.JudgeForTrials`), once the job's agents
+have accepted their options (`atoll.core.agent_settings`), with the embedded judge's
 compile cache under `<job_dir>/frontiercs-judge`; at job end, on Ctrl-C, on
 SIGTERM or at exit, it stops what it started and restores both variables.
 """
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from harbor.models.job.plugin import BaseJobPlugin
 from rich.console import Console
 
+from atoll.core.agent_settings import StackConfigError, check_job_agents
 from atoll.core.termination import UnwindOnSigterm
 from atoll.judge.embedded import JUDGE_URL_ENV
 from atoll.judge.provision import JudgeForTrials, JudgeNotReady
@@ -47,6 +49,10 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
         return self._judge.url if self._judge is not None else None
 
     async def on_job_start(self, job: Job) -> None:
+        try:  # options an agent refuses must not cost a judge's start first
+            check_job_agents(job.config.agents)
+        except StackConfigError as exc:
+            raise SystemExit(f"frontiercs-judge: error: {exc}") from None
         judge = self._judge = JudgeForTrials(
             Path(job.job_dir).resolve() / JUDGE_SUBDIR,
             say=lambda message: self._console.print(f"frontiercs-judge: {message}"),
