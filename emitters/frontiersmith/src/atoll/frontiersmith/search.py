@@ -67,7 +67,7 @@ def check_ready(settings: SearchSettings, environ: Mapping[str, str] = os.enviro
     except ImportError:
         raise SearchSetupError(
             "--search-steps runs Guidance-TTT, which is not installed: "
-            "install atoll-guidance-ttt (or the atoll meta-distribution)"
+            "pip install 'atoll-frontiersmith[search]' (or the atoll meta-distribution)"
         ) from None
     if reef_env.named_url(environ) is None:
         raise SearchSetupError(
