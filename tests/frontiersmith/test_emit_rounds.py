@@ -13,13 +13,18 @@ diverse in execution stays in `tasks/`, the other moves to `dropped/`.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 import tomllib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.frontiersmith_cli import emit
+from support.frontiersmith_cli import emit, emit_env
 from support.frontiersmith_model import (
     FILTER_REJECTS,
     HARD_KNAPSACK,
@@ -32,7 +37,7 @@ from support.openai_server import ScriptedOpenAIServer, stage_of
 from support.shared_build import copied, run_root, shared_build
 
 from atoll.core.durable import canonical_json
-from atoll.core.ledger import Ledger, State
+from atoll.core.ledger import Ledger, State, request_key
 from atoll.frontiersmith.bundle import read_bundle
 from atoll.frontiersmith.population import ranked
 
@@ -203,3 +208,82 @@ def test_one_ledger_and_nothing_paid_twice_across_rounds(campaign: Any, tmp_path
     assert {r.label.split(":", 1)[1] for r in receipts} == {"s1", "s2", "s3", "s1-r2", "s2-r2"}
     assert totals.limit_micro == 5_000_000
     assert campaign["summary"]["totals"]["token_cost_usd"] == totals.spent_micro / 1e6
+
+
+def test_a_campaign_killed_in_round_two_resumes_without_redoing_round_one(
+    venv_bin: Path, tmp_path: Path
+) -> None:
+    """SIGKILL while a round-2 `solve` answer is held: reconcile, resume; round 1 is neither
+    asked nor tried again, and every answered request of round 2 is replayed, not re-sent."""
+    seeds, out = tmp_path / "seeds.jsonl", tmp_path / "out"
+    seeds.write_text(seed_lines(["k1"]))
+    model = KnapsackModel(derived_kit=HARD_KNAPSACK)
+    model.hold = ("solve", "k1-r2")
+    with ScriptedOpenAIServer(model.script) as server:
+        flags = [
+            "--seeds", str(seeds), "--target", "1", "--budget", "5", "--model", "scripted",
+            "--base-url", server.base_url, "--price-in", "1", "--price-out", "2",
+            "--environment", "atoll-local", "--out", str(out), "--rounds", "2",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            [str(venv_bin / "atoll"), "emit", "frontiersmith", *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=emit_env(tmp_path),
+            cwd=tmp_path,
+        )
+        try:
+            assert model.held.wait(timeout=300), "the run never reached round 2's held request"
+            time.sleep(1.0)  # the other answers of the stage settle meanwhile
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        model.hold = None
+        model.release.set()
+        (run_dir,) = (out / "runs").iterdir()
+        before = _round_one_state(run_dir, out)
+        sent_before = len(server.chat_requests())
+
+        settled = emit(venv_bin, tmp_path, "reconcile", run_dir.name, "--out", str(out))
+        assert settled.returncode == 0, settled.stderr
+        resumed = emit(venv_bin, tmp_path, "--out", str(out), "--resume", run_dir.name)
+        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-4000:]
+        requests = server.chat_requests()
+
+    after_kill = {request_key(r.body) for r in requests[sent_before:]}
+    assert after_kill and not after_kill & before["requests"]  # round 1 was not asked again
+    assert _round_one_state(run_dir, out) == before  # nor tried, journaled or closed again
+    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+        receipts = ledger.receipts()
+        totals = ledger.totals()
+    lost = [r for r in receipts if r.state is State.RECONCILED]  # the held answers
+    assert lost and {r.label for r in lost} == {"solve:k1-r2"}
+    reconciled = Counter(r.key for r in lost)
+    sent = Counter(request_key(r.body) for r in requests)
+    for key, count in sent.items():
+        assert count == 1 + reconciled.get(key, 0), "a request was sent again unreconciled"
+    assert totals.limit_micro == 5_000_000  # one budget for both rounds
+    assert {r.label.split(":", 1)[1] for r in receipts} == {"k1", "k1-r2"}
+    summary = json.loads((out / "run.json").read_text())
+    assert [(a["seed_id"], a["lineage"]["round"]) for a in summary["accepted"]] == [
+        ("k1", 1),
+        ("k1-r2", 2),
+    ]
+    assert [r["accepted"] for r in summary["rounds"]] == [1, 1]
+
+
+def _round_one_state(run_dir: Path, out: Path) -> dict[str, Any]:
+    """What round 1 left: its requests and its trials' receipts, its journal entry, its record
+    and its bundle."""
+    with Ledger.open(run_dir / "ledger.sqlite") as ledger:
+        trials = sorted(w.name for w in ledger.work() if w.label.startswith("trial:k1:"))
+        asked = {r.key for r in ledger.receipts() if r.label.endswith(":k1")}
+    return {
+        "requests": asked,
+        "outcome": (run_dir / "seeds" / "k1.json").read_bytes(),
+        "record": (run_dir / "rounds" / "round-1.json").read_bytes(),
+        "bundle": read_bundle(out / "tasks" / "k1").bundle_hash,
+        "trials": trials,
+    }

@@ -73,6 +73,7 @@ def run_command(flags: Flags) -> int:
 async def execute(prepared: Prepared, console: Console) -> int:
     from atoll.frontiersmith.campaign import run_rounds
     from atoll.frontiersmith.pipeline import Campaign, StopReason
+    from atoll.frontiersmith.rounds import Rounds
     from atoll.frontiersmith.trials import resolve_environment
 
     config, run, ledger = prepared.config, prepared.run, prepared.ledger
@@ -103,7 +104,8 @@ async def execute(prepared: Prepared, console: Console) -> int:
         )
         display.finished(outcome)
 
-    run.log_event({"event": "start", "pending": len(prepared.seeds) - len(journal)})
+    known = Rounds(run, config).seed_ids(prepared.seeds)  # every round's seeds known so far
+    run.log_event({"event": "start", "pending": sum(1 for s in known if s not in journal)})
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     interrupts = [0]
