@@ -10,6 +10,7 @@ outcomes shaped as the run journals them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,15 @@ from atoll.checker import Contract
 from atoll.core.ledger import Ledger
 from atoll.core.llm import Endpoint, PaidChat, Prices
 from atoll.frontiersmith import prompts, stages
-from atoll.frontiersmith.bundle import write_bundle
+from atoll.frontiersmith.bundle import read_bundle, write_bundle
 from atoll.frontiersmith.config import RunConfig
 from atoll.frontiersmith.lineage import Lineage, child_id, derive_seed, original
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import Tally
 from atoll.frontiersmith.population import select
 from atoll.frontiersmith.protocol import MUTATIONS
+from atoll.frontiersmith.rounds import Rounds
+from atoll.frontiersmith.runs import RunDir, RunError
 from atoll.frontiersmith.seeds import TASK_NAME_CHARS, Seed
 
 CONTRACT = Contract(seed=11, check_seeds=(12, 13, 14))
@@ -171,3 +174,71 @@ def test_the_population_keeps_the_most_diverse_of_each_family() -> None:
     assert [k.task for k in select(accepted, 1)[0]] == ["a-r2", "b", "c"]
     everything, none = select(accepted, 0)  # no cap
     assert len(everything) == 6 and none == []
+
+
+def _exported(out: Path, name: str, root: str, round_number: int, share: float) -> dict[str, Any]:
+    """A task exported under `out/tasks` by the real writer, and its accepted outcome."""
+    spec = dataclasses.replace(
+        cart_bundle_spec(CONTRACT, name), name=name, statement=f"Statement of {name}."
+    )
+    info = write_bundle(out / "tasks" / name, spec)
+    outcome = _accepted(name, root, share, [share / 10])
+    outcome["lineage"] = {
+        "round": round_number,
+        "root_seed": root,
+        "parent_task": None if round_number == 1 else root,
+        "parent_seed": None if round_number == 1 else root,
+    }
+    outcome |= {"family": "packing", "task": {"name": name, "path": f"tasks/{name}"}}
+    outcome["task"]["bundle_hash"] = info.bundle_hash
+    return outcome
+
+
+def test_a_round_closes_once_and_a_resume_reads_the_same_decision_back(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = RunDir(out, "20250101-000000-00000000")
+    rounds = Rounds(
+        run, RunConfig(seeds="x", target=1, budget_micro=1, model="m", rounds=3, population=1)
+    )
+    first = [
+        Seed(i, f"Seed {i}", "A cart carries W kilograms; maximise value.", "t", "MIT", "p")
+        for i in ("a", "b")
+    ]
+    journal = {
+        o["seed_id"]: o
+        for o in (_exported(out, "a", "a", 1, 0.5), _exported(out, "b", "b", 1, 0.5))
+    }
+
+    closed = rounds.close(1, ["a", "b"], journal, first)
+    assert closed["dropped"] == [] and [p["task"] for p in closed["population"]] == ["a", "b"]
+    handed = rounds.next_seeds(1)
+    assert [(s.id, s.problem) for s, _ in handed] == [
+        ("a-r2", "Statement of a.\n"),
+        ("b-r2", "Statement of b.\n"),
+    ]
+    assert [lineage.parent_task for _, lineage in handed] == ["a", "b"]
+
+    journal["a-r2"] = _exported(out, "a-r2", "a", 2, 1.0)  # more diverse than its parent
+    rounds.close(2, ["a-r2", "b-r2"], journal, first)
+    record = rounds.path(2).read_bytes()
+    assert sorted(p.name for p in (out / "tasks").iterdir()) == ["a-r2", "b"]
+    assert read_bundle(out / "dropped" / "a").bundle_hash == journal["a"]["task"]["bundle_hash"]
+    assert rounds.dropped()["a"]["dropped_after_round"] == 2
+    assert [s.id for s, _ in rounds.next_seeds(2)] == ["a-r2-r3"]  # b-r2 was never accepted
+
+    # a resume closes the round again: the same record, nothing moved twice
+    rounds.close(2, ["a-r2", "b-r2"], journal, first)
+    assert rounds.path(2).read_bytes() == record
+    assert rounds.seed_ids(first) == ["a", "b", "a-r2", "b-r2", "a-r2-r3"]
+
+
+def test_a_round_whose_task_cannot_be_read_back_does_not_close(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = RunDir(out, "20250101-000000-00000000")
+    rounds = Rounds(run, RunConfig(seeds="x", target=1, budget_micro=1, model="m", rounds=2))
+    journal = {"a": _exported(out, "a", "a", 1, 0.5)}
+    toml = out / "tasks" / "a" / "task.toml"
+    toml.write_text(toml.read_text().replace("Valuable picks", "Cheap picks"))
+    with pytest.raises(RunError, match="round 1 cannot close: task a's bundle cannot be read back"):
+        rounds.close(1, ["a"], journal, [])
+    assert not rounds.path(1).exists()  # nothing recorded: the resume tries again
