@@ -242,3 +242,20 @@ def test_a_round_whose_task_cannot_be_read_back_does_not_close(tmp_path: Path) -
     with pytest.raises(RunError, match="round 1 cannot close: task a's bundle cannot be read back"):
         rounds.close(1, ["a"], journal, [])
     assert not rounds.path(1).exists()  # nothing recorded: the resume tries again
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        '{"round": 1}',
+        '{"round": 2, "population": [], "dropped": [], "next_seeds": []}',
+    ],
+)
+def test_a_damaged_round_record_is_one_clear_error(tmp_path: Path, text: str) -> None:
+    run = RunDir(tmp_path / "out", "20250101-000000-00000000")
+    rounds = Rounds(run, RunConfig(seeds="x", target=1, budget_micro=1, model="m", rounds=2))
+    rounds.path(1).parent.mkdir(parents=True)
+    rounds.path(1).write_text(text)
+    with pytest.raises(RunError, match="round 1"):
+        rounds.records()

@@ -164,6 +164,9 @@ def prepare(flags: Flags) -> Prepared:
     digest = fingerprint(config, seeds, code_hash())
     reservation = first_reservation(config, seeds)
     if stored_run is not None:
+        from atoll.frontiersmith.rounds import Rounds
+
+        Rounds(stored_run, config).records()  # a damaged round record: one line, before any pay
         prepared = _open_resumed(
             flags, stored_run, config, seeds, digest, reservation, api_key, notes
         )

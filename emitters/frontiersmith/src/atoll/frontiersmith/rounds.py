@@ -37,6 +37,8 @@ from atoll.frontiersmith.population import Ranked, select
 from atoll.frontiersmith.runs import RunDir, RunError
 from atoll.frontiersmith.seeds import Seed, task_name
 
+RECORD_LISTS = ("population", "dropped", "next_seeds")  # what a round's record must hold
+
 
 class Rounds:
     """A run's closed rounds, as recorded in `runs/RUN_ID/rounds/`."""
@@ -53,8 +55,15 @@ class Rounds:
         path = self.path(number)
         if not path.is_file():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("round") != number:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"the record of round {number} ({path}) cannot be read: {exc}") from None
+        if (
+            not isinstance(data, dict)
+            or data.get("round") != number
+            or not all(isinstance(data.get(k), list) for k in RECORD_LISTS)
+        ):
             raise RunError(f"{path} is not the record of round {number}")
         return data
 
@@ -175,10 +184,13 @@ class Rounds:
                 raise RunError(
                     f"task {entry.task}, dropped from the population, is not in {source}"
                 )
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(source, target)
-            fsync_dir(target.parent)
-            fsync_dir(source.parent)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(source, target)
+                fsync_dir(target.parent)
+                fsync_dir(source.parent)
+            except OSError as exc:
+                raise RunError(f"task {entry.task} cannot be moved to {target}: {exc}") from None
 
 
 def dropped_tasks(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
