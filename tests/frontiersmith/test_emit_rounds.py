@@ -189,6 +189,10 @@ def test_the_population_keeps_the_most_diverse_task_of_each_family(campaign: Any
     assert sorted(p.name for p in (out / "tasks").iterdir()) == ["s1-r2", "s2"]
     assert sorted(p.name for p in (out / "dropped").iterdir()) == ["s1"]
     assert read_bundle(out / "dropped" / "s1").bundle_hash == other["task"]["bundle_hash"]
+    (run_dir,) = (out / "runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    closes = [(e["round"], e["dropped"], e["next_seeds"]) for e in events if e["event"] == "round"]
+    assert closes == [(1, [], ["s1-r2", "s2-r2"]), (2, ["s1"], [])]
     (dropped,) = summary["population"]["dropped"]
     assert (dropped["task"], dropped["family"], summary["population"]["size"]) == ("s1", "s1", 1)
     assert (

@@ -61,6 +61,15 @@ async def run_rounds(
             return
         if config.rounds > 1:
             record = rounds.close(number, [s.id for s in seeds], journal, first)
+            ctx.run.log_event(
+                {
+                    "event": "round",
+                    "round": number,
+                    "population": len(record["population"]),
+                    "dropped": [d["task"] for d in record["dropped"]],
+                    "next_seeds": [entry["seed"]["id"] for entry in record["next_seeds"]],
+                }
+            )
             onward = (
                 f", {len(record['next_seeds'])} seed(s) for round {number + 1}"
                 if number < config.rounds
