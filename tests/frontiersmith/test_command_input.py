@@ -54,6 +54,8 @@ def _nothing_paid_or_written(server: ScriptedOpenAIServer, out: Path) -> None:
         ({"--language": "rust"}, ["--language must be one of python, cpp, not 'rust'"]),
         ({"--worker-price": "-1"}, ["--worker-price '-1' is not a price in USD per hour"]),
         ({"--worker-price": "cheap"}, ["--worker-price 'cheap' is not a price in USD per hour"]),
+        ({"--rounds": "0"}, ["--rounds must be at least 1"]),
+        ({"--population": "0"}, ["--population must be at least 1"]),
     ],
 )
 @pytest.mark.slow
@@ -151,6 +153,8 @@ def test_help_shows_every_default_and_flags_as_flags(venv_bin, tmp_path) -> None
         ("--max-completion-tokens", "[default: 16384]"),
         ("--base-image", "[default: python:3.12-slim]"),
         ("--worker-price", "[default: none: the report says the worker cost is unknown]"),
+        ("--rounds", "[default: 1]"),
+        ("--population", "[default: no cap]"),
     ]:
         block = " ".join(text.split(flag, 1)[1].split("\n  --", 1)[0].split())
         assert default in block, (flag, block)

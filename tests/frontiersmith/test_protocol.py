@@ -59,6 +59,7 @@ def test_stage_names_and_fields_are_the_contract() -> None:
         "objective",
         "output_constraints",
         "input_constraints",
+        "harden",
     ]
 
 

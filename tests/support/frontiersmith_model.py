@@ -200,6 +200,24 @@ KNAPSACK = TaskKit(
     strategies=("greedy by value", "greedy by ratio", "exhaustive"),
 )
 
+# The knapsack hardened (a later round's task, `--rounds`): a larger instance family, nine items
+# and a larger cap. Its checker and programs are the knapsack's: they read any number of items.
+HARD_GENERATOR = GENERATOR.replace("for _ in range(6)]", "for _ in range(9)]").replace(
+    "rng.randint(8, 15)", "rng.randint(10, 24)"
+)
+# Packs the items in index order while they fit: far from the others on nine items, so that the
+# hardened task's samples are more diverse in execution than the knapsack's.
+GREEDY_INDEX = GREEDY_VALUE.replace("-items[k]['v']", "k")
+HARD_KNAPSACK = dataclasses.replace(
+    KNAPSACK,
+    title="Valuable picks under a weight cap, nine parcels at a time",
+    instruction=KNAPSACK.instruction.replace("Input:", "Input (9 items, capacity 10 to 24):"),
+    generator=HARD_GENERATOR,
+    samples=(GREEDY_INDEX, GREEDY_RATIO, EXACT),
+    strategies=("greedy in index order", "greedy by ratio", "exhaustive"),
+)
+
+
 # --- the same knapsack with C++ programs (`--language cpp`): the task's own files stay Python ---
 
 # Reads the instance (canonical JSON: keys sorted, so each item is {"v":..,"w":..}) by key, packs
@@ -432,9 +450,11 @@ SCORER_RAISES_ALWAYS = "scorer_raises_always"  # so does every repair of it
 SCORER_FRAGILE_ONCE = "scorer_fragile_once"  # the first scorer raises on a fuzzed output
 EXAMPLE_SCORE_WRONG = "example_score_wrong"  # the published example's score is not the formula's
 OPTIMUM_ONCE = "optimum_once"  # the first generator stores each optimum, the first scorer reads it
+HARDENS_A_CLOSED_PROBLEM = "hardens_a_closed_problem"  # the first mutate of a seed says "harden"
 
 _SEED = re.compile(r"\[seed (?P<id>[a-z0-9._-]+)\]")
 _FIRST_SEED = re.compile(r"Seed problem (?P<id>[a-z0-9._-]+) ")
+_DERIVED = re.compile(r"-r\d+$")  # a later round's seed (`--rounds`): PARENT-rN
 _SAMPLE = re.compile(r"independent solution (?P<i>\d+) of (?P<n>\d+)")
 
 
@@ -444,7 +464,8 @@ def _text(request: dict[str, Any]) -> str:
 
 def seed_of(request: dict[str, Any]) -> str:
     text = _text(request)
-    match = _SEED.search(text) or _FIRST_SEED.search(text)
+    # a mutate request names its seed first; a later round's quotes its parent task's title
+    match = _FIRST_SEED.search(text) or _SEED.search(text)
     return match.group("id") if match else ""
 
 
@@ -481,8 +502,10 @@ class KnapsackModel:
         *,
         latency_s: float = 0.0,
         kit: TaskKit = KNAPSACK,
+        derived_kit: TaskKit | None = None,
     ) -> None:
         self.kit = kit
+        self.derived_kit = derived_kit  # what a later round's seeds get (default: `kit`)
         self.behaviours = dict(behaviours or {})
         self.latency_s = latency_s
         self.hold: tuple[str, str] | None = None
@@ -516,11 +539,22 @@ class KnapsackModel:
 
         return answer
 
+    def _kit(self, request: dict[str, Any]) -> TaskKit:
+        if self.derived_kit is not None and _DERIVED.search(seed_of(request)):
+            return self.derived_kit
+        return self.kit
+
     def _does(self, request: dict[str, Any], behaviour: str) -> bool:
         return self.behaviours.get(seed_of(request)) == behaviour
 
     def mutate(self, request: dict[str, Any]) -> dict[str, Any]:
-        answer = formulation(seed_of(request), self.kit)
+        answer = formulation(seed_of(request), self._kit(request))
+        if "Harden it:" in _text(request):  # a later round's seed, asked to harden its task
+            answer["mutation"] = "harden"
+        if self._does(request, HARDENS_A_CLOSED_PROBLEM) and not re.search(
+            r"Attempt \d+\.", _text(request)
+        ):
+            answer["mutation"] = "harden"
         if self._does(request, EXAMPLE_SCORE_WRONG):
             answer["example_score"] = 0.7  # the formula gives 0.6
         attempt = re.search(r"Attempt (\d+)\.", _text(request))
@@ -542,14 +576,16 @@ class KnapsackModel:
             return "here is my program: print(1)"
         if self._does(request, CPP_BASELINE_DOES_NOT_COMPILE):
             return {"strategy": self.kit.baseline_strategy, "code": CPP_DOES_NOT_COMPILE}
-        return {"strategy": self.kit.baseline_strategy, "code": self.kit.baseline}
+        kit = self._kit(request)
+        return {"strategy": kit.baseline_strategy, "code": kit.baseline}
 
     def solve(self, request: dict[str, Any]) -> dict[str, str]:
         match = _SAMPLE.search(_text(request))
         index = int(match.group("i")) - 1 if match else 0
+        kit = self._kit(request)
         if self._does(request, SAME_SAMPLES):
-            return {"strategy": self.kit.strategies[0], "code": self.kit.samples[0]}
-        return {"strategy": self.kit.strategies[index % 3], "code": self.kit.samples[index % 3]}
+            return {"strategy": kit.strategies[0], "code": kit.samples[0]}
+        return {"strategy": kit.strategies[index % 3], "code": kit.samples[index % 3]}
 
     def divergence(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._does(request, LOW_DIVERGENCE):
@@ -561,7 +597,7 @@ class KnapsackModel:
     def generator(self, request: dict[str, Any]) -> dict[str, str]:
         if self._does(request, OPTIMUM_ONCE) and not is_repair(request):
             return {"code": GENERATOR_WITH_OPTIMUM}
-        return {"code": self.kit.generator}
+        return {"code": self._kit(request).generator}
 
     def scorer(self, request: dict[str, Any]) -> dict[str, str]:
         if self._does(request, OPTIMUM_ONCE) and not is_repair(request):
@@ -580,12 +616,12 @@ class KnapsackModel:
             self._does(request, SCORER_RAISES_ONCE) and not is_repair(request)
         ):
             return {"code": SCORER_RAISES_ON_FOUR}
-        return {"code": self.kit.scorer}
+        return {"code": self._kit(request).scorer}
 
     def feasibility(self, request: dict[str, Any]) -> dict[str, str]:
         if self._does(request, REWARDS_EMPTY):
             return {"code": BIN_FEASIBILITY_ACCEPTS_EMPTY}
-        return {"code": self.kit.feasibility}
+        return {"code": self._kit(request).feasibility}
 
     def review(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"approved": True, "issues": [], "rationale": "consistent"}

@@ -30,6 +30,7 @@ from atoll.frontiersmith import execution, stages
 from atoll.frontiersmith.bundle import BundleError, BundleSpec, write_bundle
 from atoll.frontiersmith.config import RECIPE_VERSION, RunConfig
 from atoll.frontiersmith.evidence import CheckerFailed, repair_findings
+from atoll.frontiersmith.lineage import Lineage, original
 from atoll.frontiersmith.meter import MeteredEndpoint
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import (
@@ -66,9 +67,12 @@ class Context:
     rollouts_left: list[int]  # a one-element counter shared by the workers
 
 
-async def process(seed: Seed, ctx: Context) -> Outcome:
-    """Run every stage for `seed`; the Outcome says how far it got and why it stopped."""
-    candidate = _Candidate(seed, ctx)
+async def process(seed: Seed, ctx: Context, lineage: Lineage | None = None) -> Outcome:
+    """Run every stage for `seed`; the Outcome says how far it got and why it stopped.
+
+    `lineage` is the seed's round and origin (a round-1 seed of the run's set by default).
+    """
+    candidate = _Candidate(seed, ctx, lineage or original(seed))
     try:
         return await candidate.run()
     except Rejected as rejected:
@@ -116,9 +120,10 @@ class _Candidate:
     the Outcome's status and reason.
     """
 
-    def __init__(self, seed: Seed, ctx: Context) -> None:
+    def __init__(self, seed: Seed, ctx: Context, lineage: Lineage) -> None:
         self.seed = seed
         self.ctx = ctx
+        self.lineage = lineage
         self.tally = Tally()
         self.model = StageModel(ctx.chat, seed.id, self.tally, ctx.config.language)
         self.reached: list[str] = []
@@ -161,6 +166,7 @@ class _Candidate:
             tally=self.tally,
             wall_seconds=time.monotonic() - self.started,
             evidence=self.evidence,
+            lineage=self.lineage.to_json(),
             **extra,
         )
 
@@ -188,7 +194,7 @@ class _Candidate:
 
     async def _formulate(self) -> stages.Formulation:
         self.stage("mutate")
-        formulation = await stages.formulate(self.model, self.seed, self.ctx.config)
+        formulation = await stages.formulate(self.model, self.seed, self.ctx.config, self.lineage)
         self.lap()  # the mutate -> filter loop is timed as "mutate"
         self.reached.append("filter")
         self.evidence["formulation"] = {
@@ -252,7 +258,7 @@ class _Candidate:
         """Run the baseline and the samples as trials, choose the reference, test it again."""
         seed, ctx, name, tally = self.seed, self.ctx, self.name, self.tally
         self.stage("execution")
-        spec = _spec(seed, name, formulation.value, programs, None, built, ctx, None)
+        spec = _spec(seed, name, formulation.value, programs, None, built, ctx, None, self.lineage)
         staging, _ = _write(spec, work / "staging" / name)
         program_code = {"baseline": programs.baseline["code"]}
         program_code |= {f"sample-{i}": s["code"] for i, s in enumerate(programs.samples)}
@@ -279,6 +285,7 @@ class _Candidate:
             built,
             ctx,
             reference.reward,
+            self.lineage,
         )
         final, tested = _write(final_spec, work / "final" / name)
         ctx.progress(seed.id, "execution: reference repeated")
@@ -324,8 +331,13 @@ def _spec(
     built: stages.Construction,
     ctx: Context,
     reference_reward: float | None,
+    lineage: Lineage,
 ) -> BundleSpec:
-    """The bundle: with sample `best` as its reference, or (None) the baseline in its place."""
+    """The bundle: with sample `best` as its reference, or (None) the baseline in its place.
+
+    A task of round 2 or later names its round, its parent task and its root seed in
+    `metadata.seed_lineage` (task.toml: outside what a learner sees).
+    """
     contract = Contract.from_json(built.contract)
     reference = programs.baseline if best is None else programs.samples[best]
     return BundleSpec(
@@ -345,6 +357,7 @@ def _spec(
             "seed_source": seed.source,
             "seed_license": seed.license,
             "family": seed.family,
+            **lineage.bundle_keys(),
         },
         recipe_version=RECIPE_VERSION,
         reference_reward=reference_reward,

@@ -91,6 +91,20 @@ _MIN_EXECUTION_DIVERSITY = typer.Option(
     help="Share of feasible sample pairs that must be distinct in execution (see "
     "--min-score-spread). [default: 0.3]",
 )
+_ROUNDS = typer.Option(
+    None,
+    "--rounds",
+    help="Rounds of synthesis: from round 2 on, the public statements of the tasks the round "
+    "before accepted (never their tests) are the seeds, asked first to be hardened (a tighter "
+    "bound, a larger instance family). --target counts per round. [default: 1]",
+)
+_POPULATION = typer.Option(
+    None,
+    "--population",
+    help="After each round, keep the K accepted tasks of each family (the tasks descended from "
+    "one seed) whose samples are most diverse in execution; the others move to DIR/dropped and "
+    "seed no later round. [default: no cap]",
+)
 _ROLLOUT_TASKS = typer.Option(
     None,
     "--rollout-tasks",
@@ -173,6 +187,8 @@ def emit(
     min_divergence: float = _MIN_DIVERGENCE,
     min_score_spread: float = _MIN_SCORE_SPREAD,
     min_execution_diversity: float = _MIN_EXECUTION_DIVERSITY,
+    rounds: int = _ROUNDS,
+    population: int = _POPULATION,
     rollout_tasks: int = _ROLLOUT_TASKS,
     rollout_agent: str = _ROLLOUT_AGENT,
     rollout_timeout: float = _ROLLOUT_TIMEOUT,
@@ -209,6 +225,8 @@ def emit(
         min_divergence=min_divergence,
         min_score_spread=min_score_spread,
         min_execution_diversity=min_execution_diversity,
+        rounds=rounds,
+        population=population,
         rollout_tasks=rollout_tasks,
         rollout_agent=rollout_agent,
         rollout_timeout=rollout_timeout,

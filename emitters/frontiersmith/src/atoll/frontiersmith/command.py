@@ -71,7 +71,9 @@ def run_command(flags: Flags) -> int:
 
 
 async def execute(prepared: Prepared, console: Console) -> int:
-    from atoll.frontiersmith.pipeline import RunState, StopReason, run_seeds
+    from atoll.frontiersmith.campaign import run_rounds
+    from atoll.frontiersmith.pipeline import Campaign, StopReason
+    from atoll.frontiersmith.rounds import Rounds
     from atoll.frontiersmith.trials import resolve_environment
 
     config, run, ledger = prepared.config, prepared.run, prepared.ledger
@@ -82,13 +84,13 @@ async def execute(prepared: Prepared, console: Console) -> int:
         local_roots.mkdir(parents=True, exist_ok=True)
         os.environ["ATOLL_LOCAL_ROOT"] = str(local_roots)
     journal = run.outcomes()
-    state = RunState(target=config.target)
+    campaign = Campaign(config.target)  # the round under way: what the chat and signals ask
     chat = PaidChat(
         config.endpoint(),
         config.prices(),
         ledger,
         api_key=prepared.api_key,
-        stop_requested=lambda: state.stop is not None,
+        stop_requested=lambda: campaign.state.stop is not None,
     )
     display = Display(console, config.target, run.run_id)
     ctx = _context(prepared, environment, chat, display, journal)
@@ -102,7 +104,8 @@ async def execute(prepared: Prepared, console: Console) -> int:
         )
         display.finished(outcome)
 
-    run.log_event({"event": "start", "pending": len(prepared.seeds) - len(journal)})
+    known = Rounds(run, config).seed_ids(prepared.seeds)  # every round's seeds known so far
+    run.log_event({"event": "start", "pending": sum(1 for s in known if s not in journal)})
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     interrupts = [0]
@@ -110,7 +113,7 @@ async def execute(prepared: Prepared, console: Console) -> int:
 
     def interrupt() -> None:
         interrupts[0] += 1
-        state.request_stop(StopReason.INTERRUPTED, "interrupted by a signal")
+        campaign.request_stop(StopReason.INTERRUPTED, "interrupted by a signal")
         display.note("stopping: waiting for requests in flight to settle (again to abort them)")
         if interrupts[0] > 1:
             for task in asyncio.all_tasks(loop):
@@ -120,8 +123,12 @@ async def execute(prepared: Prepared, console: Console) -> int:
     try:
         with loop_signal_handlers(loop, interrupt, (signal.SIGINT, signal.SIGTERM)):
             try:
-                with display.live(journal):
-                    await run_seeds(prepared.seeds, ctx, state, journal, on_outcome)
+                try:
+                    await run_rounds(prepared.seeds, ctx, campaign, journal, on_outcome, display)
+                except RunError as exc:  # a round could not close: its record says nothing yet
+                    campaign.state.stop = StopReason.STATE_ERROR
+                    campaign.state.stop_detail = str(exc)
+                state = campaign.state
                 if prepared.search is not None and state.stop in FINISHED:
                     searches = await _search(
                         prepared, journal, console, stopped=lambda: interrupts[0] > 0
@@ -134,10 +141,11 @@ async def execute(prepared: Prepared, console: Console) -> int:
             finally:
                 await chat.aclose()
     finally:
-        stop = state.stop or StopReason.INTERRUPTED
-        summary = _report(prepared, journal, str(stop), state.stop_detail, started, searches)
+        stop = campaign.state.stop or StopReason.INTERRUPTED
+        detail = campaign.state.stop_detail
+        summary = _report(prepared, journal, str(stop), detail, started, searches)
     print_summary(console, summary, run)
-    code = _exit_code(console, stop, state.stop_detail, run, ledger.uncertain())
+    code = _exit_code(console, stop, detail, run, ledger.uncertain())
     return code if code != EXIT_OK else _search_exit_code(console, searches, run)
 
 
@@ -184,17 +192,20 @@ def _report(
 ) -> dict[str, Any]:
     """Write the collection report, whichever way the run ended; its summary."""
     from atoll.frontiersmith.report import build_summary, write_report
+    from atoll.frontiersmith.rounds import Rounds
 
     run = prepared.run
+    rounds = Rounds(run, prepared.config)
     summary = build_summary(
         run_id=run.run_id,
         stored={**run.stored(), "config": prepared.config.to_json()},  # a resume's own settings
         outcomes=journal,
-        seed_ids=[s.id for s in prepared.seeds],
+        seed_ids=rounds.seed_ids(prepared.seeds),
         ledger=prepared.ledger,
         stop=stop,
         stop_detail=stop_detail,
         wall_seconds=time.monotonic() - started,
+        round_records=rounds.records(),
     )
     if searches is not None:
         summary["search"] = searches
@@ -233,6 +244,7 @@ async def _search(
     refuses new requests once the target is reached, which is when the searches start.
     """
     from atoll.frontiersmith.meter import MeteredEndpoint
+    from atoll.frontiersmith.rounds import Rounds
     from atoll.frontiersmith.search import SEARCH_DIR, accepted_tasks, search_tasks
 
     config, run = prepared.config, prepared.run
@@ -246,8 +258,9 @@ async def _search(
         stop_requested=stopped,
     )
     try:
+        dropped = Rounds(run, config).dropped()  # `--population`: only the kept are searched
         records = await search_tasks(
-            accepted_tasks(journal),
+            [t for t in accepted_tasks(journal) if t["name"] not in dropped],
             run.out,
             run.root / SEARCH_DIR,
             settings,
@@ -294,6 +307,9 @@ def _exit_code(
     if stop == StopReason.INTERRUPTED:
         error_line(console, f"interrupted; resume with {resume}")
         return EXIT_INTERRUPTED
+    if stop == StopReason.STATE_ERROR:
+        error_line(console, f"{detail}; repair that, then {resume}")
+        return EXIT_USAGE
     if uncertain:
         error_line(console, uncertain_line(uncertain, run.run_id, resume))
         return EXIT_UNCERTAIN
@@ -329,7 +345,17 @@ def print_summary(console: Console, summary: dict[str, Any], run: RunDir) -> Non
     table = Table(title=f"FrontierSmith run {run.run_id}", show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
-    table.add_row("accepted", f"{t['accepted']} / target {summary['config'].get('target')}")
+    config = summary["config"]
+    if int(config.get("rounds") or 1) > 1:
+        table.add_row("accepted", f"{t['accepted']} (target {config.get('target')} per round)")
+        for r in summary["rounds"]:
+            table.add_row(
+                f"round {r['round']}", f"{r['accepted']} of {r['candidates']} ({r['yield']:.1%})"
+            )
+        dropped = len(summary["population"]["dropped"])
+        table.add_row("in the population", f"{t['accepted'] - dropped} ({dropped} dropped)")
+    else:
+        table.add_row("accepted", f"{t['accepted']} / target {config.get('target')}")
     table.add_row("candidates tried", str(t["candidates"]))
     table.add_row("yield", f"{t['yield']:.1%}")
     for reason, count in summary["rejections"].items():

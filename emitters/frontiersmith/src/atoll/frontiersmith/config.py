@@ -76,6 +76,9 @@ class RunConfig:
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
     worker_price: str = ""  # USD per hour of trial time, for the report's worker cost ("": unknown)
     language: str = "python"  # what the baseline, samples and references are written in
+    # the paper's loop: accepted tasks seed the next round (1: a single round, as before)
+    rounds: int = 1
+    population: int = 0  # the most accepted tasks kept per family (root seed); 0: no cap
 
     def validate(self) -> None:
         checks = [
@@ -98,6 +101,11 @@ class RunConfig:
             (
                 0.0 <= self.min_execution_diversity <= 1.0,
                 "--min-execution-diversity must be between 0 and 1",
+            ),
+            (self.rounds >= 1, "--rounds must be at least 1"),
+            (
+                self.population >= 0,
+                "--population must be at least 1 (leave it out to keep every task)",
             ),
             (self.rollout_tasks >= 0, "--rollout-tasks must not be negative"),
             (self.rollout_timeout > 0, "--rollout-timeout must be above zero"),

@@ -36,7 +36,9 @@ class Display:
         self._seeds: dict[str, TaskID] = {}
 
     @contextlib.contextmanager
-    def live(self, journal: Mapping[str, Mapping[str, Any]]) -> Iterator[None]:
+    def live(self, journal: Mapping[str, Mapping[str, Any]], label: str = "") -> Iterator[None]:
+        """The live display while seeds run; `journal` holds their outcomes so far, `label`
+        names the round (`--rounds`), whose own target the bar counts."""
         accepted = sum(1 for o in journal.values() if o["status"] == Status.ACCEPTED)
         progress = Progress(
             SpinnerColumn(),
@@ -49,7 +51,9 @@ class Display:
         )
         self._progress = progress
         self._bar = progress.add_task(
-            f"run {self.run_id}: accepted", total=self.target, completed=accepted
+            f"run {self.run_id}{' ' + label if label else ''}: accepted",
+            total=self.target,
+            completed=accepted,
         )
         with progress:
             yield

@@ -31,9 +31,18 @@ class StageModel:
         self.language = language  # what baseline and solve answers are written in
 
     async def ask(
-        self, stage: str, messages: list[dict[str, str]], *, samples: int | None = None
+        self,
+        stage: str,
+        messages: list[dict[str, str]],
+        *,
+        samples: int | None = None,
+        check: Callable[[dict[str, Any]], str] | None = None,
     ) -> tuple[dict[str, Any] | None, str, str]:
-        """(answer or None, raw content, why invalid) for one request."""
+        """(answer or None, raw content, why invalid) for one request.
+
+        `check` may add a rule of the caller's, as in `ask_valid`: an answer it finds evidence
+        against is invalid, recorded so in the ledger and the tally.
+        """
         body = chat_body(self.chat.endpoint, messages, schema_name=stage, schema=schema(stage))
         completion = await self.chat.complete(body, label=f"{stage}:{self.seed_id}")
         self.tally.requests += 1
@@ -44,6 +53,9 @@ class StageModel:
         self.tally.model_seconds += 0.0 if completion.replayed else completion.latency_s
         try:
             value = parse_answer(stage, completion.content, samples=samples, language=self.language)
+            why = check(value) if check is not None else ""
+            if why:
+                raise InvalidAnswer(why)
         except InvalidAnswer as exc:
             self.tally.invalid_outputs += 1
             if not completion.replayed:

@@ -120,6 +120,8 @@ class Outcome:
     evidence: dict[str, Any] = field(default_factory=dict)
     task: dict[str, Any] | None = None
     rollout: dict[str, Any] | None = None
+    # the seed's round and, from round 2 on, the task it came from (`lineage.Lineage`)
+    lineage: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

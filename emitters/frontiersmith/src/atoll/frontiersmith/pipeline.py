@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from atoll.core.ledger import BudgetExhausted
 from atoll.core.llm import ProviderRejected, StopRequested
 from atoll.frontiersmith.candidate import Context, process
+from atoll.frontiersmith.lineage import Lineage
 from atoll.frontiersmith.outcome import Outcome, Status
 from atoll.frontiersmith.seeds import Seed
 
@@ -33,6 +34,7 @@ class StopReason(StrEnum):
     BUDGET = "budget_exhausted"
     PROVIDER = "provider_refused"  # 401/403/404: the key, the model or the endpoint is wrong
     INTERRUPTED = "interrupted"
+    STATE_ERROR = "state_error"  # `--rounds`: a round could not close (a damaged bundle or record)
 
 
 @dataclass
@@ -57,14 +59,42 @@ class RunState:
 OnOutcome = Callable[[Outcome], None]
 
 
+class Campaign:
+    """The state of the round under way (`--rounds`): what the paid chat and the signal
+    handler ask whether to stop. An interrupt stops the round under way and every later one."""
+
+    def __init__(self, target: int) -> None:
+        self.state = RunState(target=target)
+        self.round = 1
+        self._interrupt: str | None = None
+
+    def start_round(self, number: int) -> RunState:
+        if number != self.round:
+            self.state = RunState(target=self.state.target)
+            self.round = number
+        if self._interrupt is not None:
+            self.state.request_stop(StopReason.INTERRUPTED, self._interrupt)
+        return self.state
+
+    def request_stop(self, reason: StopReason, detail: str = "") -> None:
+        if reason is StopReason.INTERRUPTED:
+            self._interrupt = detail
+        self.state.request_stop(reason, detail)
+
+
 async def run_seeds(
     seeds: list[Seed],
     ctx: Context,
     state: RunState,
     journal: dict[str, dict[str, Any]],
     on_outcome: OnOutcome,
+    lineages: Mapping[str, Lineage] | None = None,
 ) -> RunState:
-    """Process the seeds that are not journaled yet, `workers` at a time."""
+    """Process the seeds that are not journaled yet, `workers` at a time.
+
+    `journal` holds these seeds' outcomes (a round's, with `--rounds`); `lineages` the seeds'
+    rounds and origins (a seed not in it is a round-1 seed of the run's set).
+    """
     config = ctx.config
     state.accepted = sum(1 for o in journal.values() if o["status"] == Status.ACCEPTED)
     limit = config.max_candidates or len(seeds)
@@ -80,7 +110,7 @@ async def run_seeds(
 
     async def one(seed: Seed) -> None:
         try:
-            outcome = await process(seed, ctx)
+            outcome = await process(seed, ctx, (lineages or {}).get(seed.id))
         except (StopRequested, asyncio.CancelledError):
             return
         except BudgetExhausted as exc:

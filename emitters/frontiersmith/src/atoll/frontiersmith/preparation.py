@@ -61,6 +61,8 @@ IDENTITY_FLAGS = {
     "max_completion_tokens": "--max-completion-tokens",
     "base_image": "--base-image",
     "language": "--language",
+    "rounds": "--rounds",
+    "population": "--population",
 }
 
 
@@ -93,6 +95,8 @@ class Flags:
     base_image: str | None = None
     worker_price: str | None = None
     language: str | None = None
+    rounds: int | None = None
+    population: int | None = None
     out: Path | None = None
     resume: str | None = None
     raise_budget: bool = False
@@ -160,6 +164,9 @@ def prepare(flags: Flags) -> Prepared:
     digest = fingerprint(config, seeds, code_hash())
     reservation = first_reservation(config, seeds)
     if stored_run is not None:
+        from atoll.frontiersmith.rounds import Rounds
+
+        Rounds(stored_run, config).records()  # a damaged round record: one line, before any pay
         prepared = _open_resumed(
             flags, stored_run, config, seeds, digest, reservation, api_key, notes
         )
@@ -237,6 +244,8 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
     ]
     if missing:
         raise Problem(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    if flags.population is not None and flags.population < 1:
+        raise Problem("--population must be at least 1 (leave it out to keep every task)")
     try:
         budget_micro = usd_to_micro(flags.budget or "")
     except LedgerError:
@@ -271,6 +280,8 @@ def _new_config(flags: Flags, notes: list[str]) -> RunConfig:
         "base_image",
         "worker_price",
         "language",
+        "rounds",
+        "population",
     ):
         value = getattr(flags, name)
         if value is not None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atoll.frontiersmith.seeds import Seed
 from atoll.judge import FLAGS
+
+if TYPE_CHECKING:
+    from atoll.frontiersmith.lineage import Lineage
 
 SYSTEM = (
     "You are one stage of FrontierSmith, which turns closed-ended programming problems into "
@@ -60,6 +63,10 @@ MUTATION_AXES = {
     "feasible output becomes a search problem",
     "input_constraints": "generalize the inputs (weights, sizes, extra dimensions) beyond what "
     "the original exact method handles",
+    # asked of a task accepted in an earlier round (`--rounds`), never of a closed seed problem
+    "harden": "keep the task's story, its input and output contract and its kind of score, and "
+    "make a high score harder to reach: a tighter bound (a stricter limit or constraint) or a "
+    "larger instance family (larger or more varied instances, still within the limits)",
 }
 
 STRATEGY_HINTS = (
@@ -90,12 +97,29 @@ def public_formulation(formulation: Mapping[str, Any]) -> str:
 
 
 def mutate(
-    seed: Seed, axis: str, findings: Sequence[str], attempt: int, language: str = "python"
+    seed: Seed,
+    axis: str,
+    findings: Sequence[str],
+    attempt: int,
+    language: str = "python",
+    lineage: Lineage | None = None,
 ) -> list[dict[str, str]]:
-    text = [
-        f"Seed problem {seed.id} (family {seed.family}): {seed.title}\n\n{seed.problem}",
-        f"Mutate it on exactly one axis, preferably {axis}: {MUTATION_AXES[axis]}. "
-        "Keep the story; make it an optimization problem with a graded score.",
+    """A mutate request: a round-1 seed is a closed problem to change; a later round's seed
+    (`lineage.derived`) is the public statement of a task an earlier round accepted."""
+    if lineage is not None and lineage.derived:
+        text = [
+            f"Seed problem {seed.id} (family {seed.family}): {seed.title}\n\nThis seed is the "
+            f"public statement of task {lineage.parent_task}, an open-ended optimization task "
+            f"accepted in round {lineage.round - 1}:\n\n{seed.problem}",
+            _derived_axis(axis),
+        ]
+    else:
+        text = [
+            f"Seed problem {seed.id} (family {seed.family}): {seed.title}\n\n{seed.problem}",
+            f"Mutate it on exactly one axis, preferably {axis}: {MUTATION_AXES[axis]}. "
+            "Keep the story; make it an optimization problem with a graded score.",
+        ]
+    text += [
         task_shape(language),
         "Fields: title; mutation (the axis you changed); instruction (the complete public task "
         "statement: the input JSON object's fields and bounds, the output JSON object's fields, "
@@ -114,6 +138,18 @@ def mutate(
             f"{listed}\nFix every finding."
         )
     return _messages("\n\n".join(text))
+
+
+def _derived_axis(axis: str) -> str:
+    if axis == "harden":
+        return (
+            f"Harden it: {MUTATION_AXES[axis]}. Write the whole task again as a new, complete "
+            "statement; mutation is harden."
+        )
+    return (
+        f"Mutate it on exactly one axis, preferably {axis}: {MUTATION_AXES[axis]}. Keep the "
+        "story and the graded score; write the whole task again as a new, complete statement."
+    )
 
 
 def filter_review(formulation: Mapping[str, Any], language: str = "python") -> list[dict[str, str]]:

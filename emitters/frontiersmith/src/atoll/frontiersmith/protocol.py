@@ -22,7 +22,12 @@ from typing import Any
 
 import jsonschema
 
+# The axes a closed seed problem is changed on (a round-1 mutation rotates over these).
 MUTATIONS = ("objective", "output_constraints", "input_constraints")
+# What a mutation of a task accepted in an earlier round (`--rounds`) may also be asked to do:
+# make the same task harder to score well on (a tighter bound, a larger instance family).
+HARDEN = "harden"
+MUTATION_KINDS = (*MUTATIONS, HARDEN)
 
 
 def _obj(properties: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +54,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "mutate": _obj(
         {
             "title": _TEXT,
-            "mutation": {"type": "string", "enum": list(MUTATIONS)},
+            "mutation": {"type": "string", "enum": list(MUTATION_KINDS)},
             "instruction": _TEXT,
             "objective": _TEXT,
             "feasibility": _TEXT,

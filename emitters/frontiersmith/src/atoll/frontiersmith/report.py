@@ -20,7 +20,14 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atoll.core.ledger import OPEN_STATES, Ledger, Receipt, State, format_usd
+from atoll.frontiersmith.lineage import of_outcome
 from atoll.frontiersmith.outcome import FUNNEL, Status
+from atoll.frontiersmith.report_rounds import (
+    accepted_entry_extras,
+    dropped_tasks,
+    rounds_markdown,
+    rounds_summary,
+)
 from atoll.frontiersmith.resend import is_rollout
 
 PLOTS = ("funnel.png", "rejections.png", "cost_per_task.png")
@@ -36,8 +43,12 @@ def build_summary(
     stop: str,
     stop_detail: str,
     wall_seconds: float,
+    round_records: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """run.json's content, from the journal and the ledger."""
+    """run.json's content, from the journal, the ledger and the closed rounds' records.
+
+    `seed_ids` are every round's seeds in order (`rounds.Rounds.seed_ids`).
+    """
     ordered = [outcomes[s] for s in seed_ids if s in outcomes]
     accepted = [o for o in ordered if o["status"] == Status.ACCEPTED]
     rejected = [o for o in ordered if o["status"] == Status.REJECTED]
@@ -50,6 +61,7 @@ def build_summary(
     if not config.get("rollout_tasks"):
         funnel.pop("rollout")  # an optional stage this run did not ask for
     funnel = {"seeds": len(ordered), **funnel, "accepted": len(accepted)}
+    dropped = dropped_tasks(round_records)
     return {
         "run_id": run_id,
         "fingerprint": stored.get("fingerprint"),
@@ -83,6 +95,7 @@ def build_summary(
                 "tally": o["tally"],
                 "evidence": o["evidence"],
                 "rollout": o.get("rollout"),
+                **accepted_entry_extras(o, dropped),
             }
             for o in accepted
         ],
@@ -96,9 +109,15 @@ def build_summary(
                 "detail": o["detail"],
                 "cost_usd": o["tally"]["cost_micro"] / 1e6,
                 "evidence": o["evidence"],
+                "lineage": of_outcome(o).to_json(),
             }
             for o in rejected + errors
         ],
+        "rounds": rounds_summary(ordered, seed_ids, round_records, int(config.get("rounds") or 1)),
+        "population": {
+            "size": config.get("population") or None,
+            "dropped": list(dropped.values()),
+        },
     }
 
 
@@ -246,6 +265,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         ]
     else:
         lines.append("None.")
+    if int(summary["config"].get("rounds") or 1) > 1:
+        lines += rounds_markdown(summary)
     if summary.get("search"):
         lines += _search_section(summary["search"])
     lines += ["", "## Skipped seeds", ""]

@@ -75,6 +75,16 @@ class RunDir:
     def tasks_dir(self) -> Path:
         return self.out / "tasks"
 
+    @property
+    def dropped_dir(self) -> Path:
+        """Where `--population` moves the accepted tasks it drops (kept whole, not deleted)."""
+        return self.out / "dropped"
+
+    @property
+    def rounds_dir(self) -> Path:
+        """`--rounds`: one record per closed round (its population, the next round's seeds)."""
+        return self.root / "rounds"
+
     def seed_work(self, seed_id: str) -> Path:
         return self.work_dir / seed_id
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from atoll.frontiersmith import prompts
 from atoll.frontiersmith.config import RunConfig
+from atoll.frontiersmith.lineage import Lineage
 from atoll.frontiersmith.model import StageModel
 from atoll.frontiersmith.outcome import Reason, Rejected
-from atoll.frontiersmith.protocol import MUTATIONS, distinct_fraction
+from atoll.frontiersmith.protocol import HARDEN, MUTATIONS, distinct_fraction
 from atoll.frontiersmith.public_contract import (
     blame_the_checker,
     concerns_published_example,
@@ -62,18 +63,42 @@ def first_axis(seed: Seed) -> int:
     return hashlib.sha256(seed.id.encode()).digest()[0] % len(MUTATIONS)
 
 
-async def formulate(model: StageModel, seed: Seed, config: RunConfig) -> Formulation:
+def axes(seed: Seed, lineage: Lineage | None) -> tuple[str, ...]:
+    """The axes a seed's attempts rotate over, in order: a round-1 seed's three, from the one its
+    id picks; a later round's seed (a task) is asked to harden first, then to change."""
+    if lineage is not None and lineage.derived:
+        return (HARDEN, *MUTATIONS)
+    start = first_axis(seed)
+    return MUTATIONS[start:] + MUTATIONS[:start]
+
+
+def _no_harden(value: dict[str, Any]) -> str:
+    """A round-1 seed is a closed problem: there is no task yet to harden."""
+    if value["mutation"] == HARDEN:
+        return (
+            "mutation harden is for a task of an earlier round; this seed is a closed problem: "
+            f"change it on one of {', '.join(MUTATIONS)}"
+        )
+    return ""
+
+
+async def formulate(
+    model: StageModel, seed: Seed, config: RunConfig, lineage: Lineage | None = None
+) -> Formulation:
     """mutate -> filter, up to 1 + max_repairs attempts; the filter's findings feed the next one."""
     findings: list[str] = []
     history: list[list[str]] = []
     rejected_by_filter = False
-    start = first_axis(seed)
+    rotation = axes(seed, lineage)
+    derived = lineage is not None and lineage.derived
     for attempt in range(config.max_repairs + 1):
         if attempt:
             model.tally.repairs += 1
-        axis = MUTATIONS[(start + attempt) % len(MUTATIONS)]
+        axis = rotation[attempt % len(rotation)]
         value, _, why = await model.ask(
-            "mutate", prompts.mutate(seed, axis, findings, attempt + 1, config.language)
+            "mutate",
+            prompts.mutate(seed, axis, findings, attempt + 1, config.language, lineage),
+            check=None if derived else _no_harden,
         )
         if value is None:
             findings = [f"the previous answer was not a valid mutate object: {why}"]

@@ -17,7 +17,8 @@ from atoll.checker import layout as bundle_layout
 
 RECIPE = "frontiersmith"
 RECIPE_VERSION = "1"
-MUTATIONS = ("objective", "output_constraints", "input_constraints")
+# "harden": a task of a later round (`--rounds`) made harder than the task it came from.
+MUTATIONS = ("objective", "output_constraints", "input_constraints", "harden")
 REFERENCE_NOTE = "best sampled feasible solution, not proven optimum"
 # Construction checks alone never earn "verified" (see the design): every bundle says so.
 VERIFICATION = "unverified"
