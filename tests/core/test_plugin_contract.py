@@ -210,13 +210,38 @@ def test_a_plugin_adds_a_doctor_check_and_declares_what_it_needs(venv_bin, tmp_p
         {"atoll": {"thirdparty": "thirdparty_hooks"}},
     )
     done = atoll(
-        venv_bin, "doctor", "--only", "frobnicator", "--only", "widget", site=site, COLUMNS="200"
+        venv_bin, "doctor", "--only", "frobnicator", "--only", "widget", "--json", site=site
     )
     assert done.returncode == 0, done.stderr
-    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines() if "│" in line}
-    assert "missing" in rows["frobnicator"] and "install it" in rows["frobnicator"]
-    assert "frob (agent)" in rows["frobnicator"]
-    assert "unchecked" in rows["widget"] and "frob (agent)" in rows["widget"]
+    rows = {row["requirement"]: row for row in json.loads(done.stdout)}
+    assert rows["frobnicator"] == {
+        "requirement": "frobnicator",
+        "status": "missing",
+        "found": "not here",
+        "fix": "install it",
+        "needed_by": ["frob (agent)"],
+    }
+    assert rows["widget"]["status"] == "unchecked" and rows["widget"]["needed_by"] == [
+        "frob (agent)"
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_doctor_fits_the_terminal_one_line_per_requirement(venv_bin, columns):
+    from atoll.core.doctor import checks
+
+    done = atoll(venv_bin, "doctor", COLUMNS=columns, DOCKER_HOST="unix:///nonexistent/d.sock")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line.rstrip()) <= int(columns) for line in lines)
+    # A title, a header, then one line per requirement: nothing spills onto a second line.
+    assert [line.split()[0] for line in lines[2:]] == list(checks())
+    (docker,) = [line for line in lines if line.split()[0] == "docker"]
+    assert docker.split()[1] == "missing" and "fix: `atoll docker up`" in docker
+    wide = atoll(venv_bin, "doctor", "--only", "docker", "--wide", COLUMNS=columns)
+    assert "Needed by" in wide.stdout and "euler" in wide.stdout  # what needs it: --wide only
+    assert "euler" not in docker
 
 
 @pytest.mark.slow

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import json
 import os
 import shutil
 import subprocess
 import sys
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from atoll.core import reef_env
 from atoll.core.executables import find_executable
@@ -184,9 +187,27 @@ def doctor(
     only: list[str] | None = typer.Option(
         None, "--only", help="Check only these requirements (repeatable)."
     ),
+    wide: bool = typer.Option(
+        False, "--wide", "-w", help="A table with every column (what needs each), wrapped."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of lines."),
 ) -> None:
     """Show what this machine has for each installed plugin, with the fix for each gap."""
-    registry = load()
+    rows = report(only)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    console = Console(soft_wrap=False)
+    if wide:
+        console.print(_wide_table(rows))
+        return
+    for line in _compact_lines(rows, console.width):
+        console.print(line, no_wrap=True, overflow="ellipsis")
+
+
+def report(only: list[str] | None = None, registry: Registry | None = None) -> list[dict[str, Any]]:
+    """One row per requirement: its status, what was found, the fix, and what needs it."""
+    registry = registry or load()
     registered = checks(registry)
     users = needed_by(registry)
     # A requirement some plugin declares but no plugin checks is shown too, never dropped.
@@ -195,27 +216,77 @@ def doctor(
     unknown = [name for name in selected if name not in names]
     if unknown:
         raise typer.BadParameter(f"unknown requirement {unknown[0]!r}; known: {', '.join(names)}")
-    table = Table(title="atoll doctor")
-    for column in ("Requirement", "Status", "Found", "Needed by", "Fix"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for name in selected:
         record = registered.get(name)
         if record is None:
-            finding = Finding(name, False, "no installed plugin checks it", "")
-            status = "[yellow]unchecked[/yellow]"
+            finding, status = Finding(name, False, "no installed plugin checks it", ""), "unchecked"
         else:
             finding = run_check(record)
             status = _status(finding)
-        table.add_row(
-            name, status, finding.detail, ", ".join(users.get(name, [])) or "-", finding.fix
+        rows.append(
+            {
+                "requirement": name,
+                "status": status,
+                "found": finding.detail,
+                "fix": finding.fix,
+                "needed_by": users.get(name, []),
+            }
         )
-    Console().print(table)
+    return rows
 
 
 def _status(finding: Finding) -> str:
     if finding.ok:
-        return "[green]ok[/green]"
-    return "[yellow]warning[/yellow]" if finding.warning else "[red]missing[/red]"
+        return "ok"
+    return "warning" if finding.warning else "missing"
+
+
+_STYLES = {"ok": "green", "warning": "yellow", "unchecked": "yellow", "missing": "red"}
+
+
+def _compact_lines(rows: list[dict[str, Any]], width: int) -> list[Text]:
+    """One line per requirement, cut to the width: the fix first where something is missing.
+
+    What needs each requirement is in `--wide` and `--json`.
+    """
+    name_width = max(len("Requirement"), *(len(r["requirement"]) for r in rows))
+    status_width = max(len(status) for status in _STYLES)
+    rest = max(12, width - 2 - name_width - 2 - status_width - 2)
+
+    def line(name: str, status: str, what: str, style: str | None = None) -> Text:
+        if len(what) > rest:
+            what = what[: rest - 1] + "…"
+        text = Text(f"  {name:<{name_width}}  ")
+        text.append(f"{status:<{status_width}}", style=style)
+        text.append(f"  {what}".rstrip())
+        return text
+
+    lines = [Text("atoll doctor", style="bold"), line("Requirement", "Status", "Found / fix")]
+    for row in rows:
+        what = (
+            row["found"]
+            if row["status"] == "ok" or not row["fix"]
+            else (f"fix: {row['fix']} ({row['found']})")
+        )
+        lines.append(line(row["requirement"], row["status"], what, _STYLES[row["status"]]))
+    return lines
+
+
+def _wide_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="atoll doctor")
+    for column in ("Requirement", "Status", "Found", "Needed by", "Fix"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        style = _STYLES[row["status"]]
+        table.add_row(
+            row["requirement"],
+            f"[{style}]{row['status']}[/{style}]",
+            row["found"],
+            ", ".join(row["needed_by"]) or "-",
+            row["fix"],
+        )
+    return table
 
 
 doctor_app = typer.Typer(
