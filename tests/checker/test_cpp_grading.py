@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import ci
 from support.processes import files_of_uid, processes_of_uid
 
 from atoll.checker import CheckerError, Contract, GradeReport, grade_task
 from atoll.checker.grader import SHARED_WRITABLE, Compile, Limits
 from atoll.judge.compiler import COMPILE_LIMITS, FLAGS
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+@pytest.fixture(autouse=True)
+def _gxx() -> None:
+    ci.gxx_fixture()
+
 
 GOOD = r"""
 #include <iostream>

@@ -30,3 +30,24 @@ def test_no_test_imports_a_conftest(repo):
         if re.search(r"^\s*(from conftest import|import conftest\b)", path.read_text("utf-8"), re.M)
     ]
     assert importing == [], f"move what they import to tests/support: {importing}"
+
+
+# Where a skip is the subject itself: the shared build passes on the skip its build raised.
+SKIP_OWNERS = {
+    "tests/support/ci.py",
+    "tests/support/shared_build.py",
+    "tests/core/test_shared_build.py",
+}
+
+
+def test_every_skip_goes_through_the_ci_helper(repo):
+    """A skip in CI hides a missing install step: `support.ci` decides (need, beyond_ci, ...)."""
+    bare = re.compile(r"pytest\.(skip\(|importorskip\()|pytest\.mark\.skipif|pytest\.mark\.skip\b")
+    skipping = [
+        f"{path.relative_to(repo)}:{number}"
+        for path in sorted((repo / "tests").rglob("*.py"))
+        if path.relative_to(repo).as_posix() not in SKIP_OWNERS
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if bare.search(line)
+    ]
+    assert skipping == [], f"use support.ci.need / beyond_ci / not_applicable: {skipping}"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ci
 from support.frontiersmith_cli import emit, oracle_and_nop
 from support.frontiersmith_model import (
     CPP_BASELINE_DOES_NOT_COMPILE,
@@ -38,8 +39,12 @@ from atoll.judge.compiler import FLAGS
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(900),
-    pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _gxx() -> None:
+    ci.gxx_fixture()
 
 
 def _campaign(venv_bin: Path, home: Path) -> dict[str, Any]:

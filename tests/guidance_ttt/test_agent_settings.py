@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from harbor.models.agent.context import AgentContext
+from support import ci
 
 from atoll.guidance_ttt.agent import (
     GuidanceTTTAgent,
@@ -106,7 +107,9 @@ def test_the_context_names_the_training_mode_and_the_receipts():
 
 def test_training_on_without_ray_fails_before_any_sample():
     check_training_stack(agent_config({"training": "off"}))
-    if importlib.util.find_spec("ray") is not None:
-        pytest.skip("Ray is installed here; the refusal is for machines without it")
+    ci.need(
+        importlib.util.find_spec("ray") is None,
+        "Ray is installed here; the refusal is for machines without it",
+    )
     with pytest.raises(TrainingUnavailable, match="--ak training=off"):
         check_training_stack(agent_config({"training": "on"}))

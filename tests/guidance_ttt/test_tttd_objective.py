@@ -20,6 +20,7 @@ from reef.recipe.base import WeightTrainingSpec
 from reef.train.algos.registry import loss_family_refs, resolve_objective
 from reef.train.slime_backend.algorithm import _objective_registry
 from reef.train.slime_backend.loss_families import resolve_loss_family
+from support import ci
 
 from atoll.guidance_ttt.training import advantage
 from atoll.guidance_ttt.tttd import names
@@ -163,8 +164,7 @@ def test_the_recipe_says_it_needs_the_reef_checkout_when_it_is_not_on_the_path()
     import importlib
     import sys
 
-    if importlib.util.find_spec("recipes") is not None:
-        pytest.skip("a Reef checkout is on the path")
+    ci.need(importlib.util.find_spec("recipes") is None, "a Reef checkout is on the path")
     sys.modules.pop("atoll.guidance_ttt.tttd.recipe", None)
     with pytest.raises(ImportError, match="extends Reef's tttd recipe from a Reef source checkout"):
         importlib.import_module("atoll.guidance_ttt.tttd.recipe")

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import ci
 
 from atoll.judge.checkout import assemble
 from atoll.judge.engine import Engine
@@ -25,10 +26,15 @@ CHECKOUT = os.environ.get("ATOLL_FRONTIERCS", "")
 PROGRAMS = Path(__file__).parent / "programs"
 
 pytestmark = [
-    pytest.mark.skipif(not CHECKOUT, reason="ATOLL_FRONTIERCS names no FrontierCS checkout"),
     pytest.mark.slow,
     pytest.mark.timeout(1200),
 ]
+
+
+@pytest.fixture(autouse=True, scope="module")  # before the module's engine is built
+def _checkout() -> None:
+    ci.beyond_ci(bool(CHECKOUT), "frontiercs-checkout", "ATOLL_FRONTIERCS names no checkout")
+
 
 ROW = (PROGRAMS / "row.cpp").read_text()
 # The row packer's answer, printed with what only testlib's token rules decide.

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import ci
 from support.request_recorder import RequestRecorder
 from typer.testing import CliRunner
 
@@ -75,8 +76,9 @@ def test_julia_references_get_the_full_reward_where_the_sandbox_runs_julia(
 ) -> None:
     runner = fusion_runner(sandbox_url)
     languages, left_out = available_languages(("python", "julia"), runner)
-    if "julia" not in languages:
-        pytest.skip(f"the sandbox does not run Julia here ({left_out['julia']})")
+    ci.beyond_ci(
+        "julia" in languages, "julia", f"the sandbox does not run Julia: {left_out.get('julia')}"
+    )
     outcomes = preflight.check_shell(("julia",), runner, Bounds())
     assert all(o.full for o in outcomes), outcomes
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import ci
 from support.processes import pids_mentioning
 
 from atoll.core.docker_engine import EnginePaths
@@ -114,8 +115,7 @@ def test_socket_held_by_a_stranger_is_left_alone(atoll_cmd, tmp_path, run_dir):
 def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run_dir):
     """A fresh engine: no debootstrap means a clear error; from the cache it comes up."""
     cached = base_tarball(session_engine)
-    if not cached.is_file():
-        pytest.skip(f"no cached base rootfs at {cached}")
+    ci.need(cached.is_file(), f"no cached base rootfs at {cached}", "CI builds it first")
     state = tmp_path / "state"
     config = tmp_path / "docker-config"
     env = {"DOCKER_CONFIG": str(config)}

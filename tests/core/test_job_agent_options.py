@@ -37,17 +37,21 @@ REGISTRY = Registry(
     [
         Registration("plain", Kind.AGENT, "pkg.plain:Agent", "no check"),
         Registration(
-            "sized", Kind.AGENT, "pkg.sized:Agent", "a", settings="test_agent_settings:whole_sizes"
+            "sized",
+            Kind.AGENT,
+            "pkg.sized:Agent",
+            "a",
+            settings="test_job_agent_options:whole_sizes",
         ),
         Registration(
             "stacked",
             Kind.AGENT,
             "pkg.stacked:Agent",
             "b",
-            stack=StackUse("a-stack", "test_agent_settings:stack_reading"),
+            stack=StackUse("a-stack", "test_job_agent_options:stack_reading"),
         ),
         Registration(
-            "buggy", Kind.AGENT, "pkg.buggy:Agent", "c", settings="test_agent_settings:crashing"
+            "buggy", Kind.AGENT, "pkg.buggy:Agent", "c", settings="test_job_agent_options:crashing"
         ),
     ]
 )
@@ -95,7 +99,7 @@ def test_a_check_that_crashes_names_the_agent_and_its_function() -> None:
         check_job_agents([AgentConfig(name="buggy")], REGISTRY)
     assert not isinstance(failed.value, AgentRefused)
     assert str(failed.value) == (
-        "agent 'buggy': test_agent_settings:crashing failed: KeyError: 'oops'"
+        "agent 'buggy': test_job_agent_options:crashing failed: KeyError: 'oops'"
     )
 
 
