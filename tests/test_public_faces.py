@@ -196,6 +196,7 @@ ACCEPTED = [
         "UserNamespace",
     ),
     ("verifiers/frontiercs-judge/src/atoll/judge/leftovers.py", "atoll.core.sandbox", "cgroups"),
+    ("verifiers/discovery/src/atoll/discovery/verify.py", "atoll.checker", "grader"),
     ("stack/reef-stack/src/atoll/stack/launcher.py", "atoll.core.docker_engine", "tail"),
 ]
 
