@@ -1,9 +1,11 @@
-"""atoll.discovery: discovery problems with published records, as Harbor tasks.
+"""atoll.discovery: discovery problems with published records, as Harbor tasks, and a suite.
 
 Five tasks (`erdos_min_overlap`, `autocorrelation_ac1`, `autocorrelation_ac2`,
 `circle_packing_26`, `circle_packing_32`): each candidate is a Python program
 that prints its construction, and the task's own verifier (`verify`, carried
-by every task as tests/verify.py) recomputes the objective from it. Importing this package loads
+by every task as tests/verify.py) recomputes the objective from it. The
+`atoll suite` command searches several tasks in turn with `atoll run` and
+tabulates the best found against the records. Importing this package loads
 only atoll.core's light part; the names below (its public face) load when
 first used.
 """

@@ -1,4 +1,4 @@
-"""atoll-discovery's registrations with the atoll host: its five tasks and a doctor check."""
+"""atoll-discovery's registrations with the atoll host: its five tasks, `atoll suite`, a check."""
 
 from __future__ import annotations
 
@@ -15,6 +15,19 @@ def atoll_task_sources() -> list[Registration]:
             name, Kind.TASK, str(task_dir(name)), summary, requires=("bwrap", "python3-numpy")
         )
         for name, summary in SUMMARIES.items()
+    ]
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "suite",
+            Kind.COMMAND,
+            "atoll.discovery.suite_cli:app",
+            "Search several tasks in turn with `atoll run` (resumable) and tabulate the best "
+            "scores against the published records.",
+        )
     ]
 
 
