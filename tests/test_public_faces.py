@@ -185,9 +185,18 @@ ACCEPTED = [
         "EmbeddedFusionServer",
     ),
     ("agents/euler/src/atoll/euler/evaluate.py", "atoll.pi", "rollout"),
-    ("verifiers/checker/src/atoll/checker/scorer.py", "atoll.core.environments.box", "box_spec"),
-    ("verifiers/checker/src/atoll/checker/scorer.py", "atoll.core.sandbox.userns", "UserNamespace"),
+    (
+        "verifiers/checker/src/atoll/checker/verifier_box.py",
+        "atoll.core.environments.box",
+        "box_spec",
+    ),
+    (
+        "verifiers/checker/src/atoll/checker/verifier_box.py",
+        "atoll.core.sandbox.userns",
+        "UserNamespace",
+    ),
     ("verifiers/frontiercs-judge/src/atoll/judge/leftovers.py", "atoll.core.sandbox", "cgroups"),
+    ("verifiers/discovery/src/atoll/discovery/verify.py", "atoll.checker", "grader"),
     ("stack/reef-stack/src/atoll/stack/launcher.py", "atoll.core.docker_engine", "tail"),
 ]
 

@@ -1,4 +1,4 @@
-"""The checker scorer's box is the verifier's: its phase, its concurrency, and its leftovers."""
+"""The scorers' box is the verifier's: its phase, its concurrency, and its leftovers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from atoll.checker.scorer import WORK_LOCK, VerifierPhase, _owned
+from atoll.checker.verifier_box import WORK_LOCK, VerifierPhase, owned
 from atoll.core.environments.local import DEFAULT_WORKDIR
 
 
@@ -45,7 +45,7 @@ def test_a_killed_scorers_roots_are_removed_and_nothing_else(tmp_path):
     (work / "atoll-local-abc123" / "fs" / "tests" / "test.sh").write_text("")
     (work / "notes").mkdir()
     (work / "atoll-local-file").write_text("not a root")
-    with _owned(work):
+    with owned(work, "checker"):
         assert sorted(p.name for p in work.iterdir()) == [WORK_LOCK, "atoll-local-file", "notes"]
 
 
@@ -55,9 +55,9 @@ def test_a_dir_another_scorer_holds_keeps_its_roots(tmp_path):
     fd = os.open(work / WORK_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        with _owned(work):
+        with owned(work, "checker"):
             assert (work / "atoll-local-inflight").is_dir()
     finally:
         os.close(fd)
-    with _owned(work):
+    with owned(work, "checker"):
         assert not (work / "atoll-local-inflight").exists()

@@ -317,6 +317,7 @@ def test_a_plugin_adds_a_scorer_that_a_task_can_name(venv_bin, tmp_path):
         "length": "atoll-thirdparty",
         "checker": "atoll-checker",
         "frontiercs-judge": "atoll-frontiercs-judge",
+        "verifier": "atoll-checker",
     }
     probe = (
         "from atoll.core.scoring import ScorerSetup, open_scorer\n"
@@ -342,4 +343,4 @@ def test_a_scorer_no_plugin_registers_is_one_line_naming_it():
         open_scorer("frobnicate", ScorerSetup(language="python"))
     message = str(caught.value)
     assert "'frobnicate'" in message and "\n" not in message
-    assert "checker, frontiercs-judge" in message
+    assert "checker, frontiercs-judge, verifier" in message

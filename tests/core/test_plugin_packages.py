@@ -34,7 +34,7 @@ def _members(repo: Path) -> dict[str, tuple[Path, str]]:
 
 def test_every_plugin_package_is_regular_and_typed(repo: Path) -> None:
     members = _members(repo)
-    assert len(members) == 9
+    assert len(members) == 10
     for distribution, (member, package) in members.items():
         source = member / "src" / "atoll" / package
         assert (source / "__init__.py").is_file(), f"{distribution}: no {package}/__init__.py"

@@ -18,6 +18,7 @@ MEMBERS = {
     "atoll-pi-train": "atoll.pi_train.plugin",
     "atoll-frontiercs-judge": "atoll.judge.plugin",
     "atoll-checker": "atoll.checker.plugin",
+    "atoll-discovery": "atoll.discovery.plugin",
     "atoll-frontiersmith": "atoll.frontiersmith.plugin",
     "atoll-reef-stack": "atoll.stack.plugin",
 }

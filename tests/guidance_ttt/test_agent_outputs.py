@@ -57,5 +57,8 @@ def test_step_lines_plot_and_context_follow_the_committed_run(
     assert (logs / PLOT_FILE).read_bytes()[:4] == b"\x89PNG"
     summary = json.loads((logs / RUN_FILE).read_text())
     assert summary["training"] == "search-only" and summary["best_raw_score"] == best["raw_score"]
+    seed = next(n for n in committed["nodes"] if n["id"] == 0)  # the first of the seed's roots
+    assert seed["parent"] is None and summary["seed_raw_score"] == seed["raw_score"]
+    assert context.metadata is not None and context.metadata["seed_raw_score"] == seed["raw_score"]
     assert context.metadata is not None and len(context.metadata["reef_receipts"]) == accepted
     assert context.n_output_tokens == 17 * accepted + 11 * rejected + 300 * accepted

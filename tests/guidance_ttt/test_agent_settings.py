@@ -98,6 +98,7 @@ def test_the_context_names_the_training_mode_and_the_receipts():
         "training": "search-only",
         "steps": 0,
         "best_raw_score": None,
+        "seed_raw_score": None,
         "reef_receipts": [],
         "guidance_completion_tokens": 0,
         "executor_completion_tokens": 0,

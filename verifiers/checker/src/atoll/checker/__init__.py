@@ -21,6 +21,8 @@ The public Python API (stable; the FrontierSmith pipeline builds on it):
   checker's search scorer).
 - The public sub-module `atoll.checker.layout`: the files of a task bundle and
   where each goes (`BundleFile`, `LayoutError`).
+- The public sub-module `atoll.checker.grader` itself, for a task verifier that carries
+  the grader and runs its candidate with the grader's `Sandbox` (atoll-discovery's).
 
 Everything here but `grade_task` and `grader_source` lives in `atoll.checker.grader`,
 a single standard-library file that bundles carry and run in their containers.
@@ -90,7 +92,7 @@ __getattr__ = exports(
 )
 
 # Sub-modules other distributions may import as well (the README's "Public face").
-__public_modules__ = ("layout",)
+__public_modules__ = ("layout", "grader")
 
 __all__ = [
     "GRADER_VERSION",

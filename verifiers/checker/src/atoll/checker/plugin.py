@@ -1,4 +1,4 @@
-"""atoll-checker's registrations with the atoll host: the `atoll checker` command."""
+"""atoll-checker's registrations with the atoll host: the `atoll checker` command and two scorers."""
 
 from __future__ import annotations
 
@@ -28,5 +28,13 @@ def atoll_scorers() -> list[Registration]:
             "Score a search's candidates with the task's own bundled grader, "
             "run as its verifier runs it.",
             requires=("bwrap",),
-        )
+        ),
+        Registration(
+            "verifier",
+            Kind.SCORER,
+            "atoll.checker.verifier_scorer:open_verifier_scorer",
+            "Score a search's candidates with the task's own Harbor verifier (tests/test.sh), "
+            "run as atoll-local runs it; the score is its reward.json.",
+            requires=("bwrap",),
+        ),
     ]

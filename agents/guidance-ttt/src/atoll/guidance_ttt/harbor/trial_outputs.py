@@ -83,7 +83,7 @@ def write_training_outputs(report: RunReport, logs_dir: Path, *, score_label: st
 
 
 def fill_context(context: AgentContext, report: RunReport) -> None:
-    """Harbor's view of the run: completion tokens, receipts, steps, best score, training mode."""
+    """Harbor's view of the run: tokens, receipts, steps, seed and best scores, training mode."""
     context.n_output_tokens = report.guidance_tokens + report.executor_tokens
     best = report.best
     context.metadata = {
@@ -93,6 +93,7 @@ def fill_context(context: AgentContext, report: RunReport) -> None:
         "training": report.training,
         "steps": len(report.rows),
         "best_raw_score": None if best is None else best.raw_score,
+        "seed_raw_score": None if report.seed is None else report.seed.raw_score,
         "reef_receipts": report.receipts,
         "guidance_completion_tokens": report.guidance_tokens,
         "executor_completion_tokens": report.executor_tokens,

@@ -66,7 +66,7 @@ class StepRow:
 
 @dataclass
 class RunReport:
-    """The committed steps of one run, and its best program."""
+    """The committed steps of one run, its seed (the first root) and its best program."""
 
     run_id: str
     scenario: str
@@ -74,6 +74,7 @@ class RunReport:
     identity: dict[str, Any]
     rows: list[StepRow] = field(default_factory=list)
     best: Node | None = None
+    seed: Node | None = None
 
     @property
     def receipts(self) -> list[str]:
@@ -102,6 +103,7 @@ class RunReport:
             "steps": len(self.rows),
             "best_raw_score": None if best is None else best.raw_score,
             "best_node_id": None if best is None else best.id,
+            "seed_raw_score": None if self.seed is None else self.seed.raw_score,
             "guidance_completion_tokens": self.guidance_tokens,
             "executor_completion_tokens": self.executor_tokens,
             "programs_from_fallback": self.programs_from_fallback,
@@ -124,6 +126,8 @@ def read_report(state_dir: Path) -> RunReport:
         _replay_step(replay, journal, step)
         report.rows.append(_row(summaries.get(step, {"step": step}), journal, replay))
     report.best = committed.best
+    roots = [node for node in committed.nodes.values() if node.parent is None]
+    report.seed = min(roots, key=lambda node: node.id, default=None)
     return report
 
 

@@ -1,4 +1,4 @@
-"""The offline base image `atoll/base:bookworm`: Debian with python3, g++ and nftables.
+"""The offline base image `atoll/base:bookworm`: Debian with python3, numpy, g++ and nftables.
 
 No registry can be reached, so the image is built from Debian packages with
 debootstrap (about a minute) and imported. The rootfs tarball is cached in the
@@ -32,7 +32,9 @@ from atoll.core.mounts import unmount_below
 
 SUITE = "bookworm"
 # nftables: the egress sidecar (egress_sidecar.py) enforces network policies with it.
-PACKAGES = ("python3", "g++", "nftables")
+# python3-numpy: the discovery tasks' candidates and verifier use it, and a trial's image
+# is built offline, so it must come with the base.
+PACKAGES = ("python3", "g++", "nftables", "python3-numpy")
 MIRROR_ENV = "ATOLL_DEBIAN_MIRROR"
 RECIPE_LABEL = "org.atoll.base.recipe"
 
