@@ -43,7 +43,7 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.scorer import check_installed
 from atoll.guidance_ttt.services.wiring import run_search, with_reef_url
 from atoll.guidance_ttt.state import resume
-from atoll.guidance_ttt.state.run_history import read_history
+from atoll.guidance_ttt.state.run_history import HistoryError, read_history
 
 __all__ = [
     "GuidanceTTTAgent",
@@ -137,14 +137,21 @@ class GuidanceTTTAgent(BaseAgent):
         await install_program(environment, task, result.best)
 
     def _write_outputs(self, task: Task, context: AgentContext, environ: Mapping[str, str]) -> None:
-        """The trial's record of the run, and its trajectory for `harbor view`."""
+        """The trial's record of the run, and its trajectory for `harbor view`.
+
+        The trajectory only shows what the state directory holds: a failure to
+        write it is logged, and costs the trial neither its outputs nor its reward.
+        """
         write_outputs(self.config, task, self.logs_dir, context)
-        history = read_history(self.config.state_dir)
-        atif.write(
-            self.logs_dir / atif.FILE,
-            atif.trajectory(history, statement=task.statement, version=self.version()),
-            environ,
-        )
+        try:
+            history = read_history(self.config.state_dir)
+            atif.write(
+                self.logs_dir / atif.FILE,
+                atif.trajectory(history, statement=task.statement, version=self.version()),
+                environ,
+            )
+        except (HistoryError, OSError, ValueError) as exc:
+            self.logger.warning("guidance-ttt: no trajectory.json for this trial: %s", exc)
 
     def _record_committed(
         self, task: Task, context: AgentContext, environ: Mapping[str, str]
