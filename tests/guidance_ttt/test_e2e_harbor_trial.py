@@ -16,6 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
+from harbor.models.trajectories.trajectory import Trajectory
+from harbor.viewer.server import create_app
 from packers import MALFORMED, CountingGuidance, PackerExecutor, prompt_of
 
 from atoll.guidance_ttt.state.run_dir import COMMITTED_FILE, run_dir, step_journal_path
@@ -163,6 +166,8 @@ def test_a_search_only_run_as_a_harbor_trial(
     assert run_summary["training"] == "search-only"
     assert "test-key" not in (agent_logs / "run.json").read_text()
 
+    _check_trajectory(tmp_path / "jobs", trial, finished, result["agent_result"])
+
     metadata = result["agent_result"]["metadata"]
     assert metadata["training"] == "search-only" and metadata["steps"] == 3
     assert sorted(metadata["reef_receipts"]) == sorted(d.receipt for d in well_formed)
@@ -227,6 +232,49 @@ def test_a_search_only_run_as_a_harbor_trial(
     assert rerun_result["agent_result"]["metadata"]["steps"] == 3
     log = (rerun / "agent" / "guidance-ttt.log").read_text()
     assert "has already completed its 3 steps; handing in its committed best" in log
+
+
+def _check_trajectory(jobs: Path, trial: Path, finished: list, agent_result: dict) -> None:
+    """`harbor view`: the viewer's reader serves the trial's ATIF trajectory, one step per
+    guidance and executor call, each with its rollout's receipt, coordinates, verdict and parse."""
+    text = (trial / "agent" / "trajectory.json").read_text()
+    trajectory = Trajectory.model_validate_json(text)  # Harbor's own model accepts it
+    with TestClient(create_app(jobs)) as viewer:
+        served = viewer.get(f"/api/jobs/{trial.parent.name}/trials/{trial.name}/trajectory")
+    assert served.status_code == 200 and served.json() == json.loads(text)
+    assert trajectory.agent.name == "guidance-ttt" and trajectory.steps[0].source == "user"
+    by_slot = {(d.rollout.step, d.rollout.group, d.rollout.rollout): d for d in finished}
+    calls = [s for s in trajectory.steps if s.source == "agent"]
+    seen = []
+    for call in calls:
+        extra = call.extra or {}
+        done = by_slot[(extra["step"], extra["group"], extra["rollout"])]
+        verification = done.rollout.verification
+        assert extra["receipt"] == done.receipt and extra["committed"] is True
+        assert (extra["status"], extra["raw_score"], extra["reward"]) == (
+            verification.status.value,
+            verification.raw_score,
+            verification.reward,
+        )
+        assert call.metrics is not None
+        if extra["call"] == "guidance":
+            well_formed = done.rollout.guidance is not None
+            assert extra["parse"] == ("ok" if well_formed else "rejected")
+            assert call.metrics.completion_tokens == (17 if well_formed else 11)
+        else:
+            assert extra["parse"] == "program" and call.model_name == "scripted-executor"
+            assert done.rollout.program is not None and done.rollout.program in call.message
+            assert call.metrics.completion_tokens == 300
+        seen.append((extra["call"], extra["step"], extra["group"], extra["rollout"]))
+    expected = []
+    for slot, done in sorted(by_slot.items()):
+        expected.append(("guidance", *slot))
+        if done.rollout.guidance is not None:
+            expected.append(("executor", *slot))
+    assert seen == expected
+    assert trajectory.final_metrics is not None
+    assert trajectory.final_metrics.total_completion_tokens == agent_result["n_output_tokens"]
+    assert "test-key-not-secret" not in text
 
 
 def _run_id(state_dir: Path) -> str:

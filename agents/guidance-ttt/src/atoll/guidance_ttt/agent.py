@@ -34,6 +34,7 @@ from rich.console import Console
 
 from atoll.guidance_ttt.config import GuidanceConfig, from_agent_kwargs
 from atoll.guidance_ttt.contract import CONTRACT_FILE, Task, load_contract
+from atoll.guidance_ttt.harbor import trajectory as atif
 from atoll.guidance_ttt.harbor.trial_outputs import write_outputs
 from atoll.guidance_ttt.presets import preset
 from atoll.guidance_ttt.search import controller
@@ -42,6 +43,7 @@ from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 from atoll.guidance_ttt.services.scorer import check_installed
 from atoll.guidance_ttt.services.wiring import run_search, with_reef_url
 from atoll.guidance_ttt.state import resume
+from atoll.guidance_ttt.state.run_history import HistoryError, read_history
 
 __all__ = [
     "GuidanceTTTAgent",
@@ -124,21 +126,40 @@ class GuidanceTTTAgent(BaseAgent):
             failure = None if search.cancelled() else search.exception()
             if failure is not None and not isinstance(failure, RunCancelled):
                 self.logger.warning("guidance-ttt: the cancelled search also failed: %s", failure)
-            self._record_committed(task, context)
+            self._record_committed(task, context, environ)
             raise
         except BaseException:
-            self._record_committed(task, context)
+            self._record_committed(task, context, environ)
             raise
-        write_outputs(self.config, task, self.logs_dir, context)
+        self._write_outputs(task, context, environ)
         if result.best is None or result.best.entry.program is None:
             raise RunWithoutProgram("the run ended without any program in its archive")
         await install_program(environment, task, result.best)
 
-    def _record_committed(self, task: Task, context: AgentContext) -> None:
+    def _write_outputs(self, task: Task, context: AgentContext, environ: Mapping[str, str]) -> None:
+        """The trial's record of the run, and its trajectory for `harbor view`.
+
+        The trajectory only shows what the state directory holds: a failure to
+        write it is logged, and costs the trial neither its outputs nor its reward.
+        """
+        write_outputs(self.config, task, self.logs_dir, context)
+        try:
+            history = read_history(self.config.state_dir)
+            atif.write(
+                self.logs_dir / atif.FILE,
+                atif.trajectory(history, statement=task.statement, version=self.version()),
+                environ,
+            )
+        except (HistoryError, OSError, ValueError) as exc:
+            self.logger.warning("guidance-ttt: no trajectory.json for this trial: %s", exc)
+
+    def _record_committed(
+        self, task: Task, context: AgentContext, environ: Mapping[str, str]
+    ) -> None:
         """After a failure: the outputs of the steps committed so far, never masking the failure."""
         try:
             if resume.load(self.config.state_dir) is not None:
-                write_outputs(self.config, task, self.logs_dir, context)
+                self._write_outputs(task, context, environ)
         except Exception as exc:
             self.logger.warning("guidance-ttt: no outputs for the committed steps: %s", exc)
 

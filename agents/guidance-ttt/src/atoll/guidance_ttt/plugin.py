@@ -1,4 +1,5 @@
-"""atoll-guidance-ttt's registrations with the atoll host: the `guidance-ttt` Harbor agent."""
+"""atoll-guidance-ttt's registrations with the atoll host: the `guidance-ttt` Harbor agent and
+`atoll guidance`."""
 
 from __future__ import annotations
 
@@ -26,6 +27,19 @@ def atoll_agents() -> list[Registration]:
             # guidance goes through Reef; GPUs only with training=on; the managed Tinker
             # environment and a key only with training=tinker
             requires=("reef", "gpu", "tinker-training"),
+        )
+    ]
+
+
+@hookimpl
+def atoll_commands() -> list[Registration]:
+    return [
+        Registration(
+            "guidance",
+            Kind.COMMAND,
+            "atoll.guidance_ttt.explore.cli:app",
+            "Guidance-TTT runs: `explore` writes one self-contained HTML page of a run's "
+            "scores, archive tree and rollouts.",
         )
     ]
 

@@ -280,6 +280,31 @@ class Library:
         self._seq += 1
 
 
+def peek(state_dir: Path, *, attempts: int = 3) -> Archive:
+    """The working archive as a reader sees it now, without the lock and without writing.
+
+    For tools that look at a run that may be running (or was killed): the
+    last snapshot plus the journal's events since. A step barrier that folds
+    the journal between the two reads makes them disagree; the read is then
+    done again, up to `attempts` times.
+    """
+    paths = RunDir(state_dir)
+    working = paths.working_archive
+    if not working.exists():
+        raise LibraryError(f"{working} does not exist; no run was started in {state_dir}")
+    failure = ""
+    for _ in range(attempts):
+        archive, generation = _load_snapshot(working)
+        try:
+            records = read_journal(paths.archive_journal).records
+            _replay(archive, generation, records, paths.archive_journal)
+        except (LibraryError, JournalCorrupt) as exc:
+            failure = str(exc)
+        else:
+            return archive
+    raise LibraryError(failure)
+
+
 def _acquire(paths: RunDir) -> filelock.BaseFileLock:
     lock = filelock.FileLock(str(paths.archive_lock))
     try:
