@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from atoll.pi_train.load_checkpoint import load_checkpoint_option
+from atoll.pi_train.training.load_checkpoint import load_checkpoint_option
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -54,22 +54,22 @@ def _tinker_group() -> None:
     """A Tinker-API service on this machine (SkyRL tx, CPU) and tiny test models."""
 
 
-# --- `atoll pi train check` lives in atoll.pi_train.check_command (the task-family half of
+# --- `atoll pi train check` lives in atoll.pi_train.hidden.check_command (the task-family half of
 # --- the distribution); it is mounted here when that module is present.
-if importlib.util.find_spec("atoll.pi_train.check_command") is not None:
-    from atoll.pi_train.check_command import check as _check
+if importlib.util.find_spec("atoll.pi_train.hidden.check_command") is not None:
+    from atoll.pi_train.hidden.check_command import check as _check
 
     train_app.command("check")(_check)
 
 
-# --- `atoll pi train shell` lives in atoll.pi_train.shell_command (file/shell RL).
-if importlib.util.find_spec("atoll.pi_train.shell_command") is not None:
-    from atoll.pi_train.shell_command import shell as _shell
+# --- `atoll pi train shell` lives in atoll.pi_train.shell.command (file/shell RL).
+if importlib.util.find_spec("atoll.pi_train.shell.command") is not None:
+    from atoll.pi_train.shell.command import shell as _shell
 
     train_app.command("shell")(_shell)
 
-# --- `atoll pi train promote` lives in atoll.pi_train.promote_command.
-from atoll.pi_train.promote_command import promote as _promote  # noqa: E402
+# --- `atoll pi train promote` lives in atoll.pi_train.promotion.command.
+from atoll.pi_train.promotion.command import promote as _promote  # noqa: E402
 
 train_app.command("promote")(_promote)
 
@@ -96,7 +96,8 @@ def tiny_model_cmd(
     seed: int = typer.Option(0, "--seed", help="Same seed, same files."),
 ) -> None:
     """Build a tiny random Qwen3-architecture model and its tokenizer (nothing downloaded)."""
-    from atoll.pi_train import env, tiny_model
+    from atoll.pi_train import env
+    from atoll.pi_train.local import tiny_model
 
     try:
         built = tiny_model.build(out, seed, _say)
@@ -118,7 +119,8 @@ def local_up(
     ),
 ) -> None:
     """Start SkyRL tx on 127.0.0.1 from the managed environment; wait until it answers."""
-    from atoll.pi_train import env, local_server
+    from atoll.pi_train import env
+    from atoll.pi_train.local import server as local_server
 
     try:
         state = local_server.up(_say, base_model=base_model, port=port)
@@ -132,7 +134,7 @@ def local_up(
 @local_app.command("status")
 def local_status() -> None:
     """Say whether the local server runs, and where; exit 1 if it does not."""
-    from atoll.pi_train import local_server
+    from atoll.pi_train.local import server as local_server
 
     state = local_server.status()
     if state is None:
@@ -145,7 +147,7 @@ def local_status() -> None:
 @local_app.command("down")
 def local_down() -> None:
     """Stop the local server and every process it started."""
-    from atoll.pi_train import local_server
+    from atoll.pi_train.local import server as local_server
 
     try:
         state = local_server.down()
@@ -185,7 +187,7 @@ def serve_cmd(
     ),
 ) -> None:
     """Serve OpenAI chat completions on 127.0.0.1 over a Tinker sampling client, until stopped."""
-    from atoll.pi_train import serve_command
+    from atoll.pi_train.serving import command as serve_command
 
     serve_command.run(
         base_model, model_path, state_path, renderer, port, tinker_url, served_model_name, max_tokens,
@@ -206,8 +208,8 @@ def _settings(
     languages: str,
     load_checkpoint: str | None = None,
 ) -> Any:
-    from atoll.pi_train.load_checkpoint import LoadCheckpointError, resolve
-    from atoll.pi_train.run import TrainSettings, default_base_url
+    from atoll.pi_train.training.load_checkpoint import LoadCheckpointError, resolve
+    from atoll.pi_train.training.run import TrainSettings, default_base_url
 
     chosen = tuple(dict.fromkeys(x.strip() for x in languages.split(",") if x.strip()))
     if not chosen:
@@ -246,8 +248,9 @@ def _settings(
 def _run_with_progress(start: Any) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from atoll.pi_train import env, tasks
-    from atoll.pi_train.run import RunError, RunInputError
+    from atoll.pi_train import env
+    from atoll.pi_train.training import tasks
+    from atoll.pi_train.training.run import RunError, RunInputError
 
     with Progress(
         "[progress.description]{task.description}",
@@ -293,7 +296,7 @@ _GROUP_SIZE = typer.Option(4, "--group-size", help="Rollouts per group.")
 _ITERATIONS = typer.Option(10, "--iterations", help="Iterations in total (a rerun resumes).")
 _MAX_TOKENS = typer.Option(512, "--max-tokens", help="Sampled tokens per turn.")
 _OUT = typer.Option(..., "--out", help="Run directory (rerun to resume).")
-# The held-out evaluation and the batches' seed (hidden and shell; atoll.pi_train.held_out).
+# The held-out evaluation and the batches' seed (hidden and shell; atoll.pi_train.training.held_out).
 _EVAL_INSTANCES = typer.Option(
     1,
     "--eval-instances",
@@ -337,8 +340,8 @@ def hidden_cmd(
     batch_seed: int = _BATCH_SEED,
 ) -> None:
     """Hidden-variant tool RL: one group per (family, hidden case set, language)."""
-    from atoll.pi_train.held_out import HeldOut
-    from atoll.pi_train.trainers import train_hidden
+    from atoll.pi_train.hidden.train import train_hidden
+    from atoll.pi_train.training.held_out import HeldOut
 
     evaluation = HeldOut(instances=eval_instances, samples=eval_samples, every=eval_every)
     if (why := evaluation.check()) is not None:
@@ -408,8 +411,8 @@ def answer_cmd(
     ),
 ) -> None:
     """Answer-only GRPO on the Euler store: one group per problem x language x strategy."""
-    from atoll.pi_train.replay import ReplayError, ReplayMix
-    from atoll.pi_train.trainers import train_answer
+    from atoll.pi_train.answer.replay import ReplayError, ReplayMix
+    from atoll.pi_train.answer.train import train_answer
 
     try:
         mix = ReplayMix.parse(
