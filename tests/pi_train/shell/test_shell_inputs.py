@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from support.pi_train_settings import train_settings
+from typer.testing import CliRunner
 
+from atoll.pi_train.cli import train_app
 from atoll.pi_train.shell.episode import Bounds
 from atoll.pi_train.shell.train import ShellOptions, train_shell
 from atoll.pi_train.training.run import RunInputError, TrainSettings
@@ -51,6 +53,32 @@ def test_bad_input_is_refused_before_anything_is_written(
     with pytest.raises(RunInputError, match=reason) as raised:
         train_shell(_settings(languages), out, _options(sandbox_url), _never, _never)
     assert "\n" not in str(raised.value)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "reason"),
+    [
+        (["--max-steps", "0"], "--max-steps must be at least 1 (got 0)"),
+        (["--max-tool-calls", "-1"], "--max-tool-calls must be at least 1 (got -1)"),
+        (["--eval-every", "-2"], "--eval-every must be at least 0 (got -2)"),
+        (["--eval-samples", "0"], "--eval-samples must be at least 1 (got 0)"),
+        (["--max-tokens", "300", "--max-episode-tokens", "300"], "must be below"),
+        (["--languages", " , "], "--languages names no language"),
+        (["--iterations", "0"], "--iterations must be at least 1 (got 0)"),
+    ],
+)
+def test_bad_flags_are_one_error_line_and_status_2(
+    tmp_path: Path, flags: list[str], reason: str
+) -> None:
+    """The shell command's own checks and the common ones it shares with `hidden` and `answer`."""
+    out = tmp_path / "run"
+    done = CliRunner().invoke(
+        train_app, ["shell", "--base-model", "tiny", "--out", str(out), *flags]
+    )
+    assert done.exit_code == 2, done.output
+    lines = done.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and reason in lines[0], done.output
     assert not out.exists()
 
 

@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
 
+from atoll.pi_train.training.command import (
+    fail,
+    run_with_progress,
+    stderr,
+    stdout,
+    train_settings,
+)
 from atoll.pi_train.training.load_checkpoint import load_checkpoint_option
-
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
-_out = Console(highlight=False, soft_wrap=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    from rich.markup import escape
-
-    _err.print(f"[bold red]error:[/bold red] {escape(message)}")
-    raise typer.Exit(code)
-
 
 train_app = typer.Typer(
     help="Train a Pi policy on Tinker: hidden-variant tool RL, answer-only GRPO.",
@@ -75,7 +69,7 @@ train_app.command("promote")(_promote)
 
 
 def _say(line: str) -> None:
-    _err.print(line)
+    stderr.print(line)
 
 
 @tinker_app.command("install")
@@ -86,8 +80,8 @@ def install_cmd() -> None:
     try:
         present = env.ensure(_say)
     except env.EnvironmentUnavailable as exc:
-        _fail(str(exc))
-    _out.print(f"managed Tinker environment (Python {env.PYTHON_VERSION}) at {present.root}")
+        fail(str(exc))
+    stdout.print(f"managed Tinker environment (Python {env.PYTHON_VERSION}) at {present.root}")
 
 
 @tinker_app.command("tiny-model")
@@ -102,8 +96,8 @@ def tiny_model_cmd(
     try:
         built = tiny_model.build(out, seed, _say)
     except env.EnvironmentUnavailable as exc:
-        _fail(str(exc))
-    _out.print(f"{out}: {built['parameters']} parameters (seed {seed})")
+        fail(str(exc))
+    stdout.print(f"{out}: {built['parameters']} parameters (seed {seed})")
 
 
 @local_app.command("up")
@@ -125,9 +119,11 @@ def local_up(
     try:
         state = local_server.up(_say, base_model=base_model, port=port)
     except (env.EnvironmentUnavailable, local_server.ServerError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not print_env:
-        _err.print(f"local Tinker server at {state.base_url} (pid {state.pid}, {state.base_model})")
+        stderr.print(
+            f"local Tinker server at {state.base_url} (pid {state.pid}, {state.base_model})"
+        )
     print(state.exports())
 
 
@@ -138,10 +134,10 @@ def local_status() -> None:
 
     state = local_server.status()
     if state is None:
-        _out.print("no local Tinker server")
+        stdout.print("no local Tinker server")
         raise typer.Exit(1)
     health = "answers" if local_server.answers(state.base_url) else "does not answer"
-    _out.print(f"{state.base_url} (pid {state.pid}) {health}; base model {state.base_model}")
+    stdout.print(f"{state.base_url} (pid {state.pid}) {health}; base model {state.base_model}")
 
 
 @local_app.command("down")
@@ -152,8 +148,8 @@ def local_down() -> None:
     try:
         state = local_server.down()
     except local_server.ServerError as exc:
-        _fail(str(exc), code=1)
-    _out.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
+        fail(str(exc), code=1)
+    stdout.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
 
 
 @tinker_app.command("serve")
@@ -191,90 +187,8 @@ def serve_cmd(
 
     serve_command.run(
         base_model, model_path, state_path, renderer, port, tinker_url, served_model_name, max_tokens,
-        ready_file, _say, _fail,
+        ready_file, _say, fail,
     )  # fmt: skip
-
-
-def _settings(
-    base_model: str,
-    renderer: str,
-    base_url: str | None,
-    lora_rank: int,
-    learning_rate: float,
-    groups_per_batch: int,
-    group_size: int,
-    iterations: int,
-    max_tokens: int,
-    languages: str,
-    load_checkpoint: str | None = None,
-) -> Any:
-    from atoll.pi_train.training.load_checkpoint import LoadCheckpointError, resolve
-    from atoll.pi_train.training.run import TrainSettings, default_base_url
-
-    chosen = tuple(dict.fromkeys(x.strip() for x in languages.split(",") if x.strip()))
-    if not chosen:
-        _fail("--languages names no language")
-    for name, value in (
-        ("--groups-per-batch", groups_per_batch),
-        ("--group-size", group_size),
-        ("--iterations", iterations),
-        ("--max-tokens", max_tokens),
-        ("--lora-rank", lora_rank),
-    ):
-        if value < 1:
-            _fail(f"{name} must be at least 1 (got {value})")
-    state = None
-    if load_checkpoint is not None:
-        try:
-            state = resolve(load_checkpoint)
-        except LoadCheckpointError as exc:
-            _fail(str(exc))
-    model = str(Path(base_model).resolve()) if Path(base_model).is_dir() else base_model
-    return TrainSettings(
-        base_model=model,
-        renderer=renderer,
-        base_url=base_url or default_base_url(),
-        lora_rank=lora_rank,
-        learning_rate=learning_rate,
-        groups_per_batch=groups_per_batch,
-        group_size=group_size,
-        iterations=iterations,
-        max_tokens=max_tokens,
-        languages=chosen,
-        load_checkpoint=state,
-    )
-
-
-def _run_with_progress(start: Any) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from atoll.pi_train import env
-    from atoll.pi_train.training import tasks
-    from atoll.pi_train.training.run import RunError, RunInputError
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_err,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("iterations", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        try:
-            written = start(progress, lambda line: bar.console.print(line))
-        except (RunError, tasks.TaskSetError, env.EnvironmentUnavailable, ValueError) as exc:
-            if bar.tasks[0].total is None:  # refused before any iteration: the error says it all
-                bar.update(task, visible=False)
-            bar.stop()
-            # A run that started and failed is 1; bad input or a missing prerequisite is 2.
-            failed = isinstance(exc, RunError) and not isinstance(exc, RunInputError)
-            _fail(str(exc), code=1 if failed else 2)
-    _out.print(f"{written}")
 
 
 _BASE_MODEL = typer.Option(
@@ -296,7 +210,7 @@ _GROUP_SIZE = typer.Option(4, "--group-size", help="Rollouts per group.")
 _ITERATIONS = typer.Option(10, "--iterations", help="Iterations in total (a rerun resumes).")
 _MAX_TOKENS = typer.Option(512, "--max-tokens", help="Sampled tokens per turn.")
 _OUT = typer.Option(..., "--out", help="Run directory (rerun to resume).")
-# The held-out evaluation and the batches' seed (hidden and shell; atoll.pi_train.training.held_out).
+# The held-out evaluation and the batches' seed (hidden and shell; training.held_out).
 _EVAL_INSTANCES = typer.Option(
     1,
     "--eval-instances",
@@ -345,9 +259,9 @@ def hidden_cmd(
 
     evaluation = HeldOut(instances=eval_instances, samples=eval_samples, every=eval_every)
     if (why := evaluation.check()) is not None:
-        _fail(why)
+        fail(why)
 
-    settings = _settings(
+    settings = train_settings(
         base_model,
         renderer,
         base_url,
@@ -360,7 +274,7 @@ def hidden_cmd(
         languages,
         load_checkpoint,
     )
-    _run_with_progress(
+    run_with_progress(
         lambda progress, say: train_hidden(
             settings,
             out,
@@ -422,9 +336,9 @@ def answer_cmd(
             regression_every=regression_every,
         )
     except ReplayError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
-    settings = _settings(
+    settings = train_settings(
         base_model,
         renderer,
         base_url,
@@ -437,7 +351,7 @@ def answer_cmd(
         languages,
         load_checkpoint,
     )
-    _run_with_progress(
+    run_with_progress(
         lambda progress, say: train_answer(
             settings, out, store, progress, say, curriculum, mix, load_from=load_checkpoint
         )

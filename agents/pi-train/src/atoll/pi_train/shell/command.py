@@ -1,8 +1,8 @@
 """`atoll pi train shell`: file/shell RL with Pi's four tools (the design's `train_pi_grpo`).
 
 Mounted under `atoll pi train` by cli.py. It takes the common training flags
-of `hidden` and `answer` (the same functions turn them into settings and show
-the progress bar), plus the sandbox, the episode bounds and the held-out
+of `hidden` and `answer` (the same functions, atoll.pi_train.training.command,
+turn them into settings and show the progress bar), plus the sandbox, the episode bounds and the held-out
 evaluation.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from atoll.pi_train.shell.episode import Bounds
+from atoll.pi_train.training.command import fail, run_with_progress, train_settings
 from atoll.pi_train.training.load_checkpoint import load_checkpoint_option
 
 _DEFAULTS = Bounds()
@@ -73,7 +74,6 @@ def shell(
     ),
 ) -> None:
     """Pi-shaped file/shell RL: read, write, edit and bash over one fresh workspace per episode."""
-    from atoll.pi_train.cli import _fail, _run_with_progress, _settings
     from atoll.pi_train.shell.train import ShellOptions, train_shell
 
     for name, value in (
@@ -82,15 +82,15 @@ def shell(
         ("--max-episode-tokens", max_episode_tokens),
     ):
         if value < 1:
-            _fail(f"{name} must be at least 1 (got {value})")
+            fail(f"{name} must be at least 1 (got {value})")
     for name, value in (("--eval-instances", eval_instances), ("--eval-every", eval_every)):
         if value < 0:
-            _fail(f"{name} must be at least 0 (got {value})")
+            fail(f"{name} must be at least 0 (got {value})")
     if eval_samples < 1:
-        _fail(f"--eval-samples must be at least 1 (got {eval_samples})")
+        fail(f"--eval-samples must be at least 1 (got {eval_samples})")
     if max_tokens >= max_episode_tokens:
-        _fail(f"--max-tokens ({max_tokens}) must be below --max-episode-tokens")
-    settings = _settings(
+        fail(f"--max-tokens ({max_tokens}) must be below --max-episode-tokens")
+    settings = train_settings(
         base_model,
         renderer,
         base_url,
@@ -113,7 +113,7 @@ def shell(
         eval_samples=eval_samples,
         batch_seed=batch_seed,
     )
-    _run_with_progress(
+    run_with_progress(
         lambda progress, say: train_shell(
             settings, out, options, progress, say, load_from=load_checkpoint
         )
