@@ -1,4 +1,9 @@
-"""The shell task families: deterministic, train and eval disjoint, and apart from the transfer suite.
+"""The shell task families: deterministic, right, train and eval disjoint, and apart from the transfer suite.
+
+An instance's answer is what its family's solver computes, so a solver is
+checked against answers it did not compute: worked by hand on small
+workspaces written here, and computed again, from the statement's wording,
+by a second implementation below that shares no code with the families.
 
 The transfer suite is atoll-euler's installed, digest-verified
 `atoll-transfer-v1`: its four tasks are one of each family, so these tests
@@ -8,6 +13,13 @@ do describe the suite's tasks (so "not the suite's question" means something).
 """
 
 from __future__ import annotations
+
+import heapq
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 
@@ -47,11 +59,243 @@ def test_instances_are_deterministic(instances: dict) -> None:
                 assert again.digest() == instances[name][split][index].digest()
 
 
-def test_each_answer_is_its_solver_on_its_files(instances: dict) -> None:
+# --- a second implementation of each family, from its statement alone ----------------------
+
+
+def _logs(params: dict[str, Any], files: Mapping[str, bytes]) -> int:
+    event = re.compile(r"(\S+) +(\S+) +service=(\S+) +status=(\d+) +(\w+)=(\d+)")
+    low, high = params["status"]
+    total = 0
+    for line in files[params["file"]].decode().split("\n"):
+        if line == "" or line.startswith(params["comment"]):
+            continue
+        found = event.fullmatch(line)
+        assert found is not None, line  # every other line is an event
+        _, level, service, status, name, value = found.groups()
+        assert name == params["field"]
+        if (level, service) == (params["level"], params["service"]) and low <= int(status) <= high:
+            total += int(value)
+    return total
+
+
+def _inventory(params: dict[str, Any], files: Mapping[str, bytes]) -> int:
+    key, stock, quantity, note = params["columns"]
+    opening, movements = (files[name].decode().splitlines() for name in params["files"])
+    assert opening[0] == f"{key},{stock}" and movements[0] == f"{key},{quantity},{note}"
+    balance: dict[str, int] = defaultdict(int)
+    for row in opening[1:]:
+        item, count = row.split(",")
+        balance[item] = int(count)
+    for row in movements[1:]:
+        item, signed, remark = row.split(",")
+        if remark != params["cancel"]:
+            balance[item] += int(signed)  # "+12" and "-7" alike
+    final = list(balance.values())
+    asks: dict[str, Callable[[], int]] = {
+        "sum_negative": lambda: sum(min(v, 0) for v in final),
+        "count_negative": lambda: len([v for v in final if v < 0]),
+        "min_balance": lambda: sorted(final)[0],
+        "sum_positive": lambda: sum(max(v, 0) for v in final),
+    }
+    return asks[params["ask"]]()
+
+
+def _checksum(params: dict[str, Any], files: Mapping[str, bytes]) -> int:
+    checksum = 0
+    for number, line in enumerate(files[params["file"]].decode().splitlines(), params["start"]):
+        checksum = (checksum + number * sum(ord(c) for c in line)) % params["modulus"]
+    return checksum
+
+
+def _shards(params: dict[str, Any], files: Mapping[str, bytes]) -> int:
+    counted = params["counts"]
+    totals: dict[str, int] = defaultdict(int)
+    for name in params["shards"]:
+        for line in files[name].decode().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                flag = record[params["flag"]]
+                # The statement's `"ok": true` is JSON's true, never a 1.
+                if type(flag) is type(counted) and flag == counted:
+                    totals[record[params["key"]]] += record[params["amount"]]
+    asks: dict[str, Callable[[], int]] = {
+        "max_total": lambda: max(totals.values()),
+        "min_total": lambda: min(totals.values()),
+        "top3_sum": lambda: sum(heapq.nlargest(3, totals.values())),
+        "count_keys": lambda: len(totals),
+    }
+    return asks[params["ask"]]()
+
+
+AGAIN: dict[str, Callable[[dict[str, Any], Mapping[str, bytes]], int]] = {
+    "filtered-logs": _logs,
+    "signed-inventory": _inventory,
+    "weighted-checksum": _checksum,
+    "shard-totals": _shards,
+}
+
+
+def test_each_answer_is_computed_again_apart_from_its_solver(instances: dict) -> None:
+    assert set(AGAIN) == set(FAMILIES)
+    for name in FAMILIES:
+        for split in SPLITS:
+            for instance in instances[name][split][:10]:
+                assert AGAIN[name](instance.params, instance.files) == instance.answer != 0
+                assert set(instance.files) and all(instance.files.values())
+
+
+def test_the_second_implementation_gives_the_suite_s_own_answers(transfer: dict) -> None:
+    """It is checked on answers neither implementation computed: the suite's pinned ones."""
+    for task_id, task in transfer.items():
+        assert str(AGAIN[task_id](SUITE_POINTS[task_id], task.files)) == task.expected()
+
+
+# --- small workspaces worked by hand ------------------------------------------------------
+
+_APP_LOG = b"""# rotated segment 0
+2027-07-01T00:00:05Z ERROR service=auth status=500 latency_ms=120
+2027-07-01T00:00:09Z ERROR service=auth-api status=503 latency_ms=7000
+2027-07-01T00:00:12Z WARN  service=auth status=502 latency_ms=40
+2027-07-01T00:00:20Z ERROR service=auth status=599 latency_ms=33
+2027-07-01T00:00:31Z ERROR service=auth status=404 latency_ms=900
+2027-07-01T00:00:47Z ERROR service=authz status=500 latency_ms=55
+# rotated segment 1
+2027-07-01T00:01:02Z ERROR service=auth status=504 latency_ms=1000
+"""
+_EVENTS_LOG = b"""2027-07-01T00:00:03Z INFO  service=search status=200 bytes=10
+; 2027-07-01T00:00:04Z INFO  service=search status=200 bytes=999
+2027-07-01T00:00:08Z INFO  service=search status=299 bytes=5
+2027-07-01T00:00:09Z INFO  service=search status=300 bytes=70
+2027-07-01T00:00:11Z INFO  service=search-worker status=201 bytes=80
+2027-07-01T00:00:15Z DEBUG service=search status=204 bytes=3
+2027-07-01T00:00:20Z INFO  service=search status=204 bytes=2000
+"""
+_INVENTORY = {
+    "start.csv": b"item,count\nA1,5\nB2,0\nC3,10\n",
+    # A1: 5 - 7 + 1 = -1; B2: 0 + 3 = 3; C3: 10 (the VOID -4 ignored) - 12 (CANCELLED is
+    # only a note when the marker is VOID) = -2; D4: only in the movements, 0 - 2 = -2.
+    "moves.csv": (
+        b"item,delta,memo\nA1,-7,\nB2,+3,restock\nC3,-4,VOID\nD4,-2,audit\n"
+        b"C3,-12,CANCELLED\nA1,+1,return\n"
+    ),
+}
+_INVENTORY_QUESTION = {
+    "files": ["start.csv", "moves.csv"],
+    "columns": ["item", "count", "delta", "memo"],
+    "cancel": "VOID",
+}
+# "a b" is 97 + 32 + 98 = 227 and "zz" 122 + 122 = 244.
+_NOTES = {"notes.txt": b"a b\nzz\n"}
+# Counted: a 5 + 6 = 11, b 2 (its 7 failed), c 4 + 1 = 5; d's only record is pending.
+_PARTS = {
+    "part-0.jsonl": b'{"account": "a", "amount": 5, "status": "done"}\n'
+    b'{"account": "b", "amount": 7, "status": "failed"}\n'
+    b'{"account": "c", "amount": 4, "status": "done"}\n',
+    "part-1.jsonl": b'{"account": "a", "amount": 6, "status": "done"}\n'
+    b'{"account": "b", "amount": 2, "status": "done"}\n'
+    b'{"account": "d", "amount": 100, "status": "pending"}\n\n'
+    b'{"account": "c", "amount": 1, "status": "done"}\n',
+}
+_PARTS_QUESTION = {
+    "shards": ["part-0.jsonl", "part-1.jsonl"],
+    "key": "account",
+    "amount": "amount",
+    "flag": "status",
+    "counts": "done",
+}
+# Counted (ok: true): x 10 + 15 = 25, y 20 (its 50 was not ok).
+_CHUNK = {
+    "chunk-0.jsonl": b'{"host": "x", "bytes_sent": 10, "ok": true}\n'
+    b'{"host": "y", "bytes_sent": 50, "ok": false}\n'
+    b'{"host": "x", "bytes_sent": 15, "ok": true}\n'
+    b'{"host": "y", "bytes_sent": 20, "ok": true}\n'
+}
+_CHUNK_QUESTION = {
+    "shards": ["chunk-0.jsonl"],
+    "key": "host",
+    "amount": "bytes_sent",
+    "flag": "ok",
+    "counts": True,
+}
+
+WORKED: list[tuple[str, dict[str, Any], dict[str, bytes], int]] = [
+    # ERROR, exactly `auth`, status 500-599: 120 + 33 + 1000 (not auth-api, WARN, 404, authz).
+    (
+        "filtered-logs",
+        {
+            "file": "app.log",
+            "level": "ERROR",
+            "service": "auth",
+            "status": [500, 599],
+            "field": "latency_ms",
+            "comment": "#",
+        },
+        {"app.log": _APP_LOG},
+        1153,
+    ),
+    # INFO, exactly `search`, status 200-299: 10 + 5 + 2000 (not the `;` line, 300, the
+    # worker, DEBUG).
+    (
+        "filtered-logs",
+        {
+            "file": "events.log",
+            "level": "INFO",
+            "service": "search",
+            "status": [200, 299],
+            "field": "bytes",
+            "comment": ";",
+        },
+        {"events.log": _EVENTS_LOG},
+        2015,
+    ),
+    # Final balances A1 -1, B2 3, C3 -2, D4 -2.
+    ("signed-inventory", {**_INVENTORY_QUESTION, "ask": "sum_negative"}, _INVENTORY, -5),
+    ("signed-inventory", {**_INVENTORY_QUESTION, "ask": "count_negative"}, _INVENTORY, 3),
+    ("signed-inventory", {**_INVENTORY_QUESTION, "ask": "min_balance"}, _INVENTORY, -2),
+    ("signed-inventory", {**_INVENTORY_QUESTION, "ask": "sum_positive"}, _INVENTORY, 3),
+    # 1 x 227 + 2 x 244 = 715.
+    ("weighted-checksum", {"file": "notes.txt", "start": 1, "modulus": 999983}, _NOTES, 715),
+    # 0 x 227 + 1 x 244 = 244.
+    ("weighted-checksum", {"file": "notes.txt", "start": 0, "modulus": 65521}, _NOTES, 244),
+    # 2 x 227 + 3 x 244 = 1186, modulo 1000.
+    ("weighted-checksum", {"file": "notes.txt", "start": 2, "modulus": 1000}, _NOTES, 186),
+    # Without the last newline the lines are the same.
+    (
+        "weighted-checksum",
+        {"file": "n.txt", "start": 1, "modulus": 999983},
+        {"n.txt": b"a b\nzz"},
+        715,
+    ),
+    # Totals a 11, b 2, c 5.
+    ("shard-totals", {**_PARTS_QUESTION, "ask": "max_total"}, _PARTS, 11),
+    ("shard-totals", {**_PARTS_QUESTION, "ask": "min_total"}, _PARTS, 2),
+    ("shard-totals", {**_PARTS_QUESTION, "ask": "top3_sum"}, _PARTS, 18),
+    ("shard-totals", {**_PARTS_QUESTION, "ask": "count_keys"}, _PARTS, 3),
+    # Totals x 25, y 20.
+    ("shard-totals", {**_CHUNK_QUESTION, "ask": "max_total"}, _CHUNK, 25),
+    ("shard-totals", {**_CHUNK_QUESTION, "ask": "top3_sum"}, _CHUNK, 45),
+    ("shard-totals", {**_CHUNK_QUESTION, "ask": "min_total"}, _CHUNK, 20),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "files", "answer"),
+    WORKED,
+    ids=[f"{name}-{i}" for i, (name, *_) in enumerate(WORKED)],
+)
+def test_each_family_solves_small_workspaces_worked_by_hand(
+    name: str, params: dict[str, Any], files: dict[str, bytes], answer: int
+) -> None:
+    assert FAMILIES[name].solve(params, files) == answer
+    assert AGAIN[name](params, files) == answer
+
+
+def test_the_worked_workspaces_cover_every_family_and_every_ask() -> None:
+    asked = {(name, params.get("ask")) for name, params, _, _ in WORKED}
+    assert {name for name, _ in asked} == set(FAMILIES)
     for name, family in FAMILIES.items():
-        for instance in instances[name]["train"][:10]:
-            assert family.solve(instance.params, instance.files) == instance.answer != 0
-            assert set(instance.files) and all(instance.files.values())
+        drawn = {family.instance("train", i).params.get("ask") for i in range(WALK)}
+        assert drawn <= {ask for n, ask in asked if n == name}, name
 
 
 def test_train_and_eval_share_no_question_and_no_instance(instances: dict) -> None:
