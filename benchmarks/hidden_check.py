@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.core.sandbox.fusion import EmbeddedFusionServer
-from atoll.pi_train.families import FAMILIES, Instance
-from atoll.pi_train.harness import check_submission
+from atoll.pi_train.hidden.families import FAMILIES, Instance
+from atoll.pi_train.hidden.harness import check_submission
 
 TARGET_S = 0.5
 BATCH = 8  # groups x size of the benchmark: 2 x 4

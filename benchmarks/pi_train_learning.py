@@ -21,7 +21,7 @@ less 0.1 when no block of the asked language is shown) can move only through
 its code-format term on a model this small, by the policy learning to fence
 the language the task asks for. (`hidden` and `shell` have no such condition
 the tiny model reaches at this cost: the plugin README, "Does training
-learn?", says why; their evidence is tests/pi_train/test_update_moves_policy.py.)
+learn?", says why; their evidence is tests/pi_train/training/test_update_moves_policy.py.)
 
 Then `answer`'s own training (its tasks, scoring route and trainer: the
 cookbook's RL loop in the managed environment, LoRA rank 8 on the local
@@ -54,10 +54,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from atoll.pi_train import ensure_managed_env, run, tasks, trainers
+from atoll.pi_train import ensure_managed_env
+from atoll.pi_train.answer import train as answer_train
 from atoll.pi_train.bootstrap.guard import default_guard
-from atoll.pi_train.held_out import HeldOut
-from atoll.pi_train.held_out import job_fields as held_out_fields
+from atoll.pi_train.training import run, tasks
+from atoll.pi_train.training.held_out import HeldOut
+from atoll.pi_train.training.held_out import job_fields as held_out_fields
 
 app = typer.Typer(add_completion=False)
 ATOLL = str(Path(sys.executable).parent / "atoll")
@@ -212,7 +214,7 @@ def train_answer(
         "answer",
         settings,
         [t.public() for t in train],
-        trainers.answer_routes(store, [*train, *held_out]),
+        answer_train.answer_routes(store, [*train, *held_out]),
         tasks.ANSWER_SYSTEM_PROMPT,
         manifest,
         lambda done, total: None,

@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.table import Table
 
 from atoll.core.sandbox.fusion import EmbeddedFusionServer
-from atoll.pi_train.shell_env import RUNTIMES, Episode, fusion_runner
-from atoll.pi_train.shell_families import FAMILIES
+from atoll.pi_train.shell.episode import RUNTIMES, Episode, fusion_runner
+from atoll.pi_train.shell.families import FAMILIES
 
 TARGET_S = 0.5
 PROGRAMS = {

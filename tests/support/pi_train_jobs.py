@@ -15,10 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from atoll.pi_train import hidden_sets, run, shell_train, tasks, trainers
-from atoll.pi_train.held_out import HeldOut
-from atoll.pi_train.run import TrainSettings
-from atoll.pi_train.scoring import Handler, ScoringService
+from atoll.pi_train.answer import train as answer_train
+from atoll.pi_train.hidden import sets as hidden_sets
+from atoll.pi_train.hidden import train as hidden_train
+from atoll.pi_train.shell import train as shell_train
+from atoll.pi_train.training import run, tasks
+from atoll.pi_train.training.held_out import HeldOut
+from atoll.pi_train.training.run import TrainSettings
+from atoll.pi_train.training.scoring import Handler, ScoringService
 
 COMMANDS = ("answer", "hidden", "shell")
 NO_HELD_OUT = HeldOut(instances=0, every=0)  # one update measures training alone
@@ -39,10 +43,10 @@ def _inputs(
         assert store_dir is not None, "answer trains on an Euler store"
         store = tasks.store_at(store_dir)
         answer = tasks.answer_tasks(store, settings.languages, count)
-        extra = trainers.regression_job([], None)
+        extra = answer_train.regression_job([], None)
         return (
             [t.public() for t in answer],
-            trainers.answer_routes(store, answer),
+            answer_train.answer_routes(store, answer),
             (tasks.ANSWER_SYSTEM_PROMPT),
             extra,
         )
@@ -50,11 +54,11 @@ def _inputs(
     if mode == "hidden":
         per = settings.groups_per_batch
         hidden = hidden_sets.train_tasks(settings.languages, per, count, 0)
-        routes = trainers.hidden_routes(out, hidden, [], url)
-        extra = trainers.hidden_job_extra([], NO_HELD_OUT)
+        routes = hidden_train.hidden_routes(out, hidden, [], url)
+        extra = hidden_train.hidden_job_extra([], NO_HELD_OUT)
         return [t.public() for t in hidden], routes, tasks.HIDDEN_SYSTEM_PROMPT, extra
     if mode == "shell":
-        from atoll.pi_train.shell_env import Bounds, fusion_runner
+        from atoll.pi_train.shell.episode import Bounds, fusion_runner
 
         bounds = Bounds(steps=2, tool_calls=3)
         train = shell_train.train_tasks(settings.languages, count, settings.groups_per_batch)

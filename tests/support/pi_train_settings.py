@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from atoll.pi_train.run import TrainSettings
+from atoll.pi_train.training.run import TrainSettings
 
 BASE = TrainSettings(
     base_model="tiny",

@@ -21,7 +21,7 @@ from support.processes import processes_with_environment
 # sequence-length bucket; tests that ask for the same shapes reuse what the first one compiled,
 # and a test with other shapes pays compiles of its own. The number of groups per batch
 # compiles nothing new (the server pads batches to fixed slots: BACKEND_CONFIG in
-# atoll.pi_train.local_server), so a test may use fewer groups to roll out less.
+# atoll.pi_train.local.server), so a test may use fewer groups to roll out less.
 MAX_TOKENS = "16"
 GROUP_SIZE = "2"
 RUN_FLAGS = ("--groups-per-batch", "2", "--group-size", GROUP_SIZE, "--max-tokens", MAX_TOKENS)

@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
 
-from atoll.pi_train.load_checkpoint import load_checkpoint_option
-
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
-_out = Console(highlight=False, soft_wrap=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    from rich.markup import escape
-
-    _err.print(f"[bold red]error:[/bold red] {escape(message)}")
-    raise typer.Exit(code)
-
+from atoll.pi_train.training.command import (
+    fail,
+    run_with_progress,
+    stderr,
+    stdout,
+    train_settings,
+)
+from atoll.pi_train.training.load_checkpoint import load_checkpoint_option
 
 train_app = typer.Typer(
     help="Train a Pi policy on Tinker: hidden-variant tool RL, answer-only GRPO.",
@@ -54,28 +48,28 @@ def _tinker_group() -> None:
     """A Tinker-API service on this machine (SkyRL tx, CPU) and tiny test models."""
 
 
-# --- `atoll pi train check` lives in atoll.pi_train.check_command (the task-family half of
+# --- `atoll pi train check` lives in atoll.pi_train.hidden.check_command (the task-family half of
 # --- the distribution); it is mounted here when that module is present.
-if importlib.util.find_spec("atoll.pi_train.check_command") is not None:
-    from atoll.pi_train.check_command import check as _check
+if importlib.util.find_spec("atoll.pi_train.hidden.check_command") is not None:
+    from atoll.pi_train.hidden.check_command import check as _check
 
     train_app.command("check")(_check)
 
 
-# --- `atoll pi train shell` lives in atoll.pi_train.shell_command (file/shell RL).
-if importlib.util.find_spec("atoll.pi_train.shell_command") is not None:
-    from atoll.pi_train.shell_command import shell as _shell
+# --- `atoll pi train shell` lives in atoll.pi_train.shell.command (file/shell RL).
+if importlib.util.find_spec("atoll.pi_train.shell.command") is not None:
+    from atoll.pi_train.shell.command import shell as _shell
 
     train_app.command("shell")(_shell)
 
-# --- `atoll pi train promote` lives in atoll.pi_train.promote_command.
-from atoll.pi_train.promote_command import promote as _promote  # noqa: E402
+# --- `atoll pi train promote` lives in atoll.pi_train.promotion.command.
+from atoll.pi_train.promotion.command import promote as _promote  # noqa: E402
 
 train_app.command("promote")(_promote)
 
 
 def _say(line: str) -> None:
-    _err.print(line)
+    stderr.print(line)
 
 
 @tinker_app.command("install")
@@ -86,8 +80,8 @@ def install_cmd() -> None:
     try:
         present = env.ensure(_say)
     except env.EnvironmentUnavailable as exc:
-        _fail(str(exc))
-    _out.print(f"managed Tinker environment (Python {env.PYTHON_VERSION}) at {present.root}")
+        fail(str(exc))
+    stdout.print(f"managed Tinker environment (Python {env.PYTHON_VERSION}) at {present.root}")
 
 
 @tinker_app.command("tiny-model")
@@ -96,13 +90,14 @@ def tiny_model_cmd(
     seed: int = typer.Option(0, "--seed", help="Same seed, same files."),
 ) -> None:
     """Build a tiny random Qwen3-architecture model and its tokenizer (nothing downloaded)."""
-    from atoll.pi_train import env, tiny_model
+    from atoll.pi_train import env
+    from atoll.pi_train.local import tiny_model
 
     try:
         built = tiny_model.build(out, seed, _say)
     except env.EnvironmentUnavailable as exc:
-        _fail(str(exc))
-    _out.print(f"{out}: {built['parameters']} parameters (seed {seed})")
+        fail(str(exc))
+    stdout.print(f"{out}: {built['parameters']} parameters (seed {seed})")
 
 
 @local_app.command("up")
@@ -118,40 +113,43 @@ def local_up(
     ),
 ) -> None:
     """Start SkyRL tx on 127.0.0.1 from the managed environment; wait until it answers."""
-    from atoll.pi_train import env, local_server
+    from atoll.pi_train import env
+    from atoll.pi_train.local import server as local_server
 
     try:
         state = local_server.up(_say, base_model=base_model, port=port)
     except (env.EnvironmentUnavailable, local_server.ServerError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not print_env:
-        _err.print(f"local Tinker server at {state.base_url} (pid {state.pid}, {state.base_model})")
+        stderr.print(
+            f"local Tinker server at {state.base_url} (pid {state.pid}, {state.base_model})"
+        )
     print(state.exports())
 
 
 @local_app.command("status")
 def local_status() -> None:
     """Say whether the local server runs, and where; exit 1 if it does not."""
-    from atoll.pi_train import local_server
+    from atoll.pi_train.local import server as local_server
 
     state = local_server.status()
     if state is None:
-        _out.print("no local Tinker server")
+        stdout.print("no local Tinker server")
         raise typer.Exit(1)
     health = "answers" if local_server.answers(state.base_url) else "does not answer"
-    _out.print(f"{state.base_url} (pid {state.pid}) {health}; base model {state.base_model}")
+    stdout.print(f"{state.base_url} (pid {state.pid}) {health}; base model {state.base_model}")
 
 
 @local_app.command("down")
 def local_down() -> None:
     """Stop the local server and every process it started."""
-    from atoll.pi_train import local_server
+    from atoll.pi_train.local import server as local_server
 
     try:
         state = local_server.down()
     except local_server.ServerError as exc:
-        _fail(str(exc), code=1)
-    _out.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
+        fail(str(exc), code=1)
+    stdout.print("no local Tinker server" if state is None else f"stopped {state.base_url}")
 
 
 @tinker_app.command("serve")
@@ -185,93 +183,12 @@ def serve_cmd(
     ),
 ) -> None:
     """Serve OpenAI chat completions on 127.0.0.1 over a Tinker sampling client, until stopped."""
-    from atoll.pi_train import serve_command
+    from atoll.pi_train.serving import command as serve_command
 
     serve_command.run(
         base_model, model_path, state_path, renderer, port, tinker_url, served_model_name, max_tokens,
-        ready_file, _say, _fail,
+        ready_file, _say, fail,
     )  # fmt: skip
-
-
-def _settings(
-    base_model: str,
-    renderer: str,
-    base_url: str | None,
-    lora_rank: int,
-    learning_rate: float,
-    groups_per_batch: int,
-    group_size: int,
-    iterations: int,
-    max_tokens: int,
-    languages: str,
-    load_checkpoint: str | None = None,
-) -> Any:
-    from atoll.pi_train.load_checkpoint import LoadCheckpointError, resolve
-    from atoll.pi_train.run import TrainSettings, default_base_url
-
-    chosen = tuple(dict.fromkeys(x.strip() for x in languages.split(",") if x.strip()))
-    if not chosen:
-        _fail("--languages names no language")
-    for name, value in (
-        ("--groups-per-batch", groups_per_batch),
-        ("--group-size", group_size),
-        ("--iterations", iterations),
-        ("--max-tokens", max_tokens),
-        ("--lora-rank", lora_rank),
-    ):
-        if value < 1:
-            _fail(f"{name} must be at least 1 (got {value})")
-    state = None
-    if load_checkpoint is not None:
-        try:
-            state = resolve(load_checkpoint)
-        except LoadCheckpointError as exc:
-            _fail(str(exc))
-    model = str(Path(base_model).resolve()) if Path(base_model).is_dir() else base_model
-    return TrainSettings(
-        base_model=model,
-        renderer=renderer,
-        base_url=base_url or default_base_url(),
-        lora_rank=lora_rank,
-        learning_rate=learning_rate,
-        groups_per_batch=groups_per_batch,
-        group_size=group_size,
-        iterations=iterations,
-        max_tokens=max_tokens,
-        languages=chosen,
-        load_checkpoint=state,
-    )
-
-
-def _run_with_progress(start: Any) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from atoll.pi_train import env, tasks
-    from atoll.pi_train.run import RunError, RunInputError
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_err,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("iterations", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        try:
-            written = start(progress, lambda line: bar.console.print(line))
-        except (RunError, tasks.TaskSetError, env.EnvironmentUnavailable, ValueError) as exc:
-            if bar.tasks[0].total is None:  # refused before any iteration: the error says it all
-                bar.update(task, visible=False)
-            bar.stop()
-            # A run that started and failed is 1; bad input or a missing prerequisite is 2.
-            failed = isinstance(exc, RunError) and not isinstance(exc, RunInputError)
-            _fail(str(exc), code=1 if failed else 2)
-    _out.print(f"{written}")
 
 
 _BASE_MODEL = typer.Option(
@@ -293,7 +210,7 @@ _GROUP_SIZE = typer.Option(4, "--group-size", help="Rollouts per group.")
 _ITERATIONS = typer.Option(10, "--iterations", help="Iterations in total (a rerun resumes).")
 _MAX_TOKENS = typer.Option(512, "--max-tokens", help="Sampled tokens per turn.")
 _OUT = typer.Option(..., "--out", help="Run directory (rerun to resume).")
-# The held-out evaluation and the batches' seed (hidden and shell; atoll.pi_train.held_out).
+# The held-out evaluation and the batches' seed (hidden and shell; training.held_out).
 _EVAL_INSTANCES = typer.Option(
     1,
     "--eval-instances",
@@ -337,14 +254,14 @@ def hidden_cmd(
     batch_seed: int = _BATCH_SEED,
 ) -> None:
     """Hidden-variant tool RL: one group per (family, hidden case set, language)."""
-    from atoll.pi_train.held_out import HeldOut
-    from atoll.pi_train.trainers import train_hidden
+    from atoll.pi_train.hidden.train import train_hidden
+    from atoll.pi_train.training.held_out import HeldOut
 
     evaluation = HeldOut(instances=eval_instances, samples=eval_samples, every=eval_every)
     if (why := evaluation.check()) is not None:
-        _fail(why)
+        fail(why)
 
-    settings = _settings(
+    settings = train_settings(
         base_model,
         renderer,
         base_url,
@@ -357,7 +274,7 @@ def hidden_cmd(
         languages,
         load_checkpoint,
     )
-    _run_with_progress(
+    run_with_progress(
         lambda progress, say: train_hidden(
             settings,
             out,
@@ -408,8 +325,8 @@ def answer_cmd(
     ),
 ) -> None:
     """Answer-only GRPO on the Euler store: one group per problem x language x strategy."""
-    from atoll.pi_train.replay import ReplayError, ReplayMix
-    from atoll.pi_train.trainers import train_answer
+    from atoll.pi_train.answer.replay import ReplayError, ReplayMix
+    from atoll.pi_train.answer.train import train_answer
 
     try:
         mix = ReplayMix.parse(
@@ -419,9 +336,9 @@ def answer_cmd(
             regression_every=regression_every,
         )
     except ReplayError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
-    settings = _settings(
+    settings = train_settings(
         base_model,
         renderer,
         base_url,
@@ -434,7 +351,7 @@ def answer_cmd(
         languages,
         load_checkpoint,
     )
-    _run_with_progress(
+    run_with_progress(
         lambda progress, say: train_answer(
             settings, out, store, progress, say, curriculum, mix, load_from=load_checkpoint
         )

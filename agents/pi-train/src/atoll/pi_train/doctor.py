@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from atoll.core.doctor import Finding
-from atoll.pi_train import env, local_server
+from atoll.pi_train import env
+from atoll.pi_train.local import server as local_server
 
 
 def check_tinker_env() -> Finding:

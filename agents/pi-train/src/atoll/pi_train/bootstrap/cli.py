@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from atoll.pi_train.load_checkpoint import load_checkpoint_option
+from atoll.pi_train.training.load_checkpoint import load_checkpoint_option
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -78,7 +78,7 @@ def render_cmd(
     """Render every example (one conversation prefix per assistant target) to tokens and weights."""
     from atoll.pi_train import env
     from atoll.pi_train.bootstrap import build, trainer
-    from atoll.pi_train.run import RunError
+    from atoll.pi_train.training.run import RunError
 
     try:
         count = trainer.render(corpus, _model(base_model), renderer, out, _err.print)
@@ -114,8 +114,8 @@ def train_cmd(
 
     from atoll.pi_train import env
     from atoll.pi_train.bootstrap.trainer import BootstrapSettings, train
-    from atoll.pi_train.load_checkpoint import LoadCheckpointError, resolve
-    from atoll.pi_train.run import RunError, RunInputError, default_base_url
+    from atoll.pi_train.training.load_checkpoint import LoadCheckpointError, resolve
+    from atoll.pi_train.training.run import RunError, RunInputError, default_base_url
 
     for name, value in (
         ("--steps", steps),

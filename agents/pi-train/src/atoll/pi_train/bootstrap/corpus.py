@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atoll.pi_train.bootstrap.guard import Guard
-from atoll.pi_train.pi_tools import TOOL_SPECS, edit_not_found, edited, ran, wrote
+from atoll.pi_train.shell.pi_tools import TOOL_SPECS, edit_not_found, edited, ran, wrote
 
 GENERATOR_VERSION = 2  # 2: log-count computes its count with a program; records carry `answer`
 FAMILIES = ("write-run", "log-count", "fix-name-error", "fix-missing-file", "edit-retry")

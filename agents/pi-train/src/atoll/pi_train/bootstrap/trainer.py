@@ -21,8 +21,8 @@ from typing import Any
 
 from atoll.core.durable import atomic_write_text
 from atoll.pi_train import env as managed_env
-from atoll.pi_train import run, summary, trained_on
 from atoll.pi_train.bootstrap import build
+from atoll.pi_train.training import run, summary, trained_on
 
 COMMAND = "atoll pi bootstrap train"
 TRAIN_ON_WHAT = "last_assistant_message"

@@ -1,7 +1,7 @@
 """The trainer's side of `atoll pi train shell`: a cookbook Env relaying Pi's tools.
 
 Run by the managed interpreter beside train.py. The workspace, the rules and
-the answer live in the launching atoll process (`atoll.pi_train.shell_env`);
+the answer live in the launching atoll process (`atoll.pi_train.shell.episode`);
 this Env renders the conversation, parses the policy's tool calls with the
 cookbook renderer, posts each to the run's scoring service and shows the
 result back as a tool message. The episode ends when a turn has no tool call

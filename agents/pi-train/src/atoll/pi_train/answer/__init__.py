@@ -1,0 +1,1 @@
+"""`atoll pi train answer`: answer-only GRPO on the Euler store, with replay from a curriculum."""

@@ -1,0 +1,2 @@
+"""`atoll pi train hidden` and `check`: the hidden-variant families, their references, the checker
+and the training run."""

@@ -1,0 +1,1 @@
+"""`atoll pi train promote`: the rule, the inputs checked up front, the sampling and the decision."""

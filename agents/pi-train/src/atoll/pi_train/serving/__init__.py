@@ -1,0 +1,1 @@
+"""`atoll tinker serve`: a Tinker model or checkpoint behind OpenAI chat completions."""

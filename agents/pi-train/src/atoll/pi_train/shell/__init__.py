@@ -1,0 +1,1 @@
+"""`atoll pi train shell`: Pi-shaped file/shell RL, its workspace families, episodes and reward."""
