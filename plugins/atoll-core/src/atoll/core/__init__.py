@@ -48,4 +48,5 @@ __public_modules__ = (
     "stack_use",
     "task_dirs",
     "termination",
+    "user_dirs",
 )
