@@ -36,6 +36,7 @@ __public_modules__ = (
     "reef_runtime",
     "registry",
     "run_defaults",
+    "run_lock",
     "sandbox",
     "sandbox.cgroups",
     "sandbox.conformance",

@@ -20,7 +20,6 @@ the task or the machine is broken, and the candidate is not to blame.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -34,6 +33,7 @@ from typing import Any
 
 from atoll.checker import layout
 from atoll.checker.grader import CheckerError, GradeReport, load_contract, read_scores
+from atoll.core import run_lock
 from atoll.core.digests import tree_sha256
 from atoll.core.environments import dockerfile
 from atoll.core.environments.box import box_limits, box_spec
@@ -334,19 +334,15 @@ def _owned(work_dir: Path | None) -> Iterator[None]:
         return
     try:
         work_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(work_dir / WORK_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        lock = run_lock.try_acquire(work_dir / WORK_LOCK)
     except OSError as exc:
         raise ScorerUnavailable(f"the checker scorer cannot use {work_dir}: {exc}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass  # another scorer holds this dir: its roots are its own
-        else:
-            remove_stale_roots(work_dir)
+    if lock is None:  # another scorer holds this dir: its roots are its own
         yield
-    finally:
-        os.close(fd)
+        return
+    with lock:
+        remove_stale_roots(work_dir)
+        yield
 
 
 def remove_stale_roots(work_dir: Path) -> list[Path]:
