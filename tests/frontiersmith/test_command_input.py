@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,6 +134,36 @@ def test_a_new_run_in_a_directory_that_holds_one(venv_bin, tmp_path, server, see
     done = emit(venv_bin, tmp_path, *_common(server, seed_file, out), "--budget", "5")
     _one_line_error(done, f"already holds run {run_id}", f"--resume {run_id}")
     assert server.chat_requests() == []
+
+
+HOLD_RUN = (
+    "import sys, time\n"
+    "from pathlib import Path\n"
+    "from atoll.frontiersmith.runs import RunDir\n"
+    "lock = RunDir(Path(sys.argv[1]), sys.argv[2]).lock()\n"
+    "print('held', flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
+@pytest.mark.slow
+def test_a_run_another_process_holds_is_refused_naming_it(
+    venv_bin, tmp_path, server, seed_file
+) -> None:
+    out = tmp_path / "out"
+    run_id = _stored_run(out, seed_file, server, "f" * 64)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_RUN, str(out), run_id], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        done = emit(venv_bin, tmp_path, "reconcile", run_id, "--out", str(out))
+        _one_line_error(done, f"run {run_id} (", "is in use by `", f"(pid {holder.pid} on ")
+    finally:
+        holder.kill()
+        holder.wait()
+    done = emit(venv_bin, tmp_path, "reconcile", run_id, "--out", str(out), "--list")
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.slow

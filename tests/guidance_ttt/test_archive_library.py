@@ -178,8 +178,12 @@ def test_restore_without_a_commit_and_open_without_a_run(tmp_path: Path) -> None
 
 
 def test_one_process_at_a_time(tmp_path: Path) -> None:
-    with _new(tmp_path), pytest.raises(LibraryError, match="in use by another process"):
+    with _new(tmp_path), pytest.raises(LibraryError) as refused:
         Library.open(tmp_path)
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / 'guidance-run'} is in use by `")
+    assert f"(pid {os.getpid()} on " in message and "wait for it to end or stop it" in message
+    assert not (tmp_path / "guidance-run" / "library.lock.holder.json").exists()  # closed
     Library.open(tmp_path).close()
 
 

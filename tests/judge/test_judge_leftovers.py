@@ -182,7 +182,12 @@ def test_stale_socket_and_results_dirs_go_and_live_ones_stay(tmp_path: Path) -> 
     root = tmp_path
     layout = {
         f"atoll-judge-{dead}-a1": ["judge.sock"],
-        f"atoll-judge-results-{dead}-b2": ["judge.sqlite", "judge.sqlite-wal", "judge.sqlite.lock"],
+        f"atoll-judge-results-{dead}-b2": [
+            "judge.sqlite",
+            "judge.sqlite-wal",
+            "judge.sqlite.lock",
+            "judge.sqlite.lock.holder.json",
+        ],
         f"atoll-judge-{live}-c3": ["judge.sock"],  # this process: alive
         f"atoll-judge-{dead}-d4": ["judge.sock", "notes.txt"],  # not only a judge's files
         "atoll-judge-x1y2z3": ["judge.sock"],  # no owner in the name: not provably stale

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -64,11 +65,16 @@ def test_interrupted_work_is_rerun_then_given_up_as_an_infrastructure_error(
 
 
 def test_one_judge_per_database(tmp_path: Path) -> None:
-    first = Store(tmp_path / "judge.sqlite")
-    with pytest.raises(StoreBusy, match="another judge is using"):
-        Store(tmp_path / "judge.sqlite")
+    database = tmp_path / "judge.sqlite"
+    first = Store(database)
+    with pytest.raises(StoreBusy) as refused:
+        Store(database)
+    assert str(refused.value).startswith(f"{database} is in use by `")
+    assert f"(pid {os.getpid()} on " in str(refused.value)
+    assert str(refused.value).endswith("; stop it or give this one another --state-dir")
     first.close()
-    Store(tmp_path / "judge.sqlite").close()
+    assert not (tmp_path / "judge.sqlite.lock.holder.json").exists()
+    Store(database).close()
 
 
 @pytest.mark.parametrize("sid", [0, -1, 2**63, 2**64 + 1, 10**30])

@@ -50,3 +50,11 @@ def test_node_that_is_missing_or_too_old_is_one_line(monkeypatch, tmp_path):
     with pytest.raises(install.PiUnavailable) as caught:
         install.find_node()
     assert "needs Node.js >= 20" in str(caught.value) and "v18.19.0" in str(caught.value)
+
+
+def test_pi_is_kept_in_atoll_cache_unless_atoll_pi_home_names_a_place(tmp_path, monkeypatch):
+    monkeypatch.delenv(install.HOME_ENV, raising=False)
+    monkeypatch.setenv("ATOLL_CACHE_DIR", str(tmp_path / "cache"))
+    assert install.cache_root() == tmp_path / "cache" / "pi"
+    monkeypatch.setenv(install.HOME_ENV, str(tmp_path / "pi"))
+    assert install.cache_root() == tmp_path / "pi"

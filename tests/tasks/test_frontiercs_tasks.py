@@ -21,6 +21,7 @@ from atoll.core import names
 from atoll.core.registry import Registry, TaskSourceError, collect, load, plugin_manager
 from atoll.core.run_defaults import default_plugins
 from atoll.guidance_ttt.contract import load_task
+from atoll.judge import task_source
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "judge"))
 import frontiercs_layout as layout  # noqa: E402
@@ -134,6 +135,16 @@ def test_frontiercs_names_resolve_through_the_task_source_when_a_checkout_is_set
     assert again[again.index("--path") + 1] == str(directory)
     with pytest.raises(TaskSourceError, match="no problem 'nosuch'"):
         names.resolve(["run", "--task", "frontiercs/nosuch"], registry)
+
+
+def test_written_tasks_are_kept_in_atoll_cache_unless_atoll_task_cache_names_a_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(task_source.CACHE_ENV, raising=False)
+    monkeypatch.setenv("ATOLL_CACHE_DIR", str(tmp_path / "cache"))
+    assert task_source.task_cache() == tmp_path / "cache" / "tasks" / "frontiercs"
+    monkeypatch.setenv(task_source.CACHE_ENV, str(tmp_path / "tasks"))
+    assert task_source.task_cache() == tmp_path / "tasks" / "frontiercs"
 
 
 def test_without_a_checkout_org_name_references_still_reach_harbor(

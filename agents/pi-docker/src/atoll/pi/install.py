@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from atoll.core.durable import atomic_write_json
+from atoll.core.user_dirs import cache_dir
 
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_VERSION = "0.73.1"
@@ -69,12 +70,11 @@ class PiInstall:
 
 
 def cache_root() -> Path:
-    """`$ATOLL_PI_HOME`, else `$XDG_CACHE_HOME/atoll/pi` (~/.cache/atoll/pi)."""
+    """`$ATOLL_PI_HOME`, else `pi/` in atoll's cache (~/.cache/atoll/pi)."""
     explicit = os.environ.get(HOME_ENV)
     if explicit:
         return Path(explicit).expanduser().absolute()
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home) / "atoll" / "pi"
+    return cache_dir("pi")
 
 
 def _runtime_file(name: str) -> bytes:

@@ -10,7 +10,8 @@ task directory.
 A run id is the start time plus the fingerprint's first characters. Each
 run is also listed in the user's state directory (id -> DIR), so that
 `atoll emit frontiersmith reconcile RUN_ID` finds it without `--out`. One
-process at a time owns a run (a lock file in its directory).
+process at a time owns a run (`atoll.core.run_lock` on `lock` in its directory,
+`lock.holder.json` naming the holder).
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
-
+from atoll.core import run_lock
 from atoll.core.durable import atomic_write_json, atomic_write_text
 from atoll.frontiersmith.config import RunConfig
 
@@ -88,17 +88,12 @@ class RunDir:
     def seed_work(self, seed_id: str) -> Path:
         return self.work_dir / seed_id
 
-    def lock(self) -> filelock.BaseFileLock:
+    def lock(self) -> run_lock.Lock:
         """Held for as long as a process works on the run; a second one is refused."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(self.root / "lock"))
         try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            raise RunError(
-                f"run {self.run_id} is in use by another process (lock {self.root / 'lock'})"
-            ) from None
-        return lock
+            return run_lock.acquire(self.root / "lock", what=f"run {self.run_id} ({self.root})")
+        except run_lock.RunDirInUse as exc:
+            raise RunError(str(exc)) from None
 
     def stored(self) -> dict[str, Any]:
         try:

@@ -36,6 +36,7 @@ __public_modules__ = (
     "reef_runtime",
     "registry",
     "run_defaults",
+    "run_lock",
     "sandbox",
     "sandbox.cgroups",
     "sandbox.conformance",
@@ -48,4 +49,5 @@ __public_modules__ = (
     "stack_use",
     "task_dirs",
     "termination",
+    "user_dirs",
 )

@@ -11,21 +11,10 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata as metadata
 import json
-import os
 from pathlib import Path
 
 from atoll.core.durable import atomic_write_json
-
-CACHE_ENV = "ATOLL_CACHE_DIR"
-
-
-def cache_dir() -> Path:
-    """atoll's cache: `ATOLL_CACHE_DIR`, else `$XDG_CACHE_HOME/atoll`, else `~/.cache/atoll`."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "atoll"
+from atoll.core.user_dirs import cache_dir
 
 
 def harbor_command_names() -> frozenset[str]:

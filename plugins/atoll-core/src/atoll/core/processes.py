@@ -1,9 +1,10 @@
-"""What /proc says about a process: whether it lives, and its command line.
+"""What /proc says about a process: whether it lives, its command line, and when it started.
 
 Ownership checks are built from these: a pid written in a record file is
 only ours while the live process behind it runs what we started (after a
 reboot the number may name a stranger's process), so callers compare the
-command line before they signal anything.
+command line before they signal anything. A pid and its start time together
+name one process for good: a record of both is stale once they no longer match.
 """
 
 from __future__ import annotations
@@ -34,3 +35,16 @@ def cmdline(pid: int) -> list[str]:
     except OSError:
         return []
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot); None if gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 2 (comm) may hold spaces and parentheses; the rest follows the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])

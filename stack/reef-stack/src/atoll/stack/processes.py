@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atoll.core.sandbox.owners import start_time
+from atoll.core.processes import start_time
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ is `ScorerUnavailable`: the machine is at fault, never the candidate.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import threading
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from atoll.core import run_lock
 from atoll.core.environments import dockerfile
 from atoll.core.environments.box import box_limits, box_spec
 from atoll.core.environments.local import DEFAULT_WORKDIR
@@ -260,19 +260,15 @@ def owned(work_dir: Path | None, scorer: str) -> Iterator[None]:
         return
     try:
         work_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(work_dir / WORK_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        lock = run_lock.try_acquire(work_dir / WORK_LOCK)
     except OSError as exc:
         raise ScorerUnavailable(f"the {scorer} scorer cannot use {work_dir}: {exc}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass  # another scorer holds this dir: its roots are its own
-        else:
-            remove_stale_roots(work_dir)
+    if lock is None:  # another scorer holds this dir: its roots are its own
         yield
-    finally:
-        os.close(fd)
+        return
+    with lock:
+        remove_stale_roots(work_dir)
+        yield
 
 
 def remove_stale_roots(work_dir: Path) -> list[Path]:

@@ -21,6 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from atoll.core import run_lock
 from atoll.core.sandbox import cgroups, owners
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ _OWNED = re.compile(r"atoll-judge-(?:results-)?(?P<owner>[0-9]+\.[0-9]+)-[^/]+")
 _SOCKET_FILES = frozenset({"judge.sock"})
 _RESULTS_FILES = frozenset(
     {"judge.sqlite", "judge.sqlite-wal", "judge.sqlite-shm", "judge.sqlite-journal",
-     "judge.sqlite.lock"}
+     "judge.sqlite.lock", "judge.sqlite.lock" + run_lock.HOLDER_SUFFIX}
 )  # fmt: skip
 
 

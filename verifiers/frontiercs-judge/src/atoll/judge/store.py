@@ -20,7 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from atoll.core import run_lock
 
 MAX_ATTEMPTS = 3
 # Ids are SQLite rowids; a larger integer cannot even be bound as a parameter.
@@ -67,21 +67,23 @@ class StoreBusy(Exception):
 class Store:
     """One SQLite file; every method is a short transaction, safe from any thread.
 
-    One judge process owns a database at a time (an OS file lock, released
-    even by SIGKILL): a second one would take the first one's running work
-    for work left behind by a crash and judge it again.
+    One judge process owns a database at a time (`atoll.core.run_lock` on
+    `<database>.lock`, released even by SIGKILL): a second one would take the
+    first one's running work for work left behind by a crash and judge it
+    again, so it is refused with one line naming the judge that has it.
     """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._owner = FileLock(path.with_name(path.name + ".lock"))
         try:
-            self._owner.acquire(timeout=0)
-        except Timeout:
-            raise StoreBusy(
-                f"another judge is using {path}; stop it or give this one another --state-dir"
-            ) from None
+            self._owner = run_lock.acquire(
+                path.with_name(path.name + ".lock"),
+                what=str(path),
+                advice="stop it or give this one another --state-dir",
+            )
+        except run_lock.RunDirInUse as exc:
+            raise StoreBusy(str(exc)) from None
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:

@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from atoll.core.registry import TaskSourceError
+from atoll.core.user_dirs import cache_dir
 from atoll.judge.checkout import HOME_ENV, configured_home
 from atoll.judge.engine import JudgeInfrastructureError
 from atoll.judge.problems import ProblemError
@@ -44,11 +45,11 @@ def resolve(name: str) -> Path | None:
 
 
 def task_cache() -> Path:
-    """Where written tasks are kept: ATOLL_TASK_CACHE, else the user's cache directory."""
+    """Where written tasks are kept: `$ATOLL_TASK_CACHE/frontiercs`, else `tasks/frontiercs` in
+    atoll's cache."""
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]) / "frontiercs"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "atoll" / "tasks" / "frontiercs"
+    return cache_dir("tasks", "frontiercs")
 
 
 def _fingerprint(home: Path, pid: str) -> str:

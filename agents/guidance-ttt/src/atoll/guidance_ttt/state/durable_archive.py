@@ -24,8 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, Self
 
-import filelock
-
+from atoll.core import run_lock
 from atoll.core.durable import atomic_write_bytes, canonical_json, fsync_dir
 from atoll.guidance_ttt.search.archive import Archive, ArchiveError, Rollout, Selection, StepEnd
 from atoll.guidance_ttt.search.node import Node
@@ -52,7 +51,7 @@ class Library:
         archive: Archive,
         generation: int,
         journal: Journal,
-        lock: filelock.BaseFileLock,
+        lock: run_lock.Lock,
         pending: int,
     ) -> None:
         self.paths = paths
@@ -248,8 +247,7 @@ class Library:
     def close(self) -> None:
         with self._mutex:
             self._journal.close()
-            if self._lock.is_locked:
-                self._lock.release()
+            self._lock.release()
             self._broken = self._broken or "the library is closed"
 
     def __enter__(self) -> Self:
@@ -305,16 +303,11 @@ def peek(state_dir: Path, *, attempts: int = 3) -> Archive:
     raise LibraryError(failure)
 
 
-def _acquire(paths: RunDir) -> filelock.BaseFileLock:
-    lock = filelock.FileLock(str(paths.archive_lock))
+def _acquire(paths: RunDir) -> run_lock.Lock:
     try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        raise LibraryError(
-            f"{paths.directory} is in use by another process (lock {paths.archive_lock.name}); "
-            "stop it first"
-        ) from None
-    return lock
+        return run_lock.acquire(paths.archive_lock)
+    except run_lock.RunDirInUse as exc:
+        raise LibraryError(str(exc)) from None
 
 
 def _snapshot(archive: Archive, generation: int) -> bytes:

@@ -2,24 +2,23 @@
 
 The files go into a temporary directory beside the target, each fsync'd,
 then the directory is renamed into place and its parent fsync'd, all under
-an exclusive lock on the parent directory (flock, so no lock file is left).
+an exclusive lock on the parent directory itself (`atoll.core.run_lock.wait`,
+so no lock file is left among the tasks).
 A target that already exists is kept only if it is the same bundle (same
 hash): that is how a resumed run finds the bundle it wrote before a crash.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import secrets
 import shutil
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 from atoll.checker import layout
 from atoll.checker.layout import BundleFile, LayoutError
+from atoll.core import run_lock
 from atoll.core.durable import fsync_dir
 from atoll.frontiersmith.bundle.render import render_files, render_task_toml, task_toml_data
 from atoll.frontiersmith.bundle.spec import BundleError, BundleInfo, BundleSpec
@@ -55,7 +54,7 @@ def write_bundle(out_dir: Path, spec: BundleSpec) -> BundleInfo:
     names = tuple(sorted(files))
     parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
-    with _locked(parent):
+    with run_lock.wait(parent):
         _remove_stale_partials(parent, out_dir.name)
         if os.path.lexists(out_dir):
             try:
@@ -107,16 +106,6 @@ def _write_tree(root: Path, files: dict[str, BundleFile]) -> None:
     for directory in layout.DIRS:
         fsync_dir(root / directory)
     fsync_dir(root)
-
-
-@contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _remove_stale_partials(parent: Path, name: str) -> None:

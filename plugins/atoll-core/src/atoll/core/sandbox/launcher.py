@@ -22,8 +22,9 @@ from importlib import resources
 from pathlib import Path
 
 from atoll.core.sandbox.spec import SandboxError
+from atoll.core.user_dirs import cache_dir
 
-#: Where the launcher is built; default `$XDG_CACHE_HOME/atoll/sandbox` (`~/.cache/...`).
+#: Where the launcher is built; default `sandbox/` in atoll's cache (`atoll.core.user_dirs`).
 DIR_ENV = "ATOLL_SANDBOX_LAUNCHER_DIR"
 COMPILERS = ("cc", "gcc", "clang")
 FLAGS = ("-O2", "-Wall", "-Wextra")
@@ -40,8 +41,7 @@ def source() -> bytes:
 def build_dir() -> Path:
     if os.environ.get(DIR_ENV):
         return Path(os.environ[DIR_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "atoll" / "sandbox"
+    return cache_dir("sandbox")
 
 
 @cache

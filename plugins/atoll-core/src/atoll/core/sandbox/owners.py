@@ -11,20 +11,8 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from pathlib import Path
 
-
-def start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot); None if gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Field 2 (comm) may hold spaces and parentheses; the rest follows the last ')'.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
+from atoll.core.processes import start_time
 
 
 @cache
