@@ -23,6 +23,7 @@ from pathlib import Path
 
 from atoll.core.durable import atomic_write_json
 from atoll.core.executables import find_executable
+from atoll.core.user_dirs import cache_dir
 
 PYTHON_VERSION = "3.11"
 READY_FILE = "atoll-ready.json"
@@ -55,12 +56,11 @@ def requirements() -> list[str]:
 
 
 def cache_root() -> Path:
-    """`$ATOLL_TINKER_HOME`, else `$XDG_CACHE_HOME/atoll/tinker` (~/.cache/atoll/tinker)."""
+    """`$ATOLL_TINKER_HOME`, else `tinker` in atoll's cache directory (~/.cache/atoll/tinker)."""
     explicit = os.environ.get("ATOLL_TINKER_HOME")
     if explicit:
         return Path(explicit)
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home) / "atoll" / "tinker"
+    return cache_dir("tinker")
 
 
 def env_dir(root: Path | None = None) -> Path:
