@@ -64,6 +64,23 @@ def test_a_program_the_judge_scored_zero_is_a_valid_candidate_of_value_zero(judg
     assert archive.node(0).m == 0.0
 
 
+def test_the_receipt_names_the_submission_and_each_cases_result():
+    cases = [
+        {"case": 1, "ok": True, "status": "ok", "scoreRatio": 0.75, "msg": "Ratio: 0.75"},
+        {"case": 2, "ok": False, "status": "wall_time_limit", "scoreRatio": 0.0, "msg": ""},
+    ]
+    body = {"status": "done", "passed": False, "score": 37.5, "cases": cases}
+    verification = verification_of(score_of(outcome_from_result(7, body)))
+    assert verification.receipt == {
+        "scorer": "frontiercs-judge",
+        "submission_id": 7,
+        "case_scores": [0.75, 0.0],
+        "statuses": ["ok", "wall_time_limit"],
+    }
+    invalid = score_of(outcome_from_result(8, {"status": "error", "error": "compile error: x"}))
+    assert invalid.receipt == {"scorer": "frontiercs-judge", "submission_id": 8}
+
+
 def test_the_raw_score_is_the_bounded_score_not_the_unbounded_one():
     body = {"status": "done", "passed": False, "score": 50.0, "scoreUnbounded": 130.0, "cases": []}
     verification = verification_of(score_of(outcome_from_result(7, body)))

@@ -73,7 +73,11 @@ class JudgeScorer:
 
 
 def score_of(outcome: Scored | Invalid) -> CandidateScore:
-    """A judge outcome as a candidate score; the receipt names the judge's submission."""
+    """A judge outcome as a candidate score; the receipt names the judge's submission.
+
+    A scored submission's receipt also holds each case's score ratio
+    (`case_scores`, 0..1) and status (`statuses`), in case order.
+    """
     receipt = {"scorer": SCORER_NAME, "submission_id": outcome.sid}
     if isinstance(outcome, Invalid):
         first = outcome.reason.strip().splitlines()[0] if outcome.reason.strip() else "invalid"
@@ -84,6 +88,9 @@ def score_of(outcome: Scored | Invalid) -> CandidateScore:
         )
         return CandidateScore(status, None, 0.0, first, receipt)
     message = str(outcome.result.get("result") or "")
+    # Per case, as the checker's receipt has them: what a reader of the run looks at first.
+    receipt["case_scores"] = [case.ratio for case in outcome.cases]
+    receipt["statuses"] = [case.status for case in outcome.cases]
     return CandidateScore(ScoreStatus.VALID, outcome.score, float(outcome.reward), message, receipt)
 
 
