@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from atoll.core.scoring import CandidateScore, ScorerSetup, ScorerUnavailable, ScoreStatus
 from atoll.judge.api import package_version
@@ -78,7 +78,7 @@ def score_of(outcome: Scored | Invalid) -> CandidateScore:
     A scored submission's receipt also holds each case's score ratio
     (`case_scores`, 0..1) and status (`statuses`), in case order.
     """
-    receipt = {"scorer": SCORER_NAME, "submission_id": outcome.sid}
+    receipt: dict[str, Any] = {"scorer": SCORER_NAME, "submission_id": outcome.sid}
     if isinstance(outcome, Invalid):
         first = outcome.reason.strip().splitlines()[0] if outcome.reason.strip() else "invalid"
         status = (
