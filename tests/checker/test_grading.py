@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -41,17 +42,28 @@ def test_reward_and_per_case_record(graded, toy):
     assert read_scores(out / "scores.json") == report
 
 
-def test_statuses_are_the_documented_ones():
-    assert STATUSES == (
-        "ok",
-        "infeasible",
-        "malformed",
-        "crash",
-        "timeout",
-        "memory",
-        "output_limit",
-        "judge_error",
-    )
+def _readme_status_table(readme: Path) -> list[tuple[str, str, str]]:
+    """The rows (status, meaning, score) of the README's table under `| Status | Meaning |`."""
+    lines = readme.read_text().splitlines()
+    start = lines.index("| Status | Meaning | Score |")
+    rows = []
+    for line in lines[start + 2 :]:  # past the header and its |---| line
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        status, meaning, score = cells[0], cells[1], cells[-1]
+        assert re.fullmatch(r"`[a-z_]+`", status), f"not one status in backticks: {line}"
+        rows.append((status.strip("`"), meaning, score))
+    return rows
+
+
+def test_statuses_are_the_documented_ones(repo):
+    """What scores.json can say is what verifiers/checker/README.md tells users, in its order."""
+    table = _readme_status_table(repo / "verifiers" / "checker" / "README.md")
+    assert tuple(status for status, _, _ in table) == STATUSES
+    assert all(meaning for _, meaning, _ in table)
+    # Only `ok` can score above 0, as the table says of every other status.
+    assert [score for status, _, score in table if status != "ok"] == ["0"] * (len(table) - 1)
 
 
 def test_private_directories_are_locked_while_the_submission_runs(graded, toy):

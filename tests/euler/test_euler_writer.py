@@ -4,6 +4,7 @@ directory in use is refused with one line naming the holder; the first one's row
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -63,14 +64,30 @@ def test_one_writer_after_another_is_fine(tmp_path: Path) -> None:
     assert writer.is_empty(run_dir)
 
 
+def _holder_pid(run_dir: Path) -> int:
+    return int(json.loads((run_dir / writer.HOLDER_FILE).read_text())["pid"])
+
+
 def test_different_run_directories_do_not_wait_for_each_other(tmp_path: Path) -> None:
+    """Two holders at once, timed: the second directory is held at once while the first
+    one's holder, which keeps it for 120 s, still holds it; the first one refuses at once."""
     other = holding(tmp_path / "a")
     try:
+        started = time.monotonic()
         with writer.hold(tmp_path / "b", "atoll euler eval"):
+            held_after = time.monotonic() - started
+            assert other.poll() is None  # the first holder still runs, holding `a`
+            assert _holder_pid(tmp_path / "a") == other.pid
+            assert _holder_pid(tmp_path / "b") == os.getpid()
+        started = time.monotonic()
+        with pytest.raises(writer.RunDirInUse), writer.hold(tmp_path / "a", "atoll euler eval"):
             pass
+        refused_after = time.monotonic() - started
     finally:
         other.kill()
         other.wait()
+    # Waiting would take the holder's 120 s; a loaded machine still answers within seconds.
+    assert held_after < 5 and refused_after < 5, (held_after, refused_after)
 
 
 def model_flags(url: str, out_flag: str, out: Path) -> list[str]:

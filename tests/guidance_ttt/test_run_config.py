@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -159,8 +160,56 @@ def test_identity_subset_and_first_change() -> None:
     assert config.identity_change(partial) == "lora_rank is missing from the saved run"
 
 
+#: What each setting's description must name: its unit, or what the setting does. A new
+#: setting fails until it is listed here, with the words that make its description specific.
+NAMES_ITS_UNIT_OR_EFFECT = {
+    "groups": "per step",
+    "rollouts": "per group",
+    "steps": "not an increment on resume",
+    "max_guidance_tokens": "tokens",
+    "max_executor_tokens": "tokens",
+    "sequence_length": "tokens",
+    "lora_rank": "LoRA adapter",
+    "tensor_parallel_size": "GPUs",
+    "guidance_model": "trained guidance policy",
+    "prompt_mode": "sees of the parent",
+    "guidance_concurrency": "requests in flight",
+    "executor_concurrency": "requests in flight",
+    "judge_concurrency": "scored at once",
+    "training": "trains",
+    "tinker_base_url": "Tinker service",
+    "tinker_base_model": "trained",
+    "renderer": "guidance prompt",
+    "learning_rate": "Adam",
+    "kl_coef": "advantage",
+    "tinker_load_checkpoint": "weights start the LoRA",
+    "sampling_seed": "same guidance",
+    "tinker_policy_port": "port",
+    "executor_preset": "default from it",
+    "executor_base_url": "base URL",
+    "executor_model": "model name",
+    "state_dir": "resume state",
+    "reef_url": "Reef server",
+    "guidance_base_url": "Reef proxies",
+    "guidance_upstream_model": "model name",
+}
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
 def test_fields_are_documented() -> None:
-    assert all(field.description for field in GuidanceConfig.model_fields.values())
+    """The descriptions are the user documentation (and `--help`): each says more than its
+    setting's name, and names the unit or the effect listed above."""
+    fields = GuidanceConfig.model_fields
+    assert set(fields) == set(NAMES_ITS_UNIT_OR_EFFECT)
+    for name, field in fields.items():
+        description = field.description or ""
+        assert NAMES_ITS_UNIT_OR_EFFECT[name].lower() in description.lower(), (name, description)
+        beyond_the_name = _words(description) - _words(name.replace("_", " "))
+        assert len(beyond_the_name) >= 3, (name, description)
+        assert description.endswith("."), (name, description)
 
 
 @pytest.mark.parametrize(

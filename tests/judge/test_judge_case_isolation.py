@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judge_reference import row_ratio
+from support.judge_reference import row_ratio
 
 from atoll.judge.engine import Engine
 from atoll.judge.problems import Problem, load_problems

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from judge_reference import row_ratio
+from support.judge_reference import row_ratio
 
 from atoll.judge.problems import Problem
 

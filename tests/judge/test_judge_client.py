@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-from judge_reference import row_ratio
+from support.judge_reference import row_ratio
 from support.ports import free_port
 
 from atoll.judge.client import RESULT_WAIT_HEADER, Invalid, JudgeClient, JudgeUnavailable, Scored

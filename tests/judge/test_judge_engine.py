@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from judge_problem_sets import make_problem_set
-from judge_reference import ratio as reference_ratio
-from judge_reference import row_ratio
 from support.engine import docker_engine
+from support.judge_reference import ratio as reference_ratio
+from support.judge_reference import row_ratio
 
 from atoll.judge.engine import Engine
 from atoll.judge.problems import Problem, load_problems

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -295,6 +296,28 @@ def test_a_dialogue_takes_two_workers(checkout: Path, state_dir: Path) -> None:
     # Each program waits 0.8 s before its first read: three dialogues one after the
     # other take 2.4 s at least; two at a time would take about 1.6 s.
     assert elapsed >= 2.4, elapsed
+
+
+def test_one_worker_still_runs_a_dialogue(checkout: Path, state_dir: Path) -> None:
+    """A dialogue asks for two units; an engine of one worker has one, and must still run it
+    (the program and its interactor both), not wait for a second unit that never comes."""
+    problems = assemble({}, checkout).problems
+    engine = Engine({"guess": problems["guess"]}, state_dir, workers=1)
+    results: list[dict] = []
+    judging = threading.Thread(
+        target=lambda: results.append(engine.judge("guess", layout.GUESS_BINARY.encode())),
+        daemon=True,
+    )
+    try:
+        judging.start()
+        judging.join(60)  # compiles included; a wait for a second unit would never end
+    finally:
+        engine.close()
+    assert results, "one worker did not run the dialogue within 60 s"
+    # The interactor's verdicts: found within its bound of questions, in every case.
+    (result,) = results
+    assert statuses(result) == ["points"] * 3 and result["score"] == 100.0
+    assert all("found" in case["msg"] for case in result["cases"]), result["cases"]
 
 
 def test_a_crashing_interactive_programs_ratio_claim_is_ignored(engine: Engine) -> None:

@@ -9,7 +9,7 @@ import time
 
 import httpx
 import pytest
-from judge_reference import row_ratio
+from support.judge_reference import row_ratio
 
 from atoll.judge.embedded import EmbeddedJudge, tcp_listener
 from atoll.judge.problems import Problem

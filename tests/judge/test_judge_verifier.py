@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from harbor.models.task.task import Task
 from harbor.verifier.factory import VerifierFactory
-from judge_reference import row_ratio
+from support.judge_reference import row_ratio
 from support.local_env import local_environment
 
 from atoll.core.records import Kind

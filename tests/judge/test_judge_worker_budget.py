@@ -88,9 +88,21 @@ def test_a_waiting_dialogue_is_not_overtaken_by_later_single_units() -> None:
     assert log == ["checked", "dialogue", "late"]
 
 
-def test_one_worker_still_runs_a_dialogue() -> None:
+def test_a_dialogue_on_a_budget_of_one_takes_the_whole_budget() -> None:
+    """Never more than there is (so it runs: test_judge_frontiercs runs a real dialogue on one
+    worker), and nothing else runs beside it."""
     budget = WorkerBudget(1)
-    with budget.held(2):  # a dialogue takes the whole budget, never more than there is
-        pass
+    log: list[str] = []
+    first, rest = threading.Event(), threading.Event()
+    dialogue = _hold(budget, 2, log, "dialogue", first)
+    _until(lambda: log == ["dialogue"], "the dialogue holds the one unit")
+    checked = _hold(budget, 1, log, "checked", rest)
+    _until(lambda: budget.waiting == 1, "the checked case is queued behind it")
+    assert log == ["dialogue"]
+    first.set()
+    dialogue.join(5)
+    _until(lambda: log == ["dialogue", "checked"], "the checked case runs once it ends")
+    rest.set()
+    checked.join(5)
     with pytest.raises(ValueError, match="at least one unit"):
         WorkerBudget(0)

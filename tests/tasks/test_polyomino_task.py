@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pytest
 import yaml
 from harbor.models.task.config import NetworkMode
 from harbor.models.task.task import Task
+from support import ci
+from support.judge_reference import ratio, score
 
 from atoll.core import names
 from atoll.core.records import Kind
@@ -22,6 +25,7 @@ from atoll.guidance_ttt.contract import Direction, Language, load_task
 from atoll.judge.checkers.polyomino import check, prepare
 from atoll.judge.compiler import FLAGS
 from atoll.judge.plugin import task_dir as registered_task_dir
+from atoll.judge.problems import load_problems
 
 DAY = 86_400
 
@@ -96,6 +100,33 @@ def test_seed_record_matches_its_program(task_dir: Path, recorded: dict[str, Any
     assert (min(ratios), max(ratios)) == (recorded["ratio_min"], recorded["ratio_max"])
     summary = (task_dir / "solution" / "summary.txt").read_text().strip()
     assert summary and "```" not in summary and "#include" not in summary
+
+
+def test_the_seed_score_is_what_the_published_rules_give_its_outputs(
+    task_dir: Path, recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    """task.toml's seed_score and result.json were recorded by atoll's judge; here they are
+    held to FrontierCS's rules instead (tests/support/judge_reference.py, which cites them):
+    the seed built with plain g++, run on each of problem 0's 70 inputs outside the judge,
+    each output scored by the reference checker, the ratios averaged as the authority's
+    judge averages them."""
+    ci.gxx_fixture()
+    binary = tmp_path / "seed"
+    source = task_dir / "solution" / "solution.cpp"
+    subprocess.run(["g++", *FLAGS, str(source), "-o", str(binary)], check=True, timeout=120)
+    problem = load_problems()["0"]
+    ratios = []
+    for case in problem.cases:
+        with case.input.open("rb") as stdin:  # a file, as the authority gives it
+            out = subprocess.run([binary], stdin=stdin, capture_output=True, check=True, timeout=60)
+        ratios.append(ratio(case.input.read_text(), out.stdout.decode()))
+    assert len(ratios) == 70 and all(r > 0 for r in ratios)  # every case valid
+    assert recorded["ratios"] == ratios
+    seed_score = tomllib.loads((task_dir / "task.toml").read_text())["metadata"]["seed_score"]
+    assert seed_score == recorded["score"] == recorded["raw_score"]
+    # The authority adds the ratios left to right, atoll's judge with Python's sum (which
+    # compensates): the two floats may differ in their last bits (here by 1.4e-14), no more.
+    assert seed_score == pytest.approx(score(ratios), rel=0, abs=1e-12)
 
 
 def test_solve_script_installs_the_seed_as_the_workspace_solution(task_dir: Path) -> None:

@@ -79,16 +79,23 @@ class GuidanceConfig(BaseModel):
         16384, ge=256, description="Max prompt + completion tokens the guidance model trains on."
     )
     lora_rank: int = Field(32, ge=1, description="Rank of the guidance model's LoRA adapter.")
-    tensor_parallel_size: int = Field(1, ge=1, description="Tensor-parallel size of serving.")
+    tensor_parallel_size: int = Field(
+        1,
+        ge=1,
+        description="GPUs one copy of the guidance model is split across, in serving and in "
+        "training (tensor parallelism); it must divide the trainer GPUs.",
+    )
     guidance_model: str = Field(
         "Qwen/Qwen3-8B", min_length=1, description="Base model of the trained guidance policy."
     )
     prompt_mode: Literal["summary_only"] = Field(
         "summary_only", description="What the guidance model sees of the parent."
     )
-    guidance_concurrency: int = Field(64, ge=1, description="Concurrent guidance requests.")
-    executor_concurrency: int = Field(32, ge=1, description="Concurrent executor requests.")
-    judge_concurrency: int = Field(8, ge=1, description="Concurrent judge submissions.")
+    guidance_concurrency: int = Field(64, ge=1, description="Guidance requests in flight at once.")
+    executor_concurrency: int = Field(32, ge=1, description="Executor requests in flight at once.")
+    judge_concurrency: int = Field(
+        8, ge=1, description="Programs scored at once (judge submissions, checker gradings)."
+    )
     training: Literal["on", "off", "tinker"] = Field(
         "on",
         description="'on': Reef trains on its GPU stack; 'tinker': atoll trains through the "

@@ -2,7 +2,12 @@
 
 Written from the rules alone (sets of cells, one token at a time), sharing no
 code with atoll.judge, so that tests compare two implementations rather than
-one with itself.
+one with itself. The rules are FrontierCS's (algorithmic track, at commit
+4d508c1954766e0dda0347e1f14946978ef6b761): problem 0's `chk.cc` (testlib; a
+piece reflected if F = 1, turned R times clockwise, translated; every cell
+inside [0, W) × [0, H) and none twice; the case's message `Ratio: %.9f` of
+Σk / (W·H)) and the judge's `judge/src/judge_engine.js` (the ratio parsed from
+that message; a submission's score `score`, below).
 """
 
 from __future__ import annotations
@@ -71,3 +76,12 @@ def row_ratio(input_text: str) -> float:
     width = sum(max(x for x, _ in p) - min(x for x, _ in p) + 1 for p in pieces)
     height = max(max(y for _, y in p) - min(y for _, y in p) + 1 for p in pieces)
     return cells / (width * height)
+
+
+def score(ratios: list[float]) -> float:
+    """The submission's score as judge_engine.js computes it: the ratios added in case
+    order, divided by the number of cases, times 100 (in that order: the float is exact)."""
+    total = 0.0
+    for value in ratios:
+        total += value
+    return total / len(ratios) * 100 if ratios else 0.0
