@@ -151,8 +151,10 @@ import asyncio, sys, time
 from pathlib import Path
 from atoll.judge.job_plugin import FrontierCSJudgePlugin
 
-class Job:  # what the plugin reads of Harbor's Job
+class Job:  # what the plugin reads of Harbor's Job: its directory, its config's agents
     job_dir = Path(sys.argv[1])
+    class config:
+        agents = []
 
 plugin = FrontierCSJudgePlugin()
 asyncio.run(plugin.on_job_start(Job()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -38,12 +39,14 @@ def test_image_build_and_install_say_what_they_have(venv_bin, pi, rollout_image)
 
 
 def test_doctor_reports_node_pi_and_the_image(venv_bin, pi, rollout_image):
-    done = atoll(venv_bin, "doctor", "--only", "node", "--only", "pi", "--only", "pi-image")
+    done = atoll(
+        venv_bin, "doctor", "--only", "node", "--only", "pi", "--only", "pi-image", "--json"
+    )
     assert done.returncode == 0, done.stderr
-    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines() if "│" in line}
-    assert "ok" in rows["node"] and "v2" in rows["node"]
-    assert "ok" in rows["pi"] and "0.73.1" in rows["pi"]
-    assert "ok" in rows["pi-image"] and "lacks Julia" in done.stdout
+    rows = {row["requirement"]: row for row in json.loads(done.stdout)}
+    assert rows["node"]["status"] == "ok" and "v2" in rows["node"]["found"]
+    assert rows["pi"]["status"] == "ok" and "0.73.1" in rows["pi"]["found"]
+    assert rows["pi-image"]["status"] == "ok" and "lacks Julia" in rows["pi-image"]["found"]
 
 
 @pytest.mark.parametrize(

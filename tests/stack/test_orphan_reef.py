@@ -11,6 +11,7 @@ holding its token is left.
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
 import time
@@ -31,11 +32,17 @@ def _files_holding(root: Path, token: str) -> list[Path]:
 
 
 def _doctor_row(env: dict[str, str]) -> list[str]:
-    """The cells of `atoll doctor`'s orphan-reefs row: requirement, status, found, needed by, fix."""
-    done = atoll(["doctor", "--only", "orphan-reefs"], {**env, "COLUMNS": "400"})
+    """`atoll doctor`'s orphan-reefs row: requirement, status, found, needed by, fix."""
+    done = atoll(["doctor", "--only", "orphan-reefs", "--json"], env)
     assert done.returncode == 0, done.stderr
-    (row,) = [line for line in done.stdout.splitlines() if "orphan-reefs" in line]
-    return [cell.strip() for cell in row.strip().strip("│").split("│")]
+    (row,) = json.loads(done.stdout)
+    return [
+        row["requirement"],
+        row["status"],
+        row["found"],
+        ", ".join(row["needed_by"]),
+        row["fix"],
+    ]
 
 
 def test_stack_down_orphans_stops_the_reef_of_a_killed_job(
