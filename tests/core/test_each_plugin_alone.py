@@ -1,9 +1,8 @@
 """Each distribution installs alone, with only the atoll distributions it declares, and imports.
 
 tests/core/test_declared_dependencies.py reads the imports; this installs
-each distribution into a fresh virtual environment (through `uv pip
-install`, from the cache `uv sync` filled, as test_single_plugin_install.py
-does) and imports every module of its package there, so a module-level
+each distribution into a fresh virtual environment (support/lone_venv.py)
+and imports every module of its package there, so a module-level
 import that only a neighbour's dependencies satisfied fails here. Modules
 that run in an interpreter of their own (that test's ELSEWHERE) and those
 that need one of the distribution's extras (EXTRA_MODULES) are left out.
@@ -12,14 +11,12 @@ that need one of the distribution's extras (EXTRA_MODULES) are left out.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-from test_declared_dependencies import ELSEWHERE, REPO, normalise, requirement_name
+from support.lone_venv import lone_venv
+from test_declared_dependencies import ELSEWHERE, REPO, distributions
 
 pytestmark = pytest.mark.slow
 
@@ -46,14 +43,7 @@ print(json.dumps(failed))
 """
 
 
-def _members() -> dict[str, Path]:
-    found = {}
-    for pyproject in sorted(REPO.glob("*/*/pyproject.toml")):
-        found[normalise(tomllib.loads(pyproject.read_text())["project"]["name"])] = pyproject.parent
-    return found
-
-
-MEMBERS = _members()
+MEMBERS = {dist.name: dist for dist in distributions()}
 
 
 def _with_atoll_requirements(name: str) -> list[Path]:
@@ -61,12 +51,10 @@ def _with_atoll_requirements(name: str) -> list[Path]:
     wanted, todo = [], [name]
     while todo:
         current = todo.pop()
-        if current in wanted:
-            continue
-        wanted.append(current)
-        project = tomllib.loads((MEMBERS[current] / "pyproject.toml").read_text())["project"]
-        todo += [r for r in map(requirement_name, project.get("dependencies", [])) if r in MEMBERS]
-    return [MEMBERS[n] for n in wanted]
+        if current not in wanted:
+            wanted.append(current)
+            todo += [r for r in MEMBERS[current].required if r in MEMBERS]
+    return [MEMBERS[n].root for n in wanted]
 
 
 def _package(root: Path) -> str:
@@ -89,20 +77,8 @@ def _skipped(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(MEMBERS))
 def test_the_distribution_alone_imports_every_module(name: str, tmp_path: Path) -> None:
-    uv = shutil.which("uv")
-    assert uv, "uv is not on PATH (the tests run through `uv run pytest`)"
-    venv = tmp_path / "venv"
-    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-    python = venv / "bin" / "python"
-    roots = _with_atoll_requirements(name)
-    install = subprocess.run(
-        [uv, "pip", "install", "--quiet", "--python", str(python), *map(str, roots)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert install.returncode == 0, install.stderr[-3000:]
-    root = MEMBERS[name]
+    python = lone_venv(tmp_path / "venv", _with_atoll_requirements(name))
+    root = MEMBERS[name].root
     done = subprocess.run(
         [str(python), "-c", IMPORT_ALL, _package(root), json.dumps(_skipped(root))],
         capture_output=True,

@@ -6,47 +6,25 @@ that `atoll plugins list` there shows exactly those distributions (the stack
 pulls in no agent), and that the stack runs there with no agent installed:
 it renders Reef's configuration from its own settings.
 
-The install runs through `uv pip install`: the same PEP 517 builds and the
-same dependency metadata pip reads, but served from uv's cache that `uv sync`
-already filled, so the check costs seconds instead of two minutes of
-resolving and downloading Harbor's dependencies again.
+The install runs through `uv pip install` (support/lone_venv.py).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 
 import pytest
+from support.lone_venv import lone_venv as install_alone
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def lone_venv(tmp_path_factory, repo):
-    uv = shutil.which("uv")
-    assert uv, "uv is not on PATH (the tests run through `uv run pytest`)"
     venv = tmp_path_factory.mktemp("single-plugin") / "venv"
-    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-    pip = subprocess.run(
-        [
-            uv,
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(venv / "bin" / "python"),
-            str(repo / "plugins" / "atoll-core"),
-            str(repo / "verifiers" / "frontiercs-judge"),
-            str(repo / "stack" / "reef-stack"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert pip.returncode == 0, pip.stderr[-3000:]
+    roots = ("plugins/atoll-core", "verifiers/frontiercs-judge", "stack/reef-stack")
+    install_alone(venv, [repo / root for root in roots])
     return venv
 
 
