@@ -64,7 +64,11 @@ class StackConfig(BaseModel):
         16384, ge=256, description="Max prompt + completion tokens the guidance model trains on."
     )
     lora_rank: int = Field(32, ge=1, description="Rank of the guidance model's LoRA adapter.")
-    tensor_parallel_size: int = Field(1, ge=1, description="Tensor-parallel size of serving.")
+    tensor_parallel_size: int = Field(
+        1,
+        ge=1,
+        description="GPUs one SGLang serving replica spans (tensor parallelism); the stack needs at least that many.",
+    )
     guidance_model: str = Field(
         "Qwen/Qwen3-8B", min_length=1, description="Base model of the trained guidance policy."
     )
