@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,13 +41,27 @@ def test_the_default_is_under_the_home_directory(home: Path) -> None:
     assert cache_dir("tasks", "frontiercs") == home / ".cache" / "atoll" / "tasks" / "frontiercs"
 
 
-def test_xdg_cache_home_moves_it_and_atoll_cache_dir_wins(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("find", "own", "xdg"),
+    [
+        (cache_dir, CACHE_ENV, "XDG_CACHE_HOME"),
+        (state_dir, STATE_ENV, "XDG_STATE_HOME"),
+        (data_dir, DATA_ENV, "XDG_DATA_HOME"),
+    ],
+    ids=["cache", "state", "data"],
+)
+def test_the_xdg_variable_moves_it_and_atolls_own_wins(
+    find: Callable[..., Path],
+    own: str,
+    xdg: str,
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir("pi") == tmp_path / "xdg" / "atoll" / "pi"
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "mine"))
-    assert cache_dir("pi") == tmp_path / "mine" / "pi"  # no `atoll/` added: it is atoll's own
+    monkeypatch.setenv(xdg, str(tmp_path / "xdg"))
+    assert find("pi") == tmp_path / "xdg" / "atoll" / "pi"
+    monkeypatch.setenv(own, str(tmp_path / "mine"))
+    assert find("pi") == tmp_path / "mine" / "pi"  # no `atoll/` added: it is atoll's own
 
 
 def test_blank_variables_count_as_unset(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,20 +82,9 @@ def test_core_caches_are_kept_there_unless_their_own_variable_says_otherwise(
     assert launcher.build_dir() == tmp_path / "launcher"
 
 
-def test_xdg_state_home_moves_the_state_and_atoll_state_dir_wins(
+def test_the_private_engine_is_kept_in_the_data_directory_unless_told_otherwise(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-    assert state_dir("judge") == tmp_path / "xdg-state" / "atoll" / "judge"
-    monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
-    assert state_dir("judge") == tmp_path / "state" / "judge"
-
-
-def test_xdg_data_home_moves_the_data_and_atoll_data_dir_wins(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    assert data_dir("docker") == tmp_path / "xdg-data" / "atoll" / "docker"
     monkeypatch.setenv(DATA_ENV, str(tmp_path / "data"))
     assert engine_paths.default_state_dir() == tmp_path / "data" / "docker"
     monkeypatch.setenv(engine_paths.STATE_DIR_ENV, str(tmp_path / "engine"))
