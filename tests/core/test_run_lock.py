@@ -26,6 +26,8 @@ from atoll.core import run_lock
 path = Path(sys.argv[1])
 if sys.argv[2] == "record":
     lock = run_lock.acquire(path, command="atoll test hold")
+elif sys.argv[2] == "wait":
+    lock = run_lock.wait(path, command="atoll test wait")
 else:
     lock = run_lock.try_acquire(path)  # held, but no record
 print("held", flush=True)
@@ -172,4 +174,58 @@ def test_wait_blocks_until_a_directory_is_free_and_leaves_no_file(tmp_path: Path
     assert second_in.wait(10)
     thread.join()
     assert order == ["first done", "second"]
+    assert list(directory.iterdir()) == []
+
+
+class Busy(Exception):
+    """A caller's own one-line error, as `wait(error=...)` raises it."""
+
+
+def test_a_wait_with_a_timeout_gives_up_then_naming_the_holder(tmp_path: Path) -> None:
+    path = tmp_path / "engine" / "engine.lock"
+    other = holding(path, "wait")  # a waiter that got the lock keeps a record, as `acquire` does
+    try:
+        began = time.monotonic()
+        with pytest.raises(RunDirInUse) as refused:
+            run_lock.wait(path, timeout=0.6, what="the engine")
+        waited = time.monotonic() - began
+        assert 0.6 <= waited < 5
+        message = str(refused.value)
+        assert message.startswith("the engine is in use by `atoll test wait` (pid ")
+        assert f"(pid {other.pid} on {socket.gethostname()}, since " in message
+        assert message.endswith(f", still after 0.6 s of waiting; {run_lock.ADVICE}")
+        assert "\n" not in message
+        assert refused.value.holder is not None and refused.value.holder.pid == other.pid
+        # The caller's own error carries the same line, caused by the refusal.
+        with pytest.raises(Busy, match=r"^engine.lock's dir is in use by `atoll test wait`") as own:
+            run_lock.wait(path, timeout=0, what="engine.lock's dir", advice="later", error=Busy)
+        assert str(own.value).endswith(", still after 0 s of waiting; later")
+        assert isinstance(own.value.__cause__, RunDirInUse)
+    finally:
+        killed(other)
+
+
+def test_a_wait_with_a_timeout_takes_the_lock_once_its_holder_ends(tmp_path: Path) -> None:
+    path = tmp_path / "stack.lock"
+    other = holding(path, "wait")
+    ended = threading.Timer(0.5, killed, [other])
+    ended.start()
+    try:
+        began = time.monotonic()
+        with run_lock.wait(path, timeout=30, command="atoll test next") as lock:
+            waited = time.monotonic() - began
+            record = json.loads(run_lock.holder_file(path).read_text())
+            assert record["pid"] == os.getpid() and record["command"] == "atoll test next"
+            assert run_lock.try_acquire(path) is None
+        assert 0.4 <= waited < 5  # it waited for the holder, and no longer than its end
+        assert not lock.held and not run_lock.holder_file(path).exists()
+    finally:
+        ended.join()
+        if other.poll() is None:
+            killed(other)
+    # A directory waited on with a timeout is held too, and still leaves no file behind.
+    directory = tmp_path / "tasks"
+    directory.mkdir()
+    with run_lock.wait(directory, timeout=1):
+        assert run_lock.try_acquire(directory) is None
     assert list(directory.iterdir()) == []

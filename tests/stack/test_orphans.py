@@ -21,6 +21,7 @@ import pytest
 from rich.console import Console
 from stack_support import atoll
 
+from atoll.core.user_dirs import STATE_ENV
 from atoll.stack import orphans, owner_index, processes
 from atoll.stack import state as state_file
 from atoll.stack.render import RUN_SUBDIR
@@ -33,6 +34,7 @@ TOKEN_LINE = "token: test-token-not-secret\n"
 def own_state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """This test's own index of job-owned Reefs (never the machine's)."""
     home = tmp_path / "state-home"
+    monkeypatch.delenv(STATE_ENV, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(home))
     return home
 

@@ -11,11 +11,14 @@ import os
 import subprocess
 from pathlib import Path
 
+from atoll.core.user_dirs import STATE_ENV
+
 
 def emit_env(home: Path) -> dict[str, str]:
     """The command's environment: a test key, no host state, a narrow terminal."""
+    inherited = {name: value for name, value in os.environ.items() if name != STATE_ENV}
     return {
-        **os.environ,
+        **inherited,
         "OPENAI_API_KEY": "sk-test-key-never-written",
         "XDG_STATE_HOME": str(home / "state"),
         "COLUMNS": "160",

@@ -6,7 +6,7 @@ a `package-lock.json` that pins every transitive dependency by integrity
 hash, and `npm ci` installs exactly that (no install scripts run). The
 install lands in a directory named by the lockfile's hash, is built in a
 temporary sibling and renamed into place, so a reader sees a whole install or
-none, and two processes installing at once do it once (file lock).
+none, and two processes installing at once do it once (`atoll.core.run_lock.wait`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from atoll.core import run_lock
 from atoll.core.durable import atomic_write_json
 from atoll.core.user_dirs import cache_dir
 
@@ -147,11 +148,11 @@ def ensure(say: Callable[[str], None] = lambda _line: None, root: Path | None = 
     present = installed(root, node)
     if present is not None:
         return _with_transpile_cache(present)
-    from filelock import FileLock
-
     base = root or cache_root()
-    base.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(base / ".install.lock"), timeout=NPM_TIMEOUT_S + 60):
+    what = f"the Pi install in {base}"
+    with run_lock.wait(
+        base / ".install.lock", timeout=NPM_TIMEOUT_S + 60, what=what, error=PiUnavailable
+    ):
         present = installed(root, node)
         if present is not None:
             return present

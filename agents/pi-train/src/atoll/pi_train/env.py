@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from atoll.core import run_lock
 from atoll.core.durable import atomic_write_json
 from atoll.core.executables import find_executable
 from atoll.core.user_dirs import cache_dir
@@ -94,14 +95,11 @@ def _uv() -> str:
 
 def ensure(say: Callable[[str], None], root: Path | None = None) -> ManagedEnv:
     """The managed environment, built first if it is not there (minutes the first time)."""
-    from filelock import FileLock
-
     present = installed(root)
     if present is not None:
         return present
     target = env_dir(root)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
+    with run_lock.wait(target.with_name(target.name + ".lock")):
         present = installed(root)
         if present is not None:
             return present

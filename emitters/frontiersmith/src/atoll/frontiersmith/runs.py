@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 from atoll.core import run_lock
 from atoll.core.durable import atomic_write_json, atomic_write_text
+from atoll.core.user_dirs import state_dir
 from atoll.frontiersmith.config import RunConfig
 
 RUN_FILE = "run-config.json"
@@ -207,8 +207,8 @@ def open_run(run_id: str, out: Path | None) -> RunDir:
 
 
 def state_home() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "atoll" / "frontiersmith" / "runs"
+    """The user's index of runs, in atoll's state directory (`atoll.core.user_dirs`)."""
+    return state_dir("frontiersmith", "runs")
 
 
 def remember(run: RunDir) -> None:

@@ -8,6 +8,14 @@ a second one is refused in one line of one shape:
     /runs/a is in use by `atoll euler eval` (pid 1234 on box, since 2025-01-02T03:04:05Z);
     wait for it to end or use another --out
 
+The same lock serves the places that wait their turn rather than refuse
+(one engine start, one stack start, one install at a time): `wait` holds it
+once it is free, and with a timeout refuses in the same shape when it has
+waited that long:
+
+    the engine in /state is in use by `atoll docker up` (pid 1234 on box,
+    since 2025-01-02T03:04:05Z), still after 900 s of waiting; wait for it to end or stop it
+
 The lock is flock(2) on a lock file (or on a directory itself, for the short
 waits of `wait`): the kernel lets go of it when its process ends, SIGKILL
 included, so the lock alone says whether the directory is held. Who holds it
@@ -29,6 +37,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -57,6 +66,9 @@ ADVICE = "wait for it to end or stop it"
 UNKNOWN_HOLDER = "another process (it has not said which yet)"
 # How many words of this process's command line a record keeps when the caller names none.
 _COMMAND_WORDS = 4
+# How often a wait with a timeout asks for the lock: first, and at the longest.
+_FIRST_PAUSE_S = 0.01
+_LONGEST_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -197,17 +209,8 @@ def acquire(
     fd = _open(path)
     if not _flock(fd, wait=False):
         os.close(fd)
-        named = holder(path, record)
-        raise RunDirInUse(
-            f"{what or path.parent} is in use by {named or UNKNOWN_HOLDER}; {advice}", named
-        )
-    lock = Lock(path, fd, record)
-    try:
-        atomic_write_json(record, _record(Holder.this_process(command or command_summary())))
-    except BaseException:
-        lock.release()
-        raise
-    return lock
+        raise _refusal(path, record, what, advice)
+    return _held(path, fd, record, command)
 
 
 def try_acquire(path: Path) -> Lock | None:
@@ -223,21 +226,70 @@ def try_acquire(path: Path) -> Lock | None:
     return None
 
 
-def wait(path: Path) -> Lock:
-    """Hold `path` (a lock file, created, or a directory), waiting for as long as it is held.
+def wait(
+    path: Path,
+    timeout: float | None = None,
+    *,
+    command: str | None = None,
+    what: str | None = None,
+    advice: str = ADVICE,
+    error: Callable[[str], Exception] | None = None,
+) -> Lock:
+    """Hold `path` (a lock file, created with its directory, or a directory), waiting its turn.
 
-    For short critical sections (a bundle moved into place); it writes no
-    record, and locking a directory itself leaves no file behind.
+    For work one process at a time does while others wait (an engine start,
+    an install, a bundle moved into place). With `timeout` (seconds), a wait
+    that long ends in `RunDirInUse`, in `acquire`'s shape with the wait's
+    length, or in `error(message)` (the caller's own one-line error, which
+    its command line already prints) caused by it; without, it waits for as
+    long as the lock is held. A lock file gets `acquire`'s holder record, so
+    that a waiter that gives up can name who kept it; a directory locked
+    itself gets none and leaves no file behind.
     """
+    directory = path.is_dir()
+    if not directory:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    record = None if directory else holder_file(path)
     fd = _open(path)
-    _flock(fd, wait=True)
-    return Lock(path, fd, None)
+    if timeout is None:
+        _flock(fd, wait=True)
+    elif not _flock_within(fd, timeout):
+        os.close(fd)
+        refusal = _refusal(path, record, what, advice, waited=timeout)
+        if error is None:
+            raise refusal
+        raise error(str(refusal)) from refusal
+    return _held(path, fd, record, command)
 
 
 def holder(path: Path, record: Path | None = None) -> Holder | None:
     """Who holds the lock file `path`, by its record; None when no running process is named."""
     named = Holder.read(record or holder_file(path))
     return named if named is not None and named.runs() else None
+
+
+def _held(path: Path, fd: int, record: Path | None, command: str | None) -> Lock:
+    """The lock just taken on `fd`, with its holder record written (when it keeps one)."""
+    lock = Lock(path, fd, record)
+    if record is None:
+        return lock
+    try:
+        atomic_write_json(record, _record(Holder.this_process(command or command_summary())))
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _refusal(
+    path: Path, record: Path | None, what: str | None, advice: str, waited: float | None = None
+) -> RunDirInUse:
+    """The one refusal of both `acquire` and `wait`: who holds `path`, and what to do."""
+    named = None if record is None else holder(path, record)
+    after = "" if waited is None else f", still after {waited:g} s of waiting"
+    return RunDirInUse(
+        f"{what or path.parent} is in use by {named or UNKNOWN_HOLDER}{after}; {advice}", named
+    )
 
 
 def _record(named: Holder) -> dict[str, Any]:
@@ -258,4 +310,26 @@ def _flock(fd: int, *, wait: bool) -> bool:
     except BaseException:
         os.close(fd)
         raise
+    return True
+
+
+def _flock_within(fd: int, timeout: float) -> bool:
+    """Take the lock on `fd` if it comes free within `timeout` seconds.
+
+    flock(2) has no timeout of its own, so this asks without blocking, at
+    first every 10 ms and then at most every half second, until it is free or
+    the time is up; it asks once more at the end.
+    """
+    deadline = time.monotonic() + timeout
+    pause = _FIRST_PAUSE_S
+    while not _flock(fd, wait=False):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            time.sleep(min(pause, left))
+        except BaseException:  # an interrupted wait lets go of its descriptor like a failed one
+            os.close(fd)
+            raise
+        pause = min(pause * 2, _LONGEST_PAUSE_S)
     return True

@@ -17,10 +17,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from filelock import FileLock
 from rich.console import Console
 
-from atoll.core import reef_env
+from atoll.core import reef_env, run_lock
 from atoll.core.docker_engine import tail
 from atoll.core.durable import atomic_write_bytes
 from atoll.core.reef_runtime import RUN_SUBDIR
@@ -37,8 +36,7 @@ __all__ = ["Plan", "down", "plan", "status_lines", "up"]
 def up(plan: Plan, console: Console, environ: Mapping[str, str] | None = None) -> StackState:
     """Start the stack (or find it running) and return once Reef is healthy."""
     env = dict(os.environ if environ is None else environ)
-    plan.stack_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(plan.stack_dir / "stack.lock"), timeout=60):
+    with _stack_lock(plan.stack_dir):
         running = _still_running(plan.stack_dir)
         if running is not None:
             console.print(f"reef-stack: already running at {running.reef_url}")
@@ -52,6 +50,12 @@ def up(plan: Plan, console: Console, environ: Mapping[str, str] | None = None) -
             return found
         _preflight(plan, env)
         return _start(plan, env, console)
+
+
+def _stack_lock(stack_dir: Path) -> run_lock.Lock:
+    """One `up` or `down` of a stack directory at a time; a minute's wait, then a refusal naming who."""
+    what = f"the stack in {stack_dir}"
+    return run_lock.wait(stack_dir / "stack.lock", timeout=60, what=what, error=StackError)
 
 
 def _still_running(stack_dir: Path) -> StackState | None:
@@ -204,7 +208,7 @@ def down(stack_dir: Path, console: Console, grace_s: float = 30.0) -> list[str]:
     if not stack_dir.is_dir():
         console.print(f"reef-stack: nothing was started from {stack_dir}")
         return []
-    with FileLock(str(stack_dir / "stack.lock"), timeout=60):
+    with _stack_lock(stack_dir):
         recorded = state_file.load(stack_dir)
         if recorded is None:
             console.print(f"reef-stack: nothing was started from {stack_dir}")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from filelock import FileLock
 from rich.console import Console
 
+from atoll.core import run_lock
 from atoll.core.doctor import Finding
 from atoll.core.durable import atomic_write_bytes
 from atoll.core.reef_runtime import RUN_SUBDIR
@@ -59,9 +59,10 @@ def record_path(state_dir: Path) -> Path:
     return state_dir / RECORD
 
 
-def _lock(state_dir: Path) -> FileLock:
+def _lock(state_dir: Path) -> run_lock.Lock:
     """Serializes taking over and stopping one run's left-behind Reef."""
-    return FileLock(str(state_dir / f".{RECORD}.lock"), timeout=60)
+    what = f"the left-behind Reef of the run in {state_dir}"
+    return run_lock.wait(state_dir / f".{RECORD}.lock", timeout=60, what=what, error=StackError)
 
 
 def record(state_dir: Path, stack_dir: Path, reef_url: str) -> None:

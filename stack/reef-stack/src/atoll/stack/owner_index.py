@@ -4,8 +4,9 @@ A job's record that it owns the Reef it started lives in the run's own state
 directory (`atoll.stack.orphans`), which is what the run's next job reads.
 When nobody runs that run again, the Reef of a killed job must still be
 findable, from any directory: so each record is also named here, one small
-file per state directory, in the user's state home
-(`$XDG_STATE_HOME/atoll/reef-stack/owned`, else `~/.local/state/...`). An
+file per state directory, in atoll's state directory
+(`atoll.core.user_dirs.state_dir`: `reef-stack/owned` under
+`$ATOLL_STATE_DIR`, else `$XDG_STATE_HOME/atoll`, else `~/.local/state/atoll`). An
 entry holds only the state directory's path; the record it points to is the
 truth, and an entry whose record is gone is stale and skipped.
 """
@@ -14,16 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from atoll.core.durable import atomic_write_bytes
+from atoll.core.user_dirs import state_dir
 
 
 def index_dir() -> Path:
-    """`$XDG_STATE_HOME/atoll/reef-stack/owned`, else `~/.local/state/atoll/reef-stack/owned`."""
-    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "atoll" / "reef-stack" / "owned"
+    """`reef-stack/owned` in atoll's state directory (~/.local/state/atoll/reef-stack/owned)."""
+    return state_dir("reef-stack", "owned")
 
 
 def _entry(state_dir: Path) -> Path:

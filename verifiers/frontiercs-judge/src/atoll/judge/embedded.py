@@ -22,6 +22,7 @@ import uvicorn
 
 from atoll.core.sandbox import owners
 from atoll.core.termination import sigterm_unwinds
+from atoll.core.user_dirs import state_dir
 from atoll.judge import judge_socket, leftovers, read_deadline
 from atoll.judge.checkout import ProblemSet, assemble, configured_home
 from atoll.judge.engine import Engine
@@ -34,11 +35,10 @@ STATE_ENV = "ATOLL_JUDGE_STATE"
 
 
 def default_state_dir() -> Path:
-    """Where results and cached binaries live unless told otherwise."""
+    """Where results and cached binaries live unless told otherwise: `judge/` in atoll's state."""
     if os.environ.get(STATE_ENV):
         return Path(os.environ[STATE_ENV])
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "atoll" / "judge"
+    return state_dir("judge")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from atoll.core import run_lock
 from atoll.core.docker_engine import BASE_IMAGE, MIRROR_ENV, image_id
 from atoll.pi.container import ContainerError, resolve_image
 
@@ -128,14 +129,13 @@ def ensure(
     """The rollout image of the current recipe: present, or built now (about 10 s).
 
     One build at a time on this machine (a file lock), so concurrent first
-    rollouts build it once.
+    rollouts build it once; a wait past 30 minutes is refused, naming the
+    process that holds the build.
     """
-    from filelock import FileLock
-
     from atoll.pi.install import cache_root
 
-    cache_root().mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cache_root() / ".image-build.lock"), timeout=1800):
+    lock = cache_root() / ".image-build.lock"
+    with run_lock.wait(lock, timeout=1800, what=f"{TAG}'s build", error=ContainerError):
         return _ensure(client, say, mirror=mirror, force=force)
 
 

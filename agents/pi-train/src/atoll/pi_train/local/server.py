@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from atoll.core import run_lock
 from atoll.core.durable import atomic_write_json
 from atoll.core.processes import alive, cmdline
 from atoll.pi_train import env as managed_env
@@ -161,10 +162,7 @@ def up(
     say: Callable[[str], None], base_model: Path | None = None, port: int | None = None
 ) -> ServerState:
     """Start the server unless one runs (then it must serve the same base model); wait until it answers."""
-    from filelock import FileLock
-
-    state_dir().mkdir(parents=True, exist_ok=True)
-    with FileLock(str(state_dir() / "server.lock")):
+    with run_lock.wait(state_dir() / "server.lock"):
         running = status()
         model = str((base_model or default_base_model(say)).resolve())
         if running is not None:

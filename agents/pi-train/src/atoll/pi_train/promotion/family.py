@@ -24,13 +24,12 @@ cannot take the same number or decide on each other's half-written state.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from atoll.core import run_lock as locks
 from atoll.core.durable import atomic_write_json
 from atoll.pi_train.promotion.paired_test import holm
 from atoll.pi_train.promotion.rule import SECTIONS, Rule
@@ -47,24 +46,18 @@ class FamilyError(Exception):
     """A promotion the run's rule or its comparisons do not allow; one line saying why."""
 
 
-@contextlib.contextmanager
-def run_lock(run_dir: Path) -> Iterator[None]:
-    """The run's promotion lock, for the short run-level steps."""
-    from filelock import FileLock, Timeout
+def run_lock(run_dir: Path) -> locks.Lock:
+    """The run's promotion lock, for the short run-level steps.
 
-    folder = run_dir / PROMOTIONS
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(folder / LOCK_FILE))
-    try:
-        lock.acquire(timeout=LOCK_WAIT_S)
-    except Timeout:
-        raise FamilyError(
-            f"another promotion of {run_dir} held its lock for {LOCK_WAIT_S:.0f} s; rerun later"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
+    A promotion that has waited `LOCK_WAIT_S` for another is refused, naming it.
+    """
+    return locks.wait(
+        run_dir / PROMOTIONS / LOCK_FILE,
+        timeout=LOCK_WAIT_S,
+        what=f"the promotion lock of {run_dir}",
+        advice="rerun once it ends",
+        error=FamilyError,
+    )
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from atoll.core import run_lock
 from atoll.core.docker_engine import base_image, compose, daemon, egress_sidecar
 from atoll.core.docker_engine.errors import EngineError
 from atoll.core.docker_engine.paths import BASE_IMAGE, RUN_DIR_ENV, STATE_DIR_ENV, EnginePaths
@@ -65,11 +66,10 @@ def _client(paths: EnginePaths, timeout: int = 600) -> Any:
     return docker.DockerClient(base_url=paths.docker_host, timeout=timeout, version="auto")
 
 
-def _lock(paths: EnginePaths) -> Any:
-    from filelock import FileLock
-
-    paths.state_dir.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(paths.lock_file), timeout=900)
+def _lock(paths: EnginePaths) -> run_lock.Lock:
+    """One `up` or `down` of this engine at a time; after 15 minutes' wait, a refusal naming who."""
+    what = f"the engine in {paths.state_dir}"
+    return run_lock.wait(paths.lock_file, timeout=900, what=what, error=EngineError)
 
 
 @app.command()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atoll.core.docker_engine.errors import EngineError
+from atoll.core.user_dirs import data_dir
 
 BASE_IMAGE = "atoll/base:bookworm"
 
@@ -26,12 +27,11 @@ _EXEC_ROOT_MAX = 70  # room for "/containerd/containerd.sock.ttrpc"
 
 
 def default_state_dir() -> Path:
-    """`$ATOLL_DOCKER_STATE_DIR`, else `$XDG_DATA_HOME/atoll/docker` (~/.local/share)."""
+    """`$ATOLL_DOCKER_STATE_DIR`, else `docker/` in atoll's data directory (~/.local/share/atoll)."""
     explicit = os.environ.get(STATE_DIR_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "atoll" / "docker"
+    return data_dir("docker")
 
 
 def default_run_dir() -> Path:
