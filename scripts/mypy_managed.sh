@@ -11,6 +11,7 @@ if found is None:
     raise SystemExit("the managed Tinker environment is missing: run `uv run atoll tinker install`")
 print(found.python)')"
 config="$PWD/agents/pi-train/mypy-managed.ini"
+portable="$PWD/plugins/atoll-core/src/atoll/core/portable"
 # pi-train's managed scripts, and Guidance-TTT's Tinker policy server, which runs there too.
 for managed in agents/pi-train/src/atoll/pi_train/managed \
     agents/guidance-ttt/src/atoll/guidance_ttt/training/managed; do
@@ -19,5 +20,6 @@ for managed in agents/pi-train/src/atoll/pi_train/managed \
         name="$(basename "$script" .py)"
         [[ "$name" == __init__ ]] || modules+=(-m "$name")
     done
-    (cd "$managed" && MYPYPATH=.:.. uv run mypy --config-file "$config" --python-executable "$python" "${modules[@]}")
+    # atoll-core's portable modules are on the managed scripts' PYTHONPATH (atoll.pi_train.env).
+    (cd "$managed" && MYPYPATH=.:..:"$portable" uv run mypy --config-file "$config" --python-executable "$python" "${modules[@]}")
 done

@@ -54,7 +54,11 @@ def _managed_python(code: str, *args: str) -> Any:
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": managed_env.portable_path(os.environ),  # as `atoll tinker serve` runs it
+        },
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -2,9 +2,10 @@
 
 `openai_surface` is the part of the server that speaks OpenAI's protocol;
 the renderer's side (prompt tokens, parsing) is tested against the real
-cookbook renderer in test_tinker_serve.py. Streamed chunks are folded back
-into a message here as an OpenAI client folds them, and must give the same
-message as the non-streamed reply.
+cookbook renderer in test_tinker_serve.py. The server streams the whole
+reply through atoll-core's `chat_stream`; its chunks are folded back into a
+message here as an OpenAI client folds them, and must give the same message
+as the non-streamed reply.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from atoll.core.portable import chat_stream
 from atoll.pi_train.managed import openai_surface as surface
 from atoll.pi_train.managed.openai_surface import Reply, RequestError
 
@@ -176,7 +178,7 @@ TOOL_REPLY = Reply(
 
 def test_a_streamed_reply_folds_into_the_same_message_as_the_whole_one() -> None:
     whole = surface.completion(TOOL_REPLY, MODEL)
-    streamed = list(surface.chunks(TOOL_REPLY, MODEL, include_usage=True, piece=7))
+    streamed = list(chat_stream.chunks(whole, include_usage=True, piece=7))
     message, finish, usage = _fold(streamed)
     expected = whole["choices"][0]["message"]
     assert message["role"] == "assistant"
@@ -198,7 +200,7 @@ def test_a_streamed_reply_folds_into_the_same_message_as_the_whole_one() -> None
 
 def test_usage_is_streamed_only_when_asked_and_always_in_the_whole_reply() -> None:
     reply = Reply(content="42", prompt_tokens=10, completion_tokens=2)
-    streamed = list(surface.chunks(reply, MODEL, include_usage=False))
+    streamed = list(chat_stream.chunks(surface.completion(reply, MODEL), include_usage=False))
     assert all("usage" not in c for c in streamed)
     assert _fold(streamed)[:2] == (
         {"role": "assistant", "content": "42", "reasoning_content": "", "tool_calls": []},
@@ -210,8 +212,7 @@ def test_usage_is_streamed_only_when_asked_and_always_in_the_whole_reply() -> No
 
 
 def test_server_sent_events_are_data_lines_and_end_with_done() -> None:
-    events = [surface.sse(c) for c in surface.chunks(Reply(content="hi"), MODEL, True)]
-    events.append(surface.sse("[DONE]"))
+    events = list(chat_stream.events(surface.completion(Reply(content="hi"), MODEL), True))
     for event in events[:-1]:
         assert event.startswith(b"data: {") and event.endswith(b"}\n\n")
         json.loads(event[len(b"data: ") :])

@@ -16,7 +16,7 @@ import os
 import shlex
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,6 +24,7 @@ from pathlib import Path
 from atoll.core import run_lock
 from atoll.core.durable import atomic_write_json
 from atoll.core.executables import find_executable
+from atoll.core.portable import chat_stream
 from atoll.core.user_dirs import cache_dir
 
 PYTHON_VERSION = "3.11"
@@ -150,6 +151,19 @@ def _install_uv_shim(env: ManagedEnv) -> None:
         f'exec "{env.python}" "$@"\n'
     )
     shim.chmod(0o755)
+
+
+def portable_path(environ: Mapping[str, str]) -> str:
+    """The PYTHONPATH a managed script runs with: atoll-core's portable modules, then `environ`'s.
+
+    The managed environment has none of atoll installed; the standard-library
+    modules atoll-core shares with its scripts (`chat_stream`, which
+    `openai_serve` streams with) are imported from their folder in this
+    installation, so the server never runs a copy older than the atoll that
+    launched it.
+    """
+    folder = str(Path(chat_stream.__file__).resolve().parent)
+    return os.pathsep.join(p for p in (folder, environ.get("PYTHONPATH", "")) if p)
 
 
 def managed_script(name: str) -> Path:

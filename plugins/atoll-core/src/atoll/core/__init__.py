@@ -30,6 +30,7 @@ __public_modules__ = (
     "lazy",
     "ledger",
     "llm",
+    "portable.chat_stream",
     "processes",
     "records",
     "reef_env",

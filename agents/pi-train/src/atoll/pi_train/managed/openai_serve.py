@@ -4,7 +4,9 @@ Run by the managed Python 3.11 interpreter (it has the tinker SDK and
 tinker-cookbook). The cookbook renderer named by `--renderer` turns the
 request's messages and tools into the prompt tokens and parses the sampled
 tokens back into text, reasoning and tool calls; `openai_surface` (beside
-this file) checks requests and writes replies. A tool call the renderer
+this file) checks requests and writes replies, and atoll-core's
+`chat_stream` (its folder on PYTHONPATH, see `atoll.pi_train.env.portable_path`)
+streams them. A tool call the renderer
 could not parse is returned as text, never as an error: the model made it,
 and the agent should see it as the model wrote it. Listens on 127.0.0.1
 only. The Tinker key comes from `TINKER_API_KEY`; a bearer token for
@@ -23,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import chat_stream  # noqa: E402 - atoll.core.portable's, on PYTHONPATH
 import openai_surface as surface  # noqa: E402 - beside this file, see above
 import tinker  # noqa: E402
 import uvicorn  # noqa: E402
@@ -180,16 +183,11 @@ def build_app(
             reply = text_reply(
                 renderer, list(sequence.tokens), str(sequence.stop_reason), prompt.length
             )
-        reply = surface.apply_stop(reply, parsed.stop)
+        whole = surface.completion(surface.apply_stop(reply, parsed.stop), served)
         if not parsed.stream:
-            return JSONResponse(surface.completion(reply, served))
-
-        def events() -> Any:
-            for chunk in surface.chunks(reply, served, parsed.include_usage):
-                yield surface.sse(chunk)
-            yield surface.sse("[DONE]")
-
-        return StreamingResponse(events(), media_type="text/event-stream")
+            return JSONResponse(whole)
+        events = chat_stream.events(whole, parsed.include_usage)
+        return StreamingResponse(events, media_type="text/event-stream")
 
     return app
 

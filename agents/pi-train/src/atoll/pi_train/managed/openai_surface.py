@@ -4,9 +4,10 @@ Standard library only, so that both sides use the same module: the managed
 Python 3.11 server (`openai_serve.py`, which imports it from its own folder)
 turns requests into a renderer's messages and sampled tokens back into a
 `Reply`; this module checks the request and writes the reply as a
-`chat.completion` or as server-sent `chat.completion.chunk` events. A
-request the surface cannot serve is a `RequestError` (an HTTP 400 with
-OpenAI's error body); what the model wrote is never one.
+`chat.completion` (streamed, that object becomes its chunk events through
+`atoll.core.portable.chat_stream`, which FrontierSmith's metered endpoint
+streams with too). A request the surface cannot serve is a `RequestError`
+(an HTTP 400 with OpenAI's error body); what the model wrote is never one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -248,64 +248,6 @@ def completion(reply: Reply, model: str, completion_id: str | None = None) -> di
         ],
         "usage": _usage(reply),
     }
-
-
-def _pieces(text: str, size: int) -> Iterator[str]:
-    for start in range(0, len(text), size):
-        yield text[start : start + size]
-
-
-def chunks(
-    reply: Reply,
-    model: str,
-    include_usage: bool,
-    completion_id: str | None = None,
-    piece: int = 24,
-) -> Iterator[dict[str, Any]]:
-    """The reply as `chat.completion.chunk` objects, in the order a streaming provider sends them.
-
-    The role first; the reasoning and the content in pieces of `piece`
-    characters; each tool call as an index, id and name delta followed by its
-    arguments in pieces; the finish reason; the usage chunk (empty choices)
-    when the request asked for it.
-    """
-    cid, created = completion_id or new_id(), int(time.time())
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": cid,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-        }
-
-    yield chunk({"role": "assistant", "content": ""})
-    for text in _pieces(reply.reasoning or "", piece):
-        yield chunk({"reasoning_content": text})
-    for text in _pieces(reply.content, piece):
-        yield chunk({"content": text})
-    for index, call in enumerate(reply.tool_calls):
-        head = {"index": index, "id": call["id"], "type": "function"}
-        yield chunk({"tool_calls": [{**head, "function": {"name": call["name"], "arguments": ""}}]})
-        for text in _pieces(call["arguments"], piece):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
-    yield chunk({}, reply.finish_reason)
-    if include_usage:
-        yield {
-            "id": cid,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [],
-            "usage": _usage(reply),
-        }
-
-
-def sse(data: dict[str, Any] | str) -> bytes:
-    """One server-sent event: `data: <json>` (or `data: [DONE]`) and a blank line."""
-    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    return f"data: {text}\n\n".encode()
 
 
 def models_list(served_model: str, base_model: str, model_path: str | None) -> dict[str, Any]:

@@ -102,6 +102,7 @@ def start(
     }
     child_env.pop("VIRTUAL_ENV", None)
     child_env.pop(SERVE_KEY_VARIABLE, None)
+    child_env["PYTHONPATH"] = managed_env.portable_path(child_env)
     if caller_key:
         child_env[SERVE_KEY_VARIABLE] = caller_key
     log.parent.mkdir(parents=True, exist_ok=True)
