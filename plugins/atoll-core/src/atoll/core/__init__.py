@@ -30,6 +30,7 @@ __public_modules__ = (
     "lazy",
     "ledger",
     "llm",
+    "process_group",
     "processes",
     "records",
     "reef_env",
