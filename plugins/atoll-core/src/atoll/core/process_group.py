@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from atoll.core.processes import stat_fields
 from atoll.core.termination import UnwindOnSigterm, signals_deferred
 
 __all__ = [
@@ -69,13 +70,9 @@ def members(pgid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if fields[0] != "Z" and int(fields[2]) == pgid:
-                found.append(int(entry.name))
-        except (OSError, ValueError, IndexError):  # ended while read
-            continue
+        fields = stat_fields(int(entry.name))  # None: it ended while read
+        if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(entry.name))
     return found
 
 
