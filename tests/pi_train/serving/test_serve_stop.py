@@ -1,5 +1,8 @@
 """SIGTERM or Ctrl-C to `atoll tinker serve` stops its server's whole group, a sample in flight or not.
 
+The server itself also ends on SIGTERM with a sample in flight: it gives the
+request a moment, then cancels it (the command, seeing it gone, exits 2).
+
 The server (managed/openai_serve.py) leads a process group of its own, so a
 signal to the command never reaches it: the command must stop it. Here the
 real command serves the tiny model from the session's local Tinker server,
@@ -12,6 +15,7 @@ process of the server's group, nor any child of the command, runs.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -55,8 +59,12 @@ def _pending_completion(
     return thread
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_to_the_command_stops_the_servers_group_while_a_sample_is_pending(
+@pytest.mark.parametrize(
+    ("target", "signum"),
+    [("command", signal.SIGTERM), ("command", signal.SIGINT), ("server", signal.SIGTERM)],
+)
+def test_a_signal_stops_the_servers_group_while_a_sample_is_pending(
+    target: str,
     signum: signal.Signals,
     server_env: dict[str, str],
     venv_bin: Path,
@@ -79,16 +87,19 @@ def test_a_signal_to_the_command_stops_the_servers_group_while_a_sample_is_pendi
         answered = json.loads(ready.read_text())
         outcome: dict[str, object] = {}
         # One length per signal: each test compiles a sampler of its own.
-        length = 3000 + int(signum)
+        length = 3000 + int(signum) + (100 if target == "server" else 0)
         asking = _pending_completion(answered["base_url"], answered["model"], length, outcome)
         time.sleep(2.0)  # the request has reached the sampler, whose compile takes far longer
         assert not outcome, f"the sample was not pending: {outcome}"
 
         signalled = time.monotonic()
-        command.send_signal(signum)
-        assert command.wait(timeout=STOP_BOUND_S) == 0, (
-            command.stderr.read() if command.stderr else ""
-        )
+        if target == "command":
+            command.send_signal(signum)
+        else:  # the server on its own: nobody SIGKILLs it, it must end by itself
+            os.kill(server, signum)
+        status = command.wait(timeout=60)
+        wanted = 0 if target == "command" else 2  # 2: the command saw its server exit
+        assert status == wanted, command.stderr.read() if command.stderr else ""
         wait_for(
             lambda: not process_group.group_alive(server), STOP_BOUND_S, "the server's group ends"
         )
