@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from support.ports import free_port
-from support.processes import pids_where, running, sandbox_cgroups_of
+from support.processes import children_of, pids_where, running, sandbox_cgroups_of
 from support.waiting import wait_for
 
 from atoll.core.sandbox import owners
@@ -203,3 +203,21 @@ def test_stale_socket_and_results_dirs_go_and_live_ones_stay(tmp_path: Path) -> 
     assert sorted(p.name for p in root.iterdir()) == sorted(
         [f"atoll-judge-{live}-c3", f"atoll-judge-{dead}-d4", "atoll-judge-x1y2z3"]
     )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_mid_run_leaves_no_process_and_no_cgroup(
+    signum: signal.Signals, venv_bin: Path, small_problems: Path, tmp_path: Path, sources
+) -> None:
+    """An orderly stop waits for the cases running (4 s wall clocks here), then nothing is left."""
+    judge = Judge(venv_bin, small_problems, tmp_path / "state").start()
+    try:
+        judge.run_forever_program(sources["sleeper"])
+        started = set(pids_in(sandbox_cgroups_of(judge.pid))) | set(children_of(judge.pid))
+        assert judge.proc is not None
+        judge.proc.send_signal(signum)
+        judge.proc.wait(timeout=60)
+        wait_for(lambda: not sandbox_cgroups_of(judge.pid), 15, "the judge's cgroups are removed")
+        wait_for(lambda: not any(map(running, started)), 15, "what the judge started ends")
+    finally:
+        judge.kill()

@@ -237,7 +237,10 @@ def test_no_reef_anywhere_is_one_clear_error(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_start_stops_what_was_started(tmp_path, upstream, stack_env, mark):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_during_start_stops_what_was_started(
+    signum, tmp_path, upstream, stack_env, mark
+):
     # A `reef` that takes its time to start, so the interrupt surely lands before Reef is
     # healthy, however busy the machine: the command is then still starting it.
     tools = tmp_path / "bin"
@@ -258,7 +261,7 @@ def test_ctrl_c_during_start_stops_what_was_started(tmp_path, upstream, stack_en
     while not (stack_dir / "stack.json").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert marked_processes(mark), "reef serve was not started"
-    command.send_signal(signal.SIGINT)
+    command.send_signal(signum)
     _, stderr = command.communicate(timeout=120)
     assert command.returncode == 130, stderr
     assert "interrupted; stopped what this command had started" in stderr

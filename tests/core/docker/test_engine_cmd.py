@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import pytest
 from support import ci
-from support.processes import pids_mentioning
+from support.processes import children_of, pids_mentioning, running
+from support.waiting import wait_for
 
+from atoll.core import process_group
 from atoll.core.docker_engine import EnginePaths
 from atoll.core.docker_engine.base_image import tarball as base_tarball
 from atoll.core.docker_engine.daemon import owned_pid, query
@@ -179,3 +182,35 @@ def test_second_instance_up_status_down(atoll_cmd, session_engine, tmp_path, run
         leftover = pids_mentioning(str(run_dir))
         shutil.rmtree(state, ignore_errors=True)  # a whole image store: do not keep it
     assert leftover == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_dockerd_starts_stops_its_whole_group(atoll_cmd, tmp_path, run_dir, signum):
+    """`up` leaves dockerd running only once it answers; interrupted before, it leaves nothing."""
+    real = shutil.which("dockerd")
+    ci.need(real is not None, "no dockerd here", "CI installs docker.io")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # A dockerd that takes its time to start: the signal surely lands while `up` waits for it.
+    (bin_dir / "dockerd").write_text(f'#!/bin/sh\nsleep 60\nexec {real} "$@"\n')
+    (bin_dir / "dockerd").chmod(0o755)
+    command = subprocess.Popen(
+        [*atoll_cmd, "docker", "up", "--skip-base-image", "--state-dir", str(tmp_path / "state"),
+         "--run-dir", str(run_dir)],
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TERM": "dumb"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: children_of(command.pid), 60, "dockerd is started")
+        (leader,) = children_of(command.pid)
+        wait_for(lambda: len(process_group.members(leader)) >= 2, 10, "its sleep runs")
+        members = process_group.members(leader)
+        command.send_signal(signum)
+        command.wait(timeout=60)
+        assert command.returncode != 0
+        assert not process_group.group_alive(leader)
+        assert not [pid for pid in members if running(pid)]
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()

@@ -1,22 +1,28 @@
-"""`atoll tinker local down` signals only a server atoll started: never a stranger behind a reused pid.
+"""`atoll tinker local` owns only the server it started, and stops all of it when it must.
 
-Both processes here are real group leaders (as the server is): one runs
-something unrelated, the other has the command line `local up` gives the
-server (our serve script, the recorded port, this state directory's
-checkpoints). Only the second is stopped.
+`down` signals only a server atoll started, never a stranger behind a
+reused pid: both processes in the first tests are real group leaders (as
+the server is); one runs something unrelated, the other has the command
+line `local up` gives the server (our serve script, the recorded port, this
+state directory's checkpoints). Only the second is stopped. And `up`,
+interrupted while the real server starts, stops that server's whole group.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.processes import running
+from support.waiting import wait_for
 
+from atoll.core import process_group
 from atoll.pi_train import env as managed_env
 
 pytestmark = pytest.mark.slow
@@ -101,3 +107,32 @@ def test_a_server_on_another_port_is_not_the_recorded_one(
     down = _atoll(venv_bin, tmp_path, "down")
     assert down.returncode == 0 and "no local Tinker server" in down.stdout
     assert other.poll() is None
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_up_waits_for_the_server_stops_its_whole_group(
+    signum: signal.Signals, venv_bin: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """`local up` returns only a server that answers: interrupted while SkyRL tx starts, it leaves none."""
+    command = subprocess.Popen(
+        [str(venv_bin / "atoll"), "tinker", "local", "up", "--base-model", str(tiny_model)],
+        env={**os.environ, "ATOLL_TINKER_LOCAL_DIR": str(tmp_path)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    record = tmp_path / "server.json"
+    try:
+        wait_for(lambda: record.exists() or command.poll() is not None, 300, "the server starts")
+        assert record.exists(), command.stderr.read() if command.stderr else ""
+        server = json.loads(record.read_text())["pid"]
+        wait_for(lambda: len(process_group.members(server)) >= 1, 10, "the server runs")
+        members = process_group.members(server)
+        command.send_signal(signum)
+        command.wait(timeout=60)  # SkyRL tx's own shutdown, or SIGKILL after 20 s
+        assert command.returncode != 0
+        assert not process_group.group_alive(server)
+        assert not [pid for pid in members if running(pid)]
+        assert not record.exists()
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()

@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from atoll.core import process_group
 from atoll.core.sizes import KiB, MiB
 from atoll.pi import pi_config
 from atoll.pi.bridge import Bridge
@@ -413,27 +413,20 @@ def _keep(sink: Any, line: bytes, result: SessionResult) -> None:
 
 
 async def _terminate(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM to Pi's process group, SIGKILL after a grace period."""
-    if process.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(process.wait(), timeout=TERM_GRACE_S)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await process.wait()
+    """Stop Pi's whole process group (SIGTERM, SIGKILL after a grace), then collect Pi."""
+    await asyncio.to_thread(process_group.stop_group, process.pid, TERM_GRACE_S)
+    await process.wait()
 
 
 async def _stop(process: asyncio.subprocess.Process, result: SessionResult) -> None:
-    """Leave no Pi process behind, whatever stopped the run (also a cancelled task)."""
+    """Leave no Pi process behind, whatever stopped the run (also a cancelled task).
+
+    The group is stopped even when Pi has exited: children it left there (none
+    are expected: its tools run in the container) go too.
+    """
     if process.returncode is None:
         result.terminated = True
-        await asyncio.shield(_terminate(process))
-    # Children Pi left in its group (none are expected: its tools run in the container).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    await asyncio.shield(_terminate(process))
 
 
 def _conclude(result: SessionResult) -> None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from atoll.pi_train.env import ensure as ensure_managed_env
     from atoll.pi_train.env import env_dir as managed_env_dir
     from atoll.pi_train.env import installed as installed_managed_env
-    from atoll.pi_train.local.server import LOCAL_API_KEY, log_tail, stop_group
+    from atoll.pi_train.local.server import LOCAL_API_KEY, log_tail
     from atoll.pi_train.training.run import default_base_url as default_tinker_url
     from atoll.pi_train.training.run import trainer_environment
 
@@ -28,7 +28,6 @@ __getattr__ = exports(
         "managed_env_dir": "atoll.pi_train.env:env_dir",
         "installed_managed_env": "atoll.pi_train.env:installed",
         "LOCAL_API_KEY": "atoll.pi_train.local.server",
-        "stop_group": "atoll.pi_train.local.server",
         "log_tail": "atoll.pi_train.local.server",
         "default_tinker_url": "atoll.pi_train.training.run:default_base_url",
         "trainer_environment": "atoll.pi_train.training.run",
@@ -44,6 +43,5 @@ __all__ = [
     "installed_managed_env",
     "log_tail",
     "managed_env_dir",
-    "stop_group",
     "trainer_environment",
 ]

@@ -31,6 +31,7 @@ __public_modules__ = (
     "ledger",
     "llm",
     "portable.chat_stream",
+    "process_group",
     "processes",
     "records",
     "reef_env",

@@ -21,11 +21,8 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def cmdline(pid: int) -> list[str]:
@@ -37,14 +34,20 @@ def cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot); None if gone or a zombie."""
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat from the state on (state, ppid, pgrp, ...); None if gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # Field 2 (comm) may hold spaces and parentheses; the rest follows the last ')'.
     fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
+    return fields or None
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot); None if gone or a zombie."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] == "Z":
         return None
     return int(fields[19])

@@ -77,6 +77,45 @@ def sigterm_unwinds(interrupt: bool = False) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def signals_deferred(
+    signals: Iterable[signal.Signals] = (signal.SIGTERM, signal.SIGINT),
+) -> Iterator[Callable[[], bool]]:
+    """Within the block, `signals` are noted instead of acted on; after it, the first is re-sent.
+
+    For cleanup that must finish once begun (stopping a child's process
+    group): a second Ctrl-C or SIGTERM during it would otherwise raise
+    inside the cleanup and leave the child running. The block gets a
+    function that says whether a signal came, so it can hurry (SIGKILL
+    instead of waiting out a grace). After the block the previous handlers
+    are back and the first noted signal is raised again, so the process
+    still ends the way that signal asks. An ignored signal stays ignored;
+    off the main thread nothing changes.
+    """
+    noted: list[int] = []
+    previous: dict[signal.Signals, Any] = {}
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    for signum in signals:
+        try:
+            current = signal.getsignal(signum)
+            if current is signal.SIG_IGN:
+                continue
+            signal.signal(signum, note)
+        except ValueError:  # not the main thread: signals are the main thread's
+            break
+        previous[signum] = current
+    try:
+        yield lambda: bool(noted)
+    finally:
+        for signum, action in previous.items():
+            signal.signal(signum, signal.SIG_DFL if action is None else action)
+        if noted:
+            signal.raise_signal(noted[0])
+
+
+@contextlib.contextmanager
 def loop_signal_handlers(
     loop: asyncio.AbstractEventLoop,
     callback: Callable[[], object],

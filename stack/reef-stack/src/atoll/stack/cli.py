@@ -58,8 +58,12 @@ def _group() -> None:
 
 
 def _guarded[T](action: Callable[[], T]) -> T:
+    from atoll.core.termination import sigterm_unwinds
+
     try:
-        return action()
+        # SIGTERM unwinds as Ctrl-C does: what the command started is stopped on the way out.
+        with sigterm_unwinds(interrupt=True):
+            return action()
     except StackError as exc:
         _err.print(f"[bold red]error:[/bold red] {exc}")
         raise typer.Exit(2) from None

@@ -5,21 +5,21 @@ the job plugin at job end) must stop exactly what was started, never a process
 that merely reuses a recorded pid. So each started process leads its own
 session (its pid is its process-group id) and is recorded with its start time
 from /proc; a stop signals the whole group only while that identity still
-holds.
+holds. Starting and stopping groups is `atoll.core.process_group`'s; what is
+here is the record and the identity check.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atoll.core import process_group
+from atoll.core.process_group import group_alive, stop_groups
 from atoll.core.processes import start_time
 
 
@@ -76,14 +76,13 @@ def spawn(
     log.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600 if private else 0o644)
     with os.fdopen(fd, "ab") as out:
-        proc = subprocess.Popen(
-            list(argv),
+        proc = process_group.spawn(
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             env=dict(env),
             cwd=cwd,
-            start_new_session=True,
             umask=PRIVATE_UMASK if private else -1,
         )
     started = start_time(proc.pid)
@@ -97,7 +96,6 @@ __all__ = [
     "PRIVATE_UMASK",
     "Recorded",
     "alive",
-    "group_alive",
     "leader_alive",
     "spawn",
     "start_time",
@@ -127,24 +125,9 @@ def leader_alive(record: Recorded) -> bool:
     return start_time(record.pid) == record.start_time
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any process still belongs to process group `pgid`."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signum)
+def _reap() -> None:
+    for child in _CHILDREN.values():
+        child.poll()
 
 
 def stop(records: Sequence[Recorded], grace: float = 30.0) -> list[str]:
@@ -154,21 +137,6 @@ def stop(records: Sequence[Recorded], grace: float = 30.0) -> list[str]:
     pid reused by an unrelated process never is. Returns the names of
     the processes that had to be killed.
     """
-    targets = [r for r in reversed(records) if alive(r)]
-    for record in targets:
-        _signal_group(record.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    pending = targets
-    while pending and time.monotonic() < deadline:
-        pending = [r for r in pending if alive(r)]
-        if pending:
-            time.sleep(0.05)
-    killed = []
-    for record in pending:
-        if alive(record):
-            _signal_group(record.pid, signal.SIGKILL)
-            killed.append(record.name)
-    reap_deadline = time.monotonic() + 5
-    while any(alive(r) for r in pending) and time.monotonic() < reap_deadline:
-        time.sleep(0.05)
-    return killed
+    targets = [r for r in records if alive(r)]
+    killed = stop_groups([r.pid for r in targets], grace, reap=_reap)
+    return [r.name for r in reversed(targets) if r.pid in killed]

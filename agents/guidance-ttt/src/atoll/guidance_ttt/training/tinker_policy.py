@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from atoll.core import process_group
 from atoll.guidance_ttt.services.cancel import Cancellation
 
 START_DEADLINE_S = 300.0
@@ -169,7 +170,7 @@ def serving_policy(
     cancellation: Cancellation,
 ) -> Iterator[TinkerPolicy]:
     """The policy server running for the block, stopped with its whole process group after."""
-    from atoll.pi_train import ensure_managed_env, stop_group, trainer_environment
+    from atoll.pi_train import ensure_managed_env, trainer_environment
 
     key = environ.get("TINKER_API_KEY", "")
     if not key:
@@ -185,22 +186,21 @@ def serving_policy(
     child_env.pop("ATOLL_SERVE_API_KEY", None)
     log.parent.mkdir(parents=True, exist_ok=True)
     _wait_port_free(settings.port, cancellation)
-    with log.open("ab") as sink:
-        process = subprocess.Popen(
-            _argv(env.python, settings, start),
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    policy = TinkerPolicy(settings.url, cancellation)
-    try:
-        _wait_ready(process, policy, log, cancellation)
-        yield policy
-    finally:
-        policy.close()
-        stop_group(process.pid, 15.0, reap=process.poll)
+    with process_group.Owner() as owner:
+        with log.open("ab") as sink:
+            process = owner.spawn(
+                _argv(env.python, settings, start),
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        policy = TinkerPolicy(settings.url, cancellation)
+        try:
+            _wait_ready(process, policy, log, cancellation)
+            yield policy
+        finally:
+            policy.close()
 
 
 def _wait_port_free(port: int, cancellation: Cancellation, wait_s: float = 15.0) -> None:

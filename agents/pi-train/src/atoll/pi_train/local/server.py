@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from atoll.core import run_lock
+from atoll.core import process_group, run_lock
 from atoll.core.durable import atomic_write_json
 from atoll.core.processes import alive, cmdline
 from atoll.pi_train import env as managed_env
@@ -97,26 +96,6 @@ def owned(state: ServerState) -> bool:
     )
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return any(alive(int(p.name)) for p in Path("/proc").iterdir() if _in_group(p, pgid))
-
-
-def _in_group(proc: Path, pgid: int) -> bool:
-    if not proc.name.isdigit():
-        return False
-    try:
-        stat = (proc / "stat").read_text()
-        return int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid
-    except (OSError, ValueError, IndexError):
-        return False
-
-
 def _record() -> ServerState | None:
     try:
         return ServerState(**json.loads(_state_file().read_text()))
@@ -161,7 +140,31 @@ def default_base_model(say: Callable[[str], None]) -> Path:
 def up(
     say: Callable[[str], None], base_model: Path | None = None, port: int | None = None
 ) -> ServerState:
-    """Start the server unless one runs (then it must serve the same base model); wait until it answers."""
+    """Start the server unless one runs (then it must serve the same base model); wait until it answers.
+
+    A server this call starts is stopped again if the call does not return it
+    (an error, Ctrl-C, SIGTERM): only a server that answers outlives `up`.
+    """
+    with process_group.Owner(STOP_DEADLINE_S) as owner:
+        state, started = _running_or_started(say, base_model, port, owner)
+        if started:
+            try:
+                _wait_ready(state)
+            except BaseException:
+                owner.stop()
+                _state_file().unlink(missing_ok=True)
+                raise
+            owner.release()
+    return state
+
+
+def _running_or_started(
+    say: Callable[[str], None],
+    base_model: Path | None,
+    port: int | None,
+    owner: process_group.Owner,
+) -> tuple[ServerState, bool]:
+    """The server that runs, else one started by `owner` and recorded; and whether it was started."""
     with run_lock.wait(state_dir() / "server.lock"):
         running = status()
         model = str((base_model or default_base_model(say)).resolve())
@@ -173,17 +176,19 @@ def up(
                 )
             if port not in (None, running.port):
                 raise ServerError(f"a local Tinker server already runs at {running.base_url}")
-            return running
+            return running, False
         if not (Path(model) / "config.json").is_file():
             raise ServerError(f"{model} is not a model directory (no config.json)")
         env = managed_env.ensure(say)
         chosen = port or free_port()
-        state = _start(env, model, chosen)
+        state = _start(env, model, chosen, owner)
         atomic_write_json(_state_file(), asdict(state))
-    return _wait_ready(state)
+    return state, True
 
 
-def _start(env: managed_env.ManagedEnv, model: str, port: int) -> ServerState:
+def _start(
+    env: managed_env.ManagedEnv, model: str, port: int, owner: process_group.Owner
+) -> ServerState:
     work = state_dir()
     log = work / "server.log"
     argv = [
@@ -213,14 +218,13 @@ def _start(env: managed_env.ManagedEnv, model: str, port: int) -> ServerState:
     }
     child_env.pop("VIRTUAL_ENV", None)
     with log.open("ab") as sink:
-        process = subprocess.Popen(
+        process = owner.spawn(
             argv,
             cwd=work,
             env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
     return ServerState(pid=process.pid, port=port, base_model=model, log=str(log))
 
@@ -233,18 +237,17 @@ def log_tail(log: str | Path, lines: int = 12) -> str:
         return "(no log)"
 
 
-def _wait_ready(state: ServerState) -> ServerState:
+def _wait_ready(state: ServerState) -> None:
+    """Return once the server answers; ServerError (its log's tail) if it exits or never does."""
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if answers(state.base_url):
-            return state
+            return
         if not alive(state.pid):
-            _stop_group(state)
             raise ServerError(
                 f"the local Tinker server exited while starting:\n{log_tail(state.log)}"
             )
         time.sleep(0.5)
-    _stop_group(state)
     raise ServerError(
         f"the local Tinker server did not answer within {START_DEADLINE_S:.0f} s:\n{log_tail(state.log)}"
     )
@@ -266,34 +269,12 @@ def down() -> ServerState | None:
     return state
 
 
-def stop_group(
-    pgid: int, term_wait_s: float = STOP_DEADLINE_S, reap: Callable[[], object] = lambda: None
-) -> bool:
-    """SIGTERM, then SIGKILL, a process group this process started; whether it is all gone.
-
-    Waits for every member, not just the leader (a server's workers outlive a leader that
-    exits first). `reap` collects the leader when it is this process's child (`Popen.poll`),
-    so it is not counted as alive while a zombie.
-    """
-    for sig, wait in ((signal.SIGTERM, term_wait_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _group_alive(pgid):
-            reap()
-            time.sleep(0.2)
-        reap()
-        if not _group_alive(pgid):
-            break
-    return not _group_alive(pgid)
-
-
 def _stop_group(state: ServerState) -> None:
     """Stop the recorded server's group; its record goes once nothing of it runs."""
-    if not stop_group(state.pid):
+    try:
+        process_group.stop_group(state.pid, STOP_DEADLINE_S)
+    except process_group.GroupStillRunning as exc:
         raise ServerError(
-            f"processes of the local Tinker server (group {state.pid}) are still running"
-        )
+            f"processes of the local Tinker server are still running: {exc}"
+        ) from None
     _state_file().unlink(missing_ok=True)

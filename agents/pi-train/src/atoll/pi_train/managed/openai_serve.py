@@ -34,6 +34,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse  # noqa:
 from tinker_cookbook import renderers  # noqa: E402
 from tinker_cookbook.tokenizer_utils import get_tokenizer  # noqa: E402
 
+#: Seconds a request in flight may still take once the server is asked to stop.
+SHUTDOWN_GRACE_S = 2
+
 
 def cookbook_messages(request: surface.ChatRequest, renderer: Any) -> list[Any]:
     """The request's messages as the renderer's, the tools in its own tool-aware prefix."""
@@ -220,7 +223,15 @@ def main() -> None:
     app = build_app(
         sampler, renderer, args.served_model_name, args.base_model, args.model_path, args.max_tokens
     )
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    # On SIGTERM uvicorn waits for the requests in flight, and a sample may take minutes:
+    # they get a moment, then are cancelled, so a stop never waits on the model.
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
 
 
 if __name__ == "__main__":

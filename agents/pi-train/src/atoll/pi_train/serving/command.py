@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from atoll.core import process_group
 from atoll.core.durable import atomic_write_json
 from atoll.pi_train import env as managed_env
 from atoll.pi_train.serving import serve
@@ -50,7 +51,6 @@ def run(
     say: Callable[[str], None],
     fail: Callable[[str], None],
 ) -> None:
-    from atoll.core.termination import sigterm_unwinds
     from atoll.pi_train.local.server import free_port
 
     try:
@@ -70,30 +70,41 @@ def run(
     log = Path(managed_env.cache_root()) / "serve" / f"serve-{spec.port}.log"
     # A token in the caller's environment is required of every request; none: no token.
     key = os.environ.get(serve.SERVE_KEY_VARIABLE) or None
-    with sigterm_unwinds(interrupt=True):
-        try:
-            process = serve.start(spec, log, say, caller_key=key)
-        except (serve.ServeError, managed_env.EnvironmentUnavailable) as exc:
-            fail(str(exc))
-            return
-        try:
-            serve.wait_ready(process, spec, log, key)
-            if ready_file is not None:
-                atomic_write_json(
-                    ready_file,
-                    {"base_url": spec.base_url, "model": spec.name, "pid": os.getpid()},
-                    make_parents=True,
-                )
-            say(f"serving {spec.name} at {spec.base_url} (pid {process.pid}; log {log})")
-            print(spec.exports(), flush=True)
-            process.wait()
-            fail(f"the server exited (status {process.returncode}); see {log}")
-        except serve.ServeError as exc:
-            fail(str(exc))
-        except KeyboardInterrupt:
-            say("stopping the server")
-            sys.exit(0)
-        finally:
-            serve.stop(process)
-            if ready_file is not None:
-                ready_file.unlink(missing_ok=True)
+    try:
+        # SIGTERM unwinds as Ctrl-C does; either way the owner stops the server's whole group.
+        with process_group.Owner(serve.STOP_GRACE_S, interrupt=True) as owner:
+            _serve(spec, log, key, ready_file, owner, say, fail)
+    except KeyboardInterrupt:
+        say("stopped the server")
+        sys.exit(0)
+    finally:
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+def _serve(
+    spec: serve.ServeSpec,
+    log: Path,
+    key: str | None,
+    ready_file: Path | None,
+    owner: process_group.Owner,
+    say: Callable[[str], None],
+    fail: Callable[[str], None],
+) -> None:
+    """Start the server, announce it once it answers, and wait: it ends only by a signal."""
+    try:
+        process = serve.start(spec, log, say, owner, caller_key=key)
+        serve.wait_ready(process, spec, log, key)
+    except (serve.ServeError, managed_env.EnvironmentUnavailable) as exc:
+        fail(str(exc))
+        return
+    if ready_file is not None:
+        atomic_write_json(
+            ready_file,
+            {"base_url": spec.base_url, "model": spec.name, "pid": os.getpid()},
+            make_parents=True,
+        )
+    say(f"serving {spec.name} at {spec.base_url} (pid {process.pid}; log {log})")
+    print(spec.exports(), flush=True)
+    process.wait()
+    fail(f"the server exited (status {process.returncode}); see {log}")

@@ -4,7 +4,10 @@ The server needs the tinker SDK and tinker-cookbook, so it runs in the
 managed Python 3.11 environment; this side starts it in its own process
 group on 127.0.0.1, waits until `/v1/models` answers, and stops the whole
 group afterwards. `serving()` is what `atoll pi train promote` uses;
-`atoll tinker serve` runs the same in the foreground.
+`atoll tinker serve` runs the same in the foreground. The server gives a
+request in flight a moment to finish when it is stopped, so its group gets
+`STOP_GRACE_S` before SIGKILL: a sample that takes minutes never holds a
+stop up.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from pathlib import Path
 
 import httpx
 
+from atoll.core import process_group
 from atoll.pi_train import env as managed_env
-from atoll.pi_train.local.server import START_DEADLINE_S, log_tail, stop_group
+from atoll.pi_train.local.server import START_DEADLINE_S, log_tail
 
 SERVE_KEY_VARIABLE = "ATOLL_SERVE_API_KEY"
+#: The server's own shutdown gives requests in flight 2 s (managed/openai_serve.py).
+STOP_GRACE_S = 5.0
 
 
 class ServeError(Exception):
@@ -85,9 +91,13 @@ def _argv(env: managed_env.ManagedEnv, spec: ServeSpec) -> list[str]:
 
 
 def start(
-    spec: ServeSpec, log: Path, say: Callable[[str], None], caller_key: str | None = None
+    spec: ServeSpec,
+    log: Path,
+    say: Callable[[str], None],
+    owner: process_group.Owner,
+    caller_key: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start the server in its own process group; its output goes to `log`."""
+    """Start the server in its own process group, which `owner` stops; its output goes to `log`."""
     if not os.environ.get("TINKER_API_KEY"):
         raise ServeError(
             "TINKER_API_KEY is not set: export your Tinker key (for the local server, "
@@ -107,13 +117,12 @@ def start(
         child_env[SERVE_KEY_VARIABLE] = caller_key
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as sink:
-        return subprocess.Popen(
+        return owner.spawn(
             _argv(env, spec),
             env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
 
 
@@ -135,19 +144,12 @@ def wait_ready(
     raise ServeError(f"the server did not answer within {START_DEADLINE_S:.0f} s:\n{log_tail(log)}")
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server's whole process group (atoll-pi-train's one helper, as `local down`)."""
-    stop_group(process.pid, 15.0, reap=process.poll)
-
-
 @contextlib.contextmanager
 def serving(
     spec: ServeSpec, log: Path, say: Callable[[str], None], caller_key: str | None = None
 ) -> Iterator[ServeSpec]:
     """The server running for the block, stopped with everything it started on the way out."""
-    process = start(spec, log, say, caller_key)
-    try:
+    with process_group.Owner(STOP_GRACE_S) as owner:
+        process = start(spec, log, say, owner, caller_key)
         wait_ready(process, spec, log, caller_key)
         yield spec
-    finally:
-        stop(process)

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from atoll.core import process_group
 from atoll.core.durable import atomic_write_json
 from atoll.pi_train import env as managed_env
 from atoll.pi_train.training import summary, trained_on
@@ -312,6 +313,8 @@ def trainer_job(
 # managed/train.py's REFUSED and REFUSAL_PREFIX: the trainer refused the run's settings
 # before sampling anything (a bound that cannot hold a task's first turn).
 TRAINER_REFUSED = 3
+#: How long a trainer asked to stop may take to end (and its children) before SIGKILL.
+TRAINER_STOP_GRACE_S = 20.0
 _REFUSAL_PREFIX = "atoll-refusal: "
 
 
@@ -341,26 +344,7 @@ def trainer_process(
     argv: list[str], env: dict[str, str], sink: Any, cwd: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The trainer in its own process group, stopped with everything it started on the way out."""
-    import signal
-
-    child = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        stdin=subprocess.PIPE,
-        stdout=sink,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        yield child
-    finally:
-        if child.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGTERM)
-            try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+    with process_group.Owner(TRAINER_STOP_GRACE_S) as owner:
+        yield owner.spawn(
+            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.STDOUT, env=env
+        )

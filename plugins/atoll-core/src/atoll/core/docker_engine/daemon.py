@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from atoll.core import process_group
 from atoll.core.docker_engine.errors import EngineError
 from atoll.core.docker_engine.files import tail
 from atoll.core.docker_engine.paths import EnginePaths
@@ -129,34 +129,32 @@ def start(paths: EnginePaths, deadline_s: float = START_DEADLINE_S) -> EngineInf
         "--iptables=false",
         "--bridge=none",
     ]
-    with paths.log_file.open("ab") as log:
-        offset = log.tell()
-        log.write(f"--- atoll: starting {' '.join(argv)}\n".encode())
-        log.flush()
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
-    give_up = time.monotonic() + deadline_s
-    while time.monotonic() < give_up:
-        if process.poll() is not None:
-            raise EngineError(
-                f"dockerd exited with status {process.returncode} while starting; "
-                f"its log ({paths.log_file}) ends with:\n{tail(paths.log_file, since=offset)}"
+    # Stopped again unless it answers: an error, Ctrl-C or SIGTERM while it starts leaves none.
+    with process_group.Owner(STOP_DEADLINE_S) as owner:
+        with paths.log_file.open("ab") as log:
+            offset = log.tell()
+            log.write(f"--- atoll: starting {' '.join(argv)}\n".encode())
+            log.flush()
+            process = owner.spawn(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True
             )
-        info = query(paths, timeout=2)
-        if info is not None:
-            return EngineInfo(process.pid, info.socket, info.version, info.api_version)
-        time.sleep(0.2)
-    _terminate(process.pid, STOP_DEADLINE_S)
-    raise EngineError(
-        f"dockerd did not answer on {paths.socket} within {deadline_s:.0f} s and was stopped; "
-        f"its log ({paths.log_file}) ends with:\n{tail(paths.log_file, since=offset)}"
-    )
+        give_up = time.monotonic() + deadline_s
+        while time.monotonic() < give_up:
+            if process.poll() is not None:
+                raise EngineError(
+                    f"dockerd exited with status {process.returncode} while starting; "
+                    f"its log ({paths.log_file}) ends with:\n{tail(paths.log_file, since=offset)}"
+                )
+            info = query(paths, timeout=2)
+            if info is not None:
+                owner.release(process)
+                return EngineInfo(process.pid, info.socket, info.version, info.api_version)
+            time.sleep(0.2)
+        owner.stop()
+        raise EngineError(
+            f"dockerd did not answer on {paths.socket} within {deadline_s:.0f} s and was stopped; "
+            f"its log ({paths.log_file}) ends with:\n{tail(paths.log_file, since=offset)}"
+        )
 
 
 def wait_owned(paths: EnginePaths, pid: int, deadline_s: float = START_DEADLINE_S) -> EngineInfo:
@@ -181,28 +179,22 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _terminate(pid: int, deadline_s: float) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    give_up = time.monotonic() + deadline_s
-    while time.monotonic() < give_up:
-        _reap(pid)
-        if not alive(pid):
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    _reap(pid)
-
-
 def stop(paths: EnginePaths, deadline_s: float = STOP_DEADLINE_S) -> int | None:
     """Stop the engine our pidfile names (SIGTERM, then SIGKILL); its pid, or None if none ran."""
     pid = owned_pid(paths)
     if pid is None:
         return None
-    _terminate(pid, deadline_s)
-    if alive(pid):
-        raise EngineError(f"dockerd (pid {pid}) did not stop; kill it by hand: `kill -9 {pid}`")
+    with contextlib.suppress(ProcessLookupError):
+        if os.getpgid(pid) != pid:
+            raise EngineError(
+                f"dockerd (pid {pid}) was not started by `atoll docker up` (it leads no process "
+                f"group of its own); stop it the way it was started"
+            )
+    try:
+        # dockerd leads the session atoll started it in: its group is what it started.
+        process_group.stop_group(pid, deadline_s, reap=lambda: _reap(pid))
+    except process_group.GroupStillRunning as exc:
+        raise EngineError(f"dockerd (pid {pid}) did not stop: {exc}") from None
     for leftover in (paths.socket, paths.pidfile):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()

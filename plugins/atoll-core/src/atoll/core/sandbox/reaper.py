@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 
+from atoll.core import process_group
 from atoll.core.sandbox import cgroups, owners
 
 _started: dict[int, subprocess.Popen[bytes]] = {}
@@ -30,12 +31,11 @@ def ensure_started() -> None:
     with _lock:
         if pid in _started:
             return
-        _started[pid] = subprocess.Popen(
+        _started[pid] = process_group.spawn(
             [sys.executable, "-m", "atoll.core.sandbox.reaper", str(pid), owners.own_tag()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,
             env=_plain_env(),
         )
 
