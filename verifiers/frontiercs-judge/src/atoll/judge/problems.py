@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from atoll.core.sizes import MiB
+from atoll.judge.case_inputs import CASE_INPUTS
 from atoll.judge.verdict import CheckResult
 
 BUILTIN_PROBLEMS = Path(__file__).parent / "problems"
@@ -93,7 +94,7 @@ class Problem:
         return self.statement_path.read_text(encoding="utf-8")
 
     def case_input(self, index: int) -> bytes:
-        return self.cases[index].input.read_bytes()
+        return CASE_INPUTS.read(self.cases[index].input)
 
     def prepared(self, index: int) -> Any:
         """The checker's parsed form of case `index`, parsed once per process."""
