@@ -156,10 +156,13 @@ def ray_cluster_session() -> Iterator[Any]:
     import importlib.util
 
     from support.ci import need
+    from support.euler_cli import RAY_NODE_ENV
     from support.ray_cluster import local_ray_cluster
 
     need(importlib.util.find_spec("ray") is not None, "needs ray", "the dev group installs it")
-    with local_ray_cluster([RAY_WORKER_RESOURCES, RAY_WORKER_RESOURCES]) as cluster:
+    with local_ray_cluster(
+        [RAY_WORKER_RESOURCES, RAY_WORKER_RESOURCES], node_env=RAY_NODE_ENV
+    ) as cluster:
         yield cluster
 
 

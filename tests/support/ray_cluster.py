@@ -88,6 +88,9 @@ class LocalRayCluster:
     head: RayNode | None = None
     workers: list[RayNode] = field(default_factory=list)
     revived: int = 0
+    #: Added to each node's environment only, never a driver's: what a real machine keeps in
+    #: its own environment (a model's key that rollouts on the node read).
+    node_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -143,7 +146,12 @@ class LocalRayCluster:
             process = subprocess.Popen(
                 command,
                 # A state directory of its own, as a machine of its own would have.
-                env={**os.environ, **NODE_ENV, "XDG_STATE_HOME": str(self.root / f"{name}-state")},
+                env={
+                    **os.environ,
+                    **NODE_ENV,
+                    **self.node_env,
+                    "XDG_STATE_HOME": str(self.root / f"{name}-state"),
+                },
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -238,17 +246,20 @@ def group_members(pgid: int) -> list[int]:
 
 @contextmanager
 def local_ray_cluster(
-    workers: list[Mapping[str, float]], *, temp_root: Path | None = None
+    workers: list[Mapping[str, float]],
+    *,
+    temp_root: Path | None = None,
+    node_env: Mapping[str, str] | None = None,
 ) -> Iterator[LocalRayCluster]:
     """A head and one worker node per entry of `workers` (its resources), up and joined.
 
     Each node has its own temp dir (two nodes starting at once in one would
     race for the same socket names) under one short root (Ray's unix socket
     paths must stay under ~100 characters), removed at the end; every node is killed even when the
-    body fails.
+    body fails. `node_env` goes into each node's environment (and survives `revive`).
     """
     root = Path(tempfile.mkdtemp(prefix="ray-", dir=temp_root or "/tmp"))
-    cluster = LocalRayCluster(root)
+    cluster = LocalRayCluster(root, node_env=dict(node_env or {}))
     try:
         cluster.start_head()
         for resources in workers:
