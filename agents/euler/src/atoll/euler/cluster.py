@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,12 @@ class Cluster:
 
 
 def connect(address: str) -> Cluster:
-    """Join the cluster at `address` (`auto`: the one this machine runs), or one error line."""
+    """Join the cluster at `address` (`auto`: the one this machine runs), or one error line.
+
+    The nodes run their own installed atoll: under `uv run` Ray would otherwise ship this
+    checkout and rebuild its environment on every node (RAY_ENABLE_UV_RUN_RUNTIME_ENV).
+    """
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     try:
         import ray
     except ImportError:
@@ -186,6 +192,7 @@ def connect(address: str) -> Cluster:
                 namespace="atoll-euler",
                 log_to_driver=False,
                 logging_level=logging.ERROR,
+                runtime_env={},
             )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterError(
