@@ -226,3 +226,53 @@ def test_a_worker_killed_mid_rollout_loses_no_row_and_duplicates_none(
     marker = json.loads((out / lost[0]["rollout_dir"] / "lost.json").read_text())
     assert marker["node_id"] == lost_node
     assert "retrying elsewhere" in stderr  # exit 0 above: no attempt left an error as its last row
+
+
+def test_a_node_without_the_key_stops_the_run_before_any_write(
+    ray_cluster: Any, sample_store: Path, provider: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    command = eval_cmd(sample_store, tmp_path / "out", provider, "1")
+    command[command.index(KEY_ENV)] = "ATOLL_EULER_KEY_NO_NODE_HAS"
+    done = subprocess.run(
+        [*command, "--ray", ray_cluster.address],
+        capture_output=True,
+        text=True,
+        env={**driver_env(ray_cluster), "ATOLL_EULER_KEY_NO_NODE_HAS": "driver-only"},
+        timeout=300,
+    )
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: node ") and "ATOLL_EULER_KEY_NO_NODE_HAS" in line
+    assert "is not set" in line  # the node's own environment decides, not the driver's
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_curriculum_round_runs_on_both_workers(
+    ray_cluster: Any,
+    rollout_ready: dict[str, Any],
+    sample_store: Path,
+    provider: ScriptedOpenAIServer,
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    done = subprocess.run(
+        [
+            *(ATOLL, "euler", "curriculum", "--model", "scripted-model", "--rounds", "1"),
+            *("--store", str(sample_store), "--state", str(state)),
+            *("--base-url", provider.base_url, "--api-key-env", KEY_ENV, "--samples", "2"),
+            *("--languages", "python", "--max-turns", "8", "--timeout", "120"),
+            *("--ray", ray_cluster.address),
+        ],
+        capture_output=True,
+        text=True,
+        env=driver_env(ray_cluster),
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = read_rows(state / "rounds" / "0001")
+    assert sorted((r["phase"], r["problem"], r["sample"]) for r in rows) == [
+        ("frontier", 1, 0),
+        ("frontier", 1, 1),
+    ]
+    assert all(r["status"] == "scored" and r["passed"] for r in rows)
+    assert {r["ray_node"] for r in rows} == {node.node_id for node in ray_cluster.workers}
