@@ -11,3 +11,8 @@ from pathlib import Path
 
 ATOLL = str(Path(sys.executable).parent / "atoll")
 KEY_ENV = "ATOLL_EULER_TEST_KEY"
+
+#: What each node of the tests' Ray cluster holds in its own environment (the driver never
+#: does): the model's key under KEY_ENV, a value the tests grep Ray's logs for.
+RAY_NODE_KEY = "sk-euler-ray-node-7c1f0a93e5"
+RAY_NODE_ENV = {KEY_ENV: RAY_NODE_KEY}

@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from atoll.core.durable import atomic_write_json
 from atoll.core.termination import loop_signal_handlers
-from atoll.euler import gate, prompts, record_input, rows
+from atoll.euler import gate, prompts, record_input, rows, run_archive
 from atoll.euler.curriculum import Attempt
 from atoll.euler.store import Store
+
+LOST_FILE = "lost.json"  # in a try whose cluster node went away mid-rollout
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class Settings:
     signature: str = ""
     signature_parts: dict[str, Any] = field(default_factory=dict)
     row_extra: dict[str, Any] = field(default_factory=dict)  # added to every row (a run's binding)
+    ray: str | None = None  # a Ray cluster's address (or "auto") to run the rollouts on
 
 
 def prompt_for(task: Task, attempt: Attempt) -> str:
@@ -215,12 +219,20 @@ class Runner:
         self.settings = settings
         self.say = say
         self._client: Any = None
+        self._cluster: Any = None  # atoll.euler.cluster.Cluster when rollouts run on Ray
         self.image_info: dict[str, Any] | None = None
 
     def preflight(self) -> dict[str, Any]:
-        """Fail fast on what would fail every rollout: the key, the engine, the image, Pi."""
+        """Fail fast on what would fail every rollout: the key, the engine, the image, Pi
+        (on a cluster: on each of its Docker nodes, which then must agree on the image)."""
         from atoll.pi.rollout import connect, describe_image, ensure_image, ensure_pi
 
+        if self.settings.ray is not None:
+            from atoll.euler import cluster
+
+            self._cluster = cluster.connect(self.settings.ray)
+            self.image_info = self._cluster.preflight(self.settings.pi, self.settings.image)
+            return self.image_info
         self.settings.pi.api_key(self.settings.environ)
         self._client = connect(self.settings.docker_host)
         if self.settings.image:
@@ -243,14 +255,21 @@ class Runner:
             self.say(
                 f"resuming: {len(attempts) - len(todo)} of {len(attempts)} attempts already scored"
             )
-        semaphore = asyncio.Semaphore(max(1, self.settings.workers))
+        run_archive.sweep_incoming(out_dir / "rollouts")
+        at_once = self.settings.workers if self._cluster is None else self._cluster.slots()
+        semaphore = asyncio.Semaphore(max(1, at_once))
         new_rows: list[dict[str, Any]] = []
         finished = 0
 
         async def one(attempt: Attempt) -> None:
             nonlocal finished
             async with semaphore:
-                row = await self._attempt(attempt, out_dir, run_id)
+                row, lost = await self._attempt(attempt, out_dir, run_id)
+                if lost is not None:  # recorded as an infrastructure failure, then tried once more
+                    rows.append(rows_path, row)
+                    new_rows.append(row)
+                    self.say(f"{_progress_line(finished, len(todo), row)}; retrying elsewhere")
+                    row, _ = await self._attempt(attempt, out_dir, run_id, avoid=lost.node_id)
             rows.append(rows_path, row)
             new_rows.append(row)
             finished += 1
@@ -259,65 +278,89 @@ class Runner:
         await asyncio.gather(*(one(a) for a in todo))
         return new_rows
 
-    async def _attempt(self, attempt: Attempt, out_dir: Path, run_id: str) -> dict[str, Any]:
-        from atoll.pi import rollout
-        from atoll.pi.rollout import RolloutRefused, RolloutRequest
+    async def _attempt(
+        self, attempt: Attempt, out_dir: Path, run_id: str, *, avoid: str | None = None
+    ) -> tuple[dict[str, Any], Any]:
+        """The attempt's row, and the `NodeLost` when its cluster node went away mid-rollout
+        (`avoid`: the node a retry must not use)."""
+        from atoll.euler.cluster import NodeLost, RemoteFailure
+        from atoll.pi.rollout import RolloutRefused
 
         run_dir, record = _latest_run(out_dir / "rollouts", attempt.name())
         relative = os.path.relpath(run_dir, out_dir)
         task_id = str(attempt.problem)
+        settings = self.settings
         try:
             expected = self.source.expected(task_id)
         except Exception as exc:  # a store that lost an answer: an error, never a score
-            return error_row(attempt, str(exc), self.settings, run_id=run_id, rollout_dir=relative)
+            return error_row(attempt, str(exc), settings, run_id=run_id, rollout_dir=relative), None
         if record is not None and record.get("scorable"):
             # it finished before an interruption, but its row was never written: score it now
-            return row_for(
-                attempt, record, expected, self.settings, run_id=run_id, rollout_dir=relative
-            )
+            row = row_for(attempt, record, expected, settings, run_id=run_id, rollout_dir=relative)
+            return row, None
         if run_dir.exists():  # cut off mid-way, or an infrastructure error: a new try, beside it
             run_dir = _next_try(out_dir / "rollouts", attempt.name())
             relative = os.path.relpath(run_dir, out_dir)
+        node: str | None = None
         try:
-            task = self.source.task(task_id)
-            request = RolloutRequest(
-                prompt=prompt_for(task, attempt),
-                settings=self.settings.pi,
-                run_dir=run_dir,
-                language=attempt.language,
-                files=dict(task.files),
-                image=self.settings.image or _default_image(),
-                metadata={
-                    "euler": {
-                        "run_id": run_id,
-                        "phase": attempt.phase,
-                        "problem": attempt.problem,
-                        "language": attempt.language,
-                        "approach": attempt.approach,
-                        "sample": attempt.sample,
-                        "model_signature": self.settings.signature,
-                    }
-                },
-            )
-            result = await rollout.arun(request, client=self._client, environ=self.settings.environ)
+            request = self._request(attempt, run_dir, run_id)
+            record, node = await self._execute(request, avoid)
         except RolloutRefused as exc:
-            return error_row(
-                attempt, f"refused: {exc}", self.settings, run_id=run_id, rollout_dir=relative
-            )
+            message = f"refused: {exc}"
+        except NodeLost as exc:
+            _mark_lost(run_dir, exc)
+            message = f"node lost mid-rollout (an infrastructure failure): {exc}"
+            row = error_row(attempt, message, settings, run_id=run_id, rollout_dir=relative)
+            return {**row, "ray_node": exc.node_id}, exc
+        except RemoteFailure as exc:  # as a local run would word it, on the node
+            message = str(exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the engine, Pi or the workspace failed: infrastructure
-            return error_row(
-                attempt,
-                f"{type(exc).__name__}: {exc}",
-                self.settings,
-                run_id=run_id,
-                rollout_dir=relative,
-            )
-        record = result.model_dump(mode="json")
-        return row_for(
-            attempt, record, expected, self.settings, run_id=run_id, rollout_dir=relative
+            message = f"{type(exc).__name__}: {exc}"
+        else:
+            row = row_for(attempt, record, expected, settings, run_id=run_id, rollout_dir=relative)
+            return (row if node is None else {**row, "ray_node": node}), None
+        row = error_row(attempt, message, settings, run_id=run_id, rollout_dir=relative)
+        return (row if self._cluster is None else {**row, "ray_node": node}), None
+
+    def _request(self, attempt: Attempt, run_dir: Path, run_id: str) -> Any:
+        """The rollout of one attempt, as `atoll.pi.rollout` takes it."""
+        from atoll.pi.rollout import RolloutRequest
+
+        task = self.source.task(str(attempt.problem))
+        return RolloutRequest(
+            prompt=prompt_for(task, attempt),
+            settings=self.settings.pi,
+            run_dir=run_dir,
+            language=attempt.language,
+            files=dict(task.files),
+            image=self.settings.image or _default_image(),
+            metadata={
+                "euler": {
+                    "run_id": run_id,
+                    "phase": attempt.phase,
+                    "problem": attempt.problem,
+                    "language": attempt.language,
+                    "approach": attempt.approach,
+                    "sample": attempt.sample,
+                    "model_signature": self.settings.signature,
+                }
+            },
         )
+
+    async def _execute(self, request: Any, avoid: str | None) -> tuple[dict[str, Any], str | None]:
+        """Run the rollout here or on a cluster node; its record (in `request.run_dir` either
+        way) and the node it ran on (None here)."""
+        from atoll.euler import cluster
+        from atoll.pi import rollout
+
+        if self._cluster is None:
+            result = await rollout.arun(request, client=self._client, environ=self.settings.environ)
+            return result.model_dump(mode="json"), None
+        archive, node = await self._cluster.rollout(cluster.job_for(request), avoid=avoid)
+        await asyncio.to_thread(run_archive.unpack, archive, request.run_dir)
+        return record_input.load(request.run_dir), node
 
 
 class Interrupted(Exception):
@@ -366,6 +409,13 @@ def _latest_run(rollouts: Path, name: str) -> tuple[Path, dict[str, Any] | None]
         return last, record_input.load(last)
     except record_input.RecordError:
         return last, None
+
+
+def _mark_lost(run_dir: Path, lost: Any) -> None:
+    """Keep the lost try's place: the retry goes beside it, as after any infrastructure error."""
+    atomic_write_json(
+        run_dir / LOST_FILE, {"node_id": lost.node_id, "error": str(lost)}, make_parents=True
+    )
 
 
 def _next_try(rollouts: Path, name: str) -> Path:

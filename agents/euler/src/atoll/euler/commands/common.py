@@ -13,14 +13,16 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 console = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one `error:` line; the caller raises the returned Exit."""
-    err.print(f"[bold red]error:[/bold red] {message}", markup=True)
+    """Print one `error:` line; the caller raises the returned Exit. The message is printed as
+    written: brackets in it (`atoll-euler[ray]`, a path) are text, not markup."""
+    err.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True)
     return typer.Exit(code)
 
 
@@ -59,6 +61,13 @@ LANGUAGES = typer.Option(
     "--languages",
     help="Comma-separated: python, javascript (julia is refused: the image lacks it).",
 )
+RAY = typer.Option(
+    None,
+    "--ray",
+    help="Run each rollout as a task on this Ray cluster (ADDRESS or auto), on nodes that "
+    "advertise atoll_docker; needs atoll-euler[ray]. Each node reads the model's key from "
+    "its own environment.",
+)
 APPROACHES = typer.Option(
     "direct",
     "--approaches",
@@ -90,6 +99,7 @@ class RunOptions:
     max_turns: int
     timeout: float
     image: str | None
+    ray: str | None = None
 
     def settings(self) -> Any:
         """The evaluator's settings (with the model signature); a bad flag is one error line."""
@@ -125,6 +135,7 @@ class RunOptions:
             model_revision=revision,
             workers=self.workers,
             image=self.image,
+            ray=self.ray,
             signature=digest,
             signature_parts=parts,
         )
@@ -211,12 +222,13 @@ def open_store(path: Path) -> Any:
 
 def preflight(runner: Any, languages: tuple[str, ...]) -> None:
     """Check the key, engine, image and Pi; refuse languages the image lacks, before any write."""
+    from atoll.euler.cluster import ClusterError
     from atoll.euler.runtimes import LanguageError, parse_languages
     from atoll.pi.rollout import ContainerError, PiUnavailable, SettingsError
 
     try:
         info = runner.preflight()
-    except (SettingsError, ContainerError, PiUnavailable) as exc:
+    except (SettingsError, ContainerError, PiUnavailable, ClusterError) as exc:
         raise fail(str(exc)) from None
     lacks = ", ".join(info.get("lacks") or []) or "nothing"
     say(f"rollout image {info['image_id'][:19]} ({info['tag']}): {info['runtimes']}; lacks {lacks}")

@@ -14,6 +14,7 @@ from atoll.euler.commands.common import (
     IMAGE,
     MAX_TURNS,
     MODEL,
+    RAY,
     REVISION,
     SYSTEM_PROMPT,
     THINKING,
@@ -85,6 +86,7 @@ def curriculum_command(
     max_turns: int = MAX_TURNS,
     timeout: float = TIMEOUT,
     image: str | None = IMAGE,
+    ray: str | None = RAY,
 ) -> None:
     """Advance through problems in strict numerical order; resumable, with a replay mix.
 
@@ -122,6 +124,7 @@ def curriculum_command(
         max_turns=max_turns,
         timeout=timeout,
         image=image,
+        ray=ray,
     ).settings()
     runner = Runner(StoreSource(opened), settings, say=say)
     preflight(runner, config.languages)

@@ -19,6 +19,7 @@ from atoll.euler.commands.common import (
     LANGUAGES,
     MAX_TURNS,
     MODEL,
+    RAY,
     REVISION,
     SYSTEM_PROMPT,
     THINKING,
@@ -62,6 +63,7 @@ def eval_command(
     max_turns: int = MAX_TURNS,
     timeout: float = TIMEOUT,
     image: str | None = IMAGE,
+    ray: str | None = RAY,
 ) -> None:
     """Fan out problems x languages x approaches x samples as Pi rollouts; rows and a summary in OUT.
 
@@ -88,6 +90,7 @@ def eval_command(
         max_turns=max_turns,
         timeout=timeout,
         image=image,
+        ray=ray,
     ).settings()
     identity = {
         "kind": "atoll-euler-eval",
@@ -151,8 +154,9 @@ def _run_attempts(
         for app in apps
         for k in range(samples)
     ]
+    pace = f"{workers} at a time" if runner.settings.ray is None else "on the Ray cluster"
     say(
-        f"{len(attempts)} attempts ({len(numbers)} problems x {len(langs)} languages x {len(apps)} approaches x {samples} samples), {workers} at a time"
+        f"{len(attempts)} attempts ({len(numbers)} problems x {len(langs)} languages x {len(apps)} approaches x {samples} samples), {pace}"
     )
     rows_path = out / rows.ROWS_FILE
     try:

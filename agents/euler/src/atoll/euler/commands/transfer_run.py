@@ -17,6 +17,7 @@ from atoll.euler.commands.common import (
     LANGUAGES,
     MAX_TURNS,
     MODEL,
+    RAY,
     REVISION,
     SYSTEM_PROMPT,
     THINKING,
@@ -62,6 +63,7 @@ def transfer_run_command(
     max_turns: int = MAX_TURNS,
     timeout: float = TIMEOUT,
     image: str | None = IMAGE,
+    ray: str | None = RAY,
 ) -> None:
     """Sample the frozen suite; the manifest is written before the first rollout and completed after."""
     from atoll.euler.evaluate import Interrupted, Runner
