@@ -329,7 +329,7 @@ class RayActorHealth:
                 log_to_driver=False,
             )
         handle = ray.get_actor(runtime.actor, namespace=runtime.namespace)
-        health = ray.get(handle.health.remote(), timeout=self.timeout_s)
+        health: object = ray.get(handle.health.remote(), timeout=self.timeout_s)
         if not isinstance(health, Mapping):
             raise TrainingInvariantFailed(
                 f"training bridge {runtime.actor!r} returned no health object"
