@@ -23,6 +23,7 @@ SHARED_SESSION_FIXTURES: tuple[tuple[str, str], ...] = (
     ("guidance_model", "tinker-guidance"),
     ("server_env", "tinker"),
     ("tiny_model", "tinker"),
+    ("ray_cluster_session", "ray"),
 )
 
 
@@ -140,3 +141,31 @@ def server_env(
         venv_bin, dict(os.environ), tmp_path_factory.mktemp("local"), tiny_model
     ) as env:
         yield env
+
+
+# One local Ray cluster (a head and two worker nodes on loopback) for every test that runs
+# judging or rollouts on Ray: starting one costs tens of seconds on two cores. Each worker
+# offers one judge slot and one Docker slot. A test that kills a worker gets it replaced
+# before the next test (`ray_cluster` revives it).
+
+RAY_WORKER_RESOURCES = {"atoll_judge": 1.0, "atoll_docker": 1.0}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster_session() -> Iterator[Any]:
+    import importlib.util
+
+    from support.ci import need
+    from support.ray_cluster import local_ray_cluster
+
+    need(importlib.util.find_spec("ray") is not None, "needs ray", "the dev group installs it")
+    with local_ray_cluster([RAY_WORKER_RESOURCES, RAY_WORKER_RESOURCES]) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def ray_cluster(ray_cluster_session: Any) -> Iterator[Any]:
+    """The shared local Ray cluster with both its workers up (killed ones replaced after the test)."""
+    ray_cluster_session.revive()
+    yield ray_cluster_session
+    ray_cluster_session.revive()
