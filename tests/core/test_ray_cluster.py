@@ -24,12 +24,12 @@ def where():
     time.sleep(0.3)
     return ray.get_runtime_context().get_node_id()
 
-print(json.dumps(ray.get([where.remote() for _ in range(8)])))
+print("ran on:", json.dumps(ray.get([where.remote() for _ in range(8)])))
 """
 
 
 def _drive(cluster: LocalRayCluster, script: str) -> str:
-    """The last line a driver of the cluster running `script` prints."""
+    """What a driver of the cluster running `script` prints after `ran on: `."""
     try:
         done = subprocess.run(
             [sys.executable, "-c", script],
@@ -41,7 +41,10 @@ def _drive(cluster: LocalRayCluster, script: str) -> str:
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"the driver hung: {e.stderr!r:.3000}") from None
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
+    # Ray may print its own warnings (a lagging raylet) on stdout too.
+    answer = [line for line in done.stdout.splitlines() if line.startswith("ran on: ")]
+    assert answer, done.stdout[-3000:]
+    return answer[-1].removeprefix("ran on: ")
 
 
 def _cluster_pids(cluster: LocalRayCluster) -> list[int]:

@@ -54,7 +54,7 @@ _NODE_MAIN = Path(__file__).with_name("ray_node.py")
 _PROBE = """
 import json, ray
 ray.init(address="{address}", logging_level="ERROR", log_to_driver=False)
-print(json.dumps([
+print("nodes:", json.dumps([
     {{"id": n["NodeID"], "port": n["NodeManagerPort"], "resources": n["Resources"]}}
     for n in ray.nodes() if n["Alive"]
 ]))
@@ -142,7 +142,8 @@ class LocalRayCluster:
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command,
-                env={**os.environ, **NODE_ENV},
+                # A state directory of its own, as a machine of its own would have.
+                env={**os.environ, **NODE_ENV, "XDG_STATE_HOME": str(self.root / f"{name}-state")},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -180,7 +181,9 @@ class LocalRayCluster:
         )
         if done.returncode != 0:
             return []
-        return list(json.loads(done.stdout.strip().splitlines()[-1]))
+        # Ray may print its own warnings (a lagging raylet) on stdout too.
+        answer = [line for line in done.stdout.splitlines() if line.startswith("nodes: ")]
+        return list(json.loads(answer[-1].removeprefix("nodes: "))) if answer else []
 
     def worker_of(self, node_id: str) -> int:
         """The index of the worker whose node id is `node_id`."""
