@@ -22,11 +22,14 @@ import pytest
 from judge_problem_sets import make_problem_set
 from support.ports import free_port
 from support.processes import pids_mentioning
-from support.ray_cluster import LocalRayCluster, group_members
+from support.ray_cluster import DRIVER_ENV, LocalRayCluster, group_members
 from support.waiting import wait_for
 
+from atoll.judge.embedded import JUDGE_URL_ENV
 from atoll.judge.engine import Engine
+from atoll.judge.judge_socket import SOCKET_DIR_ENV
 from atoll.judge.problems import load_problems
+from atoll.judge.provision import JudgeForTrials
 
 pytestmark = pytest.mark.slow
 
@@ -122,6 +125,32 @@ def _verdict(result: dict[str, Any]) -> dict[str, Any]:
 
 def _node_counts(cluster: LocalRayCluster, result: dict[str, Any]) -> dict[int, int]:
     return {cluster.worker_of(node): n for node, n in result["judge"]["nodes"].items()}
+
+
+def test_the_job_plugins_judge_judges_on_the_cluster(
+    ray_cluster: LocalRayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `--pk ray=ADDRESS` gives a job: the embedded judge (atoll's problems), its cases
+    on the judge nodes.
+
+    First in the module: a judge holds its nodes' judge units while it runs, so this one
+    runs before `atoll judge serve --ray` (the module's `ray_judge`) holds them.
+    """
+    for name, value in DRIVER_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv(JUDGE_URL_ENV, raising=False)
+    monkeypatch.delenv(SOCKET_DIR_ENV, raising=False)
+    source = (PROGRAMS / "row.cpp").read_bytes()
+    with JudgeForTrials(tmp_path / "job", ray=ray_cluster.address) as judge:
+        assert judge.url is not None
+        assert httpx.get(f"{judge.url}/health").json() == {"ok": True, "workers": 2}
+        result = _final(judge.url, _submit(judge.url, source))
+    local = Engine(load_problems(), tmp_path / "local")
+    try:
+        assert _verdict(result) == _verdict(local.judge("0", source))
+    finally:
+        local.close()
+    assert set(_node_counts(ray_cluster, result)) == {0, 1}
 
 
 def test_cases_land_on_both_nodes_and_verdicts_equal_a_local_run(

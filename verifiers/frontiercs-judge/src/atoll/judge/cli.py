@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from atoll.core.sizes import MiB
@@ -40,7 +41,8 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    _err.print(f"[bold red]error:[/bold red] {message}")
+    # The message is text, not markup: `[ray]` in an install hint must print as written.
+    _err.print(f"[bold red]error:[/bold red] {escape(message)}")
     return typer.Exit(code)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +21,7 @@ from atoll.judge.engine import JudgeInfrastructureError
 #: The custom resource a node advertises to judge: how many processes it keeps busy at once.
 JUDGE_RESOURCE = "atoll_judge"
 INSTALL_HINT = "pip install 'atoll-frontiercs-judge[ray]'"
+REACH_SECONDS = 10.0
 
 
 def import_ray() -> ModuleType:
@@ -34,11 +36,13 @@ def import_ray() -> ModuleType:
     return ray
 
 
-def connect(address: str) -> ModuleType:
-    """Ray, joined to the cluster at `address` (`auto`: the one this machine belongs to)."""
+def connect(address: str) -> tuple[ModuleType, bool]:
+    """Ray, joined to the cluster at `address` (`auto`: the one this machine belongs to),
+    and whether this call joined (then `ray.shutdown()` is the caller's to call)."""
     ray = import_ray()
     if ray.is_initialized():
-        return ray
+        return ray, False
+    _check_reachable(address)
     try:
         ray.init(
             address=address,
@@ -49,10 +53,28 @@ def connect(address: str) -> ModuleType:
         )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise JudgeInfrastructureError(
-            f"cannot join the Ray cluster at {address}: {exc}; start it with `ray start --head` "
-            "or pass the address of its head (host:port)"
+            f"cannot join the Ray cluster at {address}: {str(exc).rstrip('.')}; start it with "
+            "`ray start --head` or pass the address of its head (host:port)"
         ) from None
-    return ray
+    return ray, True
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse at once a head nothing answers at: Ray itself would retry for minutes."""
+    if address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise JudgeInfrastructureError(
+            f"--ray {address}: give the address of the cluster's head as host:port, or auto"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
+    except OSError as exc:
+        raise JudgeInfrastructureError(
+            f"cannot reach the Ray cluster's head at {address}: {exc.strerror or exc}; start it "
+            "with `ray start --head` or pass the address it printed"
+        ) from None
 
 
 def judge_nodes(ray: Any) -> dict[str, int]:

@@ -50,13 +50,14 @@ class RayEngine:
         self.problems = problems
         self.address = address
         self._setup = setup
-        self._ray = connect(address)
+        self._ray, self._joined = connect(address)
         self._nodes: dict[str, _Node] = {}
         self._lost: set[str] = set()  # a lost node may still look alive to Ray for a while
         self._guard = threading.Lock()
         self._stopping = threading.Event()
         self._refresh()
         if not self._nodes:
+            self.close()
             raise JudgeInfrastructureError(
                 f"no node of the Ray cluster at {address} offers the judge resource "
                 f"{JUDGE_RESOURCE!r}: start judge nodes with "
@@ -84,6 +85,8 @@ class RayEngine:
             nodes, self._nodes = list(self._nodes.values()), {}
         for node in nodes:
             self._ray.kill(node.actor)
+        if self._joined:  # this process leaves the cluster it joined for the judge
+            self._ray.shutdown()
 
     def judge(self, pid: str, source: bytes) -> dict[str, Any]:
         """The final result for one submission, as `Engine.judge` gives it."""
@@ -117,7 +120,14 @@ class RayEngine:
             try:
                 units = self._ray.get(actor.ready.remote(), timeout=NODE_START_SECONDS)
             except Exception as exc:  # a node that cannot judge is left out, with its reason
-                log.warning("judge node %s left out: %s", nid, _reason(exc))
+                # A node whose judge units another judge holds never starts one for us.
+                log.warning(
+                    "judge node %s left out (another judge of this cluster may hold its %s "
+                    "units): %s",
+                    nid,
+                    JUDGE_RESOURCE,
+                    _reason(exc),
+                )
                 self._ray.kill(actor)
                 continue
             with self._guard:
