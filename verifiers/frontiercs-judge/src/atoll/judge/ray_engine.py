@@ -54,6 +54,7 @@ class RayEngine:
         self._nodes: dict[str, _Node] = {}
         self._lost: set[str] = set()  # a lost node may still look alive to Ray for a while
         self._guard = threading.Lock()
+        self._refreshing = threading.Lock()  # one look for new nodes at a time: one actor each
         self._stopping = threading.Event()
         self._refresh()
         if not self._nodes:
@@ -108,8 +109,15 @@ class RayEngine:
         return result
 
     def _refresh(self) -> None:
-        """Take on the judge nodes that joined; forget those that left."""
-        live = judge_nodes(self._ray)
+        """Take on the judge nodes that joined; forget those that left.
+
+        A node whose judge does not start is left out for as long as this
+        engine runs (logged), so that no later submission waits for it again.
+        """
+        with self._refreshing:
+            self._take_on(judge_nodes(self._ray))
+
+    def _take_on(self, live: dict[str, int]) -> None:
         with self._guard:
             for gone in set(self._nodes) - set(live):
                 self._nodes.pop(gone)
@@ -129,6 +137,8 @@ class RayEngine:
                     _reason(exc),
                 )
                 self._ray.kill(actor)
+                with self._guard:
+                    self._lost.add(nid)
                 continue
             with self._guard:
                 self._nodes[nid] = _Node(nid, units, actor)
