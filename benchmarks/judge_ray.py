@@ -3,8 +3,8 @@
 A fast program (the shelf packer, about a millisecond of CPU a case) on
 problem 0's 70 cases, already compiled, so that what is measured is the
 cost of getting each case judged: this machine's engine with one worker
-(what one judge node with one unit does inside), then the Ray path with one,
-two and three worker nodes of a local cluster (a head and `ray start`
+(what one judge node with one unit does inside) and with a worker a core,
+then the Ray path with one, two and three worker nodes of a local cluster (a head and `ray start`
 nodes on loopback, each advertising one `atoll_judge` unit). Each row is the
 median of `--repeats` submissions; the Ray path's per-case overhead is its
 one-node time less the local one-worker time, per case.
@@ -64,17 +64,15 @@ def main(repeats: int = typer.Option(5, min=1, help="Judgings per row (after a w
     problems = load_problems()
     cases = len(problems["0"].cases)
     rows: list[tuple[str, float]] = []
-    with tempfile.TemporaryDirectory(prefix="judge-ray-bench-") as state:
-        engine = Engine(problems, Path(state), workers=1)
-        try:
-            rows.append(
-                (
-                    "local engine, 1 worker",
-                    _median_seconds(lambda: engine.judge("0", SOURCE), repeats),
-                )
-            )
-        finally:
-            engine.close()
+    cores = os.cpu_count() or 1
+    for workers in (1, cores):
+        with tempfile.TemporaryDirectory(prefix="judge-ray-bench-") as state:
+            engine = Engine(problems, Path(state), workers=workers)
+            try:
+                seconds = _median_seconds(lambda e=engine: e.judge("0", SOURCE), repeats)
+            finally:
+                engine.close()
+        rows.append((f"local engine, {workers} worker{'s' if workers > 1 else ''}", seconds))
     setup = NodeSetup(None, None, "bwrap", tuple(problems))
     with local_ray_cluster([NODE]) as cluster:
         ray_engine = RayEngine(problems, setup, cluster.address)
@@ -91,13 +89,13 @@ def main(repeats: int = typer.Option(5, min=1, help="Judgings per row (after a w
     table = Table(
         title=f"problem 0, shelf packer, {cases} cases, median of {repeats} ({os.cpu_count()} cores)"
     )
-    for column in ("path", "seconds", "cases/s", "x local"):
+    for column in ("path", "seconds", "cases/s", "x local, 1 worker"):
         table.add_column(column, justify="left" if column == "path" else "right")
     local = rows[0][1]
     for name, seconds in rows:
         table.add_row(name, f"{seconds:.2f}", f"{cases / seconds:.1f}", f"{local / seconds:.2f}")
     console.print(table)
-    overhead = (rows[1][1] - local) / cases
+    overhead = (rows[2][1] - local) / cases
     console.print(
         f"Ray path's overhead per case (1 node vs local, 1 worker each): {overhead * 1e3:.1f} ms"
     )
