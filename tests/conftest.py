@@ -146,7 +146,7 @@ def server_env(
 # One local Ray cluster (a head and two worker nodes on loopback) for every test that runs
 # judging or rollouts on Ray: starting one costs tens of seconds on two cores. Each worker
 # offers one judge slot and one Docker slot. A test that kills a worker gets it replaced
-# before the next test (`ray_cluster` revives it).
+# before the next test that asks for the cluster (`ray_cluster` revives it).
 
 RAY_WORKER_RESOURCES = {"atoll_judge": 1.0, "atoll_docker": 1.0}
 
@@ -167,8 +167,8 @@ def ray_cluster_session() -> Iterator[Any]:
 
 
 @pytest.fixture
-def ray_cluster(ray_cluster_session: Any) -> Iterator[Any]:
-    """The shared local Ray cluster with both its workers up (killed ones replaced after the test)."""
+def ray_cluster(ray_cluster_session: Any) -> Any:
+    """The shared local Ray cluster with both its workers up (a killed one is replaced first,
+    so that the last test to kill one does not pay for its replacement)."""
     ray_cluster_session.revive()
-    yield ray_cluster_session
-    ray_cluster_session.revive()
+    return ray_cluster_session

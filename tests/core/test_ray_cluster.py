@@ -117,7 +117,8 @@ def test_a_killed_worker_leaves_no_process(ray_cluster: LocalRayCluster) -> None
 
 
 def test_teardown_leaves_no_process_and_no_files(tmp_path: Path) -> None:
-    with local_ray_cluster([{"atoll_judge": 1.0}]) as cluster:
+    # A head alone: its teardown is every node's (the same killpg), at a third of the cost.
+    with local_ray_cluster([]) as cluster:
         pids = _cluster_pids(cluster)
         root = cluster.root
         assert len(pids) > 3 and root.is_dir()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import socket
 import time
 
@@ -34,7 +35,8 @@ def http(small_judge: EmbeddedJudge):
 
 
 def test_health_problems_and_statement(http: httpx.Client) -> None:
-    assert http.get("/health").json() == {"ok": True}
+    # The worker budget it reports: every core, as nothing else was asked for.
+    assert http.get("/health").json() == {"ok": True, "workers": os.cpu_count()}
     problems = http.get("/problems").json()["problems"]
     assert [p["id"] for p in problems] == ["0"]
     statement = http.get("/problem/0/statement")
@@ -153,7 +155,7 @@ def test_adversarial_programs_do_not_stop_the_judge(
     for name, sid in sids.items():
         body = wait_final(http, sid)
         assert body["status"] == "done" and body["score"] == 0.0, name
-    assert http.get("/health").json() == {"ok": True}
+    assert http.get("/health").json()["ok"] is True
     sid = http.post("/submit", json={"pid": "0", "code": sources["row"].decode()}).json()["sid"]
     assert wait_final(http, sid)["score"] == pytest.approx(expected_row_score(problem0), abs=1e-4)
 

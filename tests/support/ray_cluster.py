@@ -46,7 +46,7 @@ DRIVER_ENV = {
 NODE_ENV = {**DRIVER_ENV, "RAY_raylet_start_wait_time_s": "180"}
 
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
-START_SECONDS = 120.0
+START_SECONDS = 240.0  # a node starting on two loaded cores has taken over 120 s
 GONE_SECONDS = 30.0
 _NODE_MAIN = Path(__file__).with_name("ray_node.py")
 
@@ -175,8 +175,12 @@ class LocalRayCluster:
                     node.node_id = seen[node.manager_port]
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"Ray nodes not up within {seconds} s: {seen}")
-            time.sleep(0.5)
+                missing = [node for node in wanted if node.manager_port not in seen]
+                raise AssertionError(
+                    f"Ray nodes not up within {seconds} s: {seen}; missing:\n"
+                    + "\n".join(_diagnosis(node) for node in missing)
+                )
+            time.sleep(2)  # each look is a driver's start: not too often on two cores
 
     def live_nodes(self) -> list[dict[str, object]]:
         """The live nodes as a driver of the cluster sees them (id, manager port, resources)."""
@@ -226,6 +230,14 @@ class LocalRayCluster:
                 _kill_group(node)
 
 
+def _diagnosis(node: RayNode) -> str:
+    """What a node that did not join says: its output and its raylet's last lines."""
+    parts = [f"{node.log.name} (running: {node.alive()}): {node.log.read_text()[-1500:]}"]
+    for raylet in sorted(node.log.with_suffix("").glob("session_*/logs/raylet*")):
+        parts.append(f"{raylet.name}: {raylet.read_text(errors='replace')[-1500:]}")
+    return "\n".join(parts)
+
+
 def _kill_group(node: RayNode) -> None:
     with suppress(ProcessLookupError):
         os.killpg(node.pgid, signal.SIGKILL)
@@ -246,10 +258,7 @@ def group_members(pgid: int) -> list[int]:
 
 @contextmanager
 def local_ray_cluster(
-    workers: list[Mapping[str, float]],
-    *,
-    temp_root: Path | None = None,
-    node_env: Mapping[str, str] | None = None,
+    workers: list[Mapping[str, float]], *, temp_root: Path | None = None
 ) -> Iterator[LocalRayCluster]:
     """A head and one worker node per entry of `workers` (its resources), up and joined.
 

@@ -90,7 +90,7 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
             raise RuntimeError(f"atoll judge serve exited: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if json.loads(response.read()) == {"ok": True}:
+                if json.loads(response.read())["ok"] is True:
                     return
         except OSError:
             pass

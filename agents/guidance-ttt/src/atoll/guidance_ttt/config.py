@@ -93,8 +93,10 @@ class GuidanceConfig(BaseModel):
     )
     guidance_concurrency: int = Field(64, ge=1, description="Guidance requests in flight at once.")
     executor_concurrency: int = Field(32, ge=1, description="Executor requests in flight at once.")
-    judge_concurrency: int = Field(
-        8, ge=1, description="Programs scored at once (judge submissions, checker gradings)."
+    judge_concurrency: int | Literal["judge"] = Field(
+        8,
+        description="Programs scored at once (judge submissions, checker gradings); 'judge': "
+        "the worker budget the judge reports, which on a Ray cluster follows its judge nodes.",
     )
     training: Literal["on", "off", "tinker"] = Field(
         "on",
@@ -161,6 +163,13 @@ class GuidanceConfig(BaseModel):
     guidance_upstream_model: str | None = Field(
         None, description="Model name at guidance_base_url (default: guidance_model)."
     )
+
+    @field_validator("judge_concurrency")
+    @classmethod
+    def _some_judge_slots(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("Input should be greater than or equal to 1, or 'judge'")
+        return value
 
     @field_validator("executor_preset", mode="before")
     @classmethod

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from atoll.core.records import Kind
 from atoll.core.registry import Registry, load
@@ -97,6 +97,14 @@ class CandidateScorer(Protocol):
 
     def close(self) -> None:
         """Abort calls in flight and release what the scorer holds; idempotent."""
+
+
+@runtime_checkable
+class ReportsWorkers(Protocol):
+    """A scorer that can say how many programs it scores at once (a judge's worker budget)."""
+
+    def workers(self) -> int | None:
+        """Programs scored at once, None when it cannot tell."""
 
 
 ScorerFactory = Callable[[ScorerSetup], AbstractContextManager[CandidateScorer]]

@@ -112,6 +112,13 @@ class Error(BaseModel):
 
 class Health(BaseModel):
     ok: bool
+    workers: int | None = Field(
+        None,
+        description="Processes the judge keeps busy at once (a dialogue counts two): this "
+        "machine's, or on a Ray cluster its judge nodes' together. A client may size its "
+        "load to it; absent from a judge that predates it.",
+        examples=[8],
+    )
 
 
 class JudgeVersion(BaseModel):

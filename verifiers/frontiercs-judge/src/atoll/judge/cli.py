@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from atoll.core.sizes import MiB
@@ -40,7 +41,8 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    _err.print(f"[bold red]error:[/bold red] {message}")
+    # The message is text, not markup: `[ray]` in an install hint must print as written.
+    _err.print(f"[bold red]error:[/bold red] {escape(message)}")
     return typer.Exit(code)
 
 
@@ -76,6 +78,12 @@ def serve_command(
         "(default: a fresh one under the temporary directory, removed at exit).",
     ),
     frontiercs: Path | None = _frontiercs_option(),  # type: ignore[assignment]
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="Judge on a Ray cluster: the address of its head (host:port), or auto for the "
+        "cluster this machine belongs to; cases run on its nodes that advertise atoll_judge.",
+    ),
 ) -> None:
     """Serve /health, /problems, /problem/{pid}/statement, /submit and /result/{sid}.
 
@@ -89,7 +97,12 @@ def serve_command(
     from atoll.judge.problems import ProblemError
     from atoll.judge.store import StoreBusy
 
-    setup = JudgeSetup(problems, state_dir, workers, max_queue, frontiercs=frontiercs)
+    if ray is not None and workers is not None:
+        raise _fail(
+            "--workers does not apply with --ray: the worker budget is the atoll_judge "
+            "resources of the cluster's nodes"
+        )
+    setup = JudgeSetup(problems, state_dir, workers, max_queue, frontiercs=frontiercs, ray=ray)
     try:
         serve(host, port, setup, socket_dir, announce=_err.print)
     except (ProblemError, JudgeInfrastructureError, StoreBusy, SocketDirError) as exc:

@@ -181,6 +181,20 @@ class JudgeClient:
             return False
         return response.status_code == 200
 
+    def workers(self) -> int | None:
+        """The worker budget the judge reports (`GET /health`), None from one that does not.
+
+        On a Ray cluster it is the judge nodes' together: a client may size
+        how many submissions it keeps in flight to it.
+        """
+        try:
+            response = self._request("GET", "/health")
+            body = response.json() if response.status_code == 200 else {}
+        except (JudgeUnavailable, ValueError):
+            return None
+        workers = body.get("workers") if isinstance(body, dict) else None
+        return workers if isinstance(workers, int) and workers >= 1 else None
+
     def about(self) -> JudgeVersion | None:
         """Which judge answers (`GET /version`); None from a judge that predates the route.
 

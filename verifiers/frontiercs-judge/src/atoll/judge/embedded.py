@@ -26,6 +26,7 @@ from atoll.core.user_dirs import state_dir
 from atoll.judge import judge_socket, leftovers, read_deadline
 from atoll.judge.checkout import ProblemSet, assemble, configured_home
 from atoll.judge.engine import Engine
+from atoll.judge.judging import Judging
 from atoll.judge.problems import load_problems
 from atoll.judge.service import DEFAULT_MAX_QUEUE, JudgeService
 from atoll.judge.store import Store
@@ -50,6 +51,7 @@ class JudgeSetup:
     backend: str = "bwrap"
     read_timeout_s: float = read_deadline.DEFAULT_SECONDS
     frontiercs: Path | None = None  # a FrontierCS checkout; default: FRONTIERCS_HOME
+    ray: str | None = None  # judge on the Ray cluster at this address (`auto`), not here
 
     @property
     def state(self) -> Path:
@@ -64,7 +66,7 @@ class JudgeSetup:
         return assemble(load_problems(self.problems_dir), self.checkout)
 
     def engine(self, problems: ProblemSet | None = None, only: str | None = None) -> Engine:
-        """An engine for every problem (or `only` that one, which must exist).
+        """An engine for every problem (or `only` that one, which must exist) on this machine.
 
         Made once the sandbox groups of this state dir's killed judges are removed.
         """
@@ -74,11 +76,27 @@ class JudgeSetup:
             served = {only: served[only]}
         return Engine(served, self.state, self.workers, self.backend)
 
+    def judging(self, problems: ProblemSet | None = None) -> Judging:
+        """What judges the submissions: this machine's engine, or the Ray cluster's judge nodes."""
+        if self.ray is None:
+            return self.engine(problems)
+        from atoll.judge.ray_engine import RayEngine
+        from atoll.judge.ray_node import NodeSetup
+
+        served = (problems or self.problem_set()).problems
+        node = NodeSetup(
+            problems_dir=str(self.problems_dir.resolve()) if self.problems_dir else None,
+            frontiercs=str(self.checkout.resolve()) if self.checkout else None,
+            backend=self.backend,
+            problem_ids=tuple(served),
+        )
+        return RayEngine(served, node, self.ray)
+
     def service(
         self, results: Path | None = None, problems: ProblemSet | None = None
     ) -> JudgeService:
         """The judge service; results in `results` (default: the state dir's judge.sqlite)."""
-        engine = self.engine(problems)
+        engine = self.judging(problems)
         store = Store(results or self.state / "judge.sqlite")
         return JudgeService(engine, store, max_queue=self.max_queue)
 

@@ -34,9 +34,10 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+__all__ = ["CaseOutcome", "Engine", "JudgeInfrastructureError", "JudgeStopped", "UnknownProblem"]
 
 from atoll.core.sandbox import (
     Limits,
@@ -52,6 +53,7 @@ from atoll.core.sandbox import (
     get_backend,
 )
 from atoll.judge import testlib_message
+from atoll.judge.case_outcome import CaseOutcome
 from atoll.judge.compiler import (
     COMPILE_BOX,
     COMPILE_LIMITS,
@@ -69,6 +71,7 @@ from atoll.judge.run_limits import (
     interactor_limits,
     run_limits,
 )
+from atoll.judge.submission_result import CompileInfo, compile_error, result_of
 from atoll.judge.verdict import CaseStatus, CheckResult, testlib_status
 from atoll.judge.warming import Warming
 from atoll.judge.worker_budget import WorkerBudget
@@ -118,33 +121,6 @@ class JudgeStopped(Exception):
 class UnknownProblem(LookupError):
     def __init__(self, pid: str, known: list[str]) -> None:
         super().__init__(f"unknown problem {pid!r}; known problems: {', '.join(sorted(known))}")
-
-
-@dataclass(frozen=True)
-class CaseOutcome:
-    number: int  # 1-based, as the test files are named
-    status: CaseStatus
-    ratio: float
-    unbounded: float
-    cpu_seconds: float
-    wall_seconds: float
-    memory_bytes: int
-    check_seconds: float
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "case": self.number,
-            "ok": self.status is CaseStatus.OK,
-            "status": self.status.value,
-            "time": round(self.cpu_seconds * 1e9),  # ns, as the authority reports
-            "wallTime": round(self.wall_seconds * 1e9),
-            "memory": self.memory_bytes,  # bytes
-            "checkTime": round(self.check_seconds * 1e9),
-            "msg": self.message,
-            "scoreRatio": self.ratio,
-            "scoreRatioUnbounded": self.unbounded,
-        }
 
 
 def _program_message(
@@ -254,49 +230,73 @@ class Engine:
         started = time.perf_counter()
         # The cases' sandboxes are made ready while the program compiles (see `warming`).
         warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
-        built: list[Compiled] = []  # released (see `Compiled`) once the cases are done
         try:
-            try:
-                tool = self.compile_tool(problem)  # the judge's part first: its failure is no score
-                built += [tool] if tool is not None else []
-                compiled = self.compile_cache.compile(source)
-                built.append(compiled)
-            except CompileError as exc:
-                return {"status": "error", "error": f"compile error: {exc}"}
-            except (SandboxError, CompilerMissing, OSError) as exc:
-                raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
-            finally:
-                self._warming.wait(warming)
+            built = self._compile(problem, source)
+        except CompileError as exc:
+            return compile_error(str(exc))
+        finally:
+            self._warming.wait(warming)
+        tool, compiled = built
+        try:
             cases = self._run_cases(problem, compiled.binary, tool)
         finally:
-            for binary in built:
+            for binary in (tool, compiled):
+                if binary is not None:
+                    binary.release()
+        return result_of(cases, _compile_info(compiled, tool), started)
+
+    def prepare(self, pid: str, source: bytes) -> CompileInfo:
+        """Compile a submission and its problem's checker here ahead of its cases (cached).
+
+        CompileError when the program does not compile; what a machine of a
+        cluster does first, so that the cases it is sent find the binaries.
+        """
+        tool, compiled = self._compile(self.problem(pid), source)
+        for binary in (tool, compiled):
+            if binary is not None:
                 binary.release()
-        score = 100.0 * sum(case.ratio for case in cases) / len(cases)
-        unbounded = 100.0 * sum(case.unbounded for case in cases) / len(cases)
-        passed = all(case.ratio == 1.0 for case in cases)
-        judge: dict[str, Any] = {
-            "compileSeconds": compiled.seconds,
-            "compileCached": compiled.cached,
-            "seconds": time.perf_counter() - started,
-        }
-        if tool is not None:
-            judge.update(checkerCompileSeconds=tool.seconds, checkerCached=tool.cached)
-        return {
-            "status": "done",
-            "passed": passed,
-            "result": "Correct Answer" if passed else _summary(cases),
-            "score": score,
-            "scoreUnbounded": unbounded,
-            "cases": [case.to_json() for case in cases],
-            "judge": judge,
-        }
+        return _compile_info(compiled, tool)
+
+    def judge_case(self, pid: str, source: bytes, index: int) -> CaseOutcome:
+        """One case of a submission (0-based `index`), compiling first unless cached.
+
+        The unit of work a machine of a cluster is sent; the same run, sandbox
+        and check as a case of `judge`.
+        """
+        problem = self.problem(pid)
+        tool, compiled = self._compile(problem, source)
+        try:
+            return self._run_cases(problem, compiled.binary, tool, [index])[0]
+        finally:
+            for binary in (tool, compiled):
+                if binary is not None:
+                    binary.release()
+
+    def _compile(self, problem: Problem, source: bytes) -> tuple[Compiled | None, Compiled]:
+        """The problem's tool (the judge's part first: its failure is no score) and the program."""
+        tool = self.compile_tool(problem)
+        try:
+            return tool, self.compile_cache.compile(source)
+        except CompileError:
+            if tool is not None:
+                tool.release()
+            raise
+        except (SandboxError, CompilerMissing, OSError) as exc:
+            if tool is not None:
+                tool.release()
+            raise JudgeInfrastructureError(f"cannot compile: {exc}") from exc
 
     def _run_cases(
-        self, problem: Problem, binary: Path, tool: Compiled | None
+        self,
+        problem: Problem,
+        binary: Path,
+        tool: Compiled | None,
+        indices: list[int] | None = None,
     ) -> list[CaseOutcome]:
+        """Every case (or those of `indices`), in parallel within the worker budget."""
+        wanted = range(len(problem.cases)) if indices is None else indices
         futures = [
-            self._pool.submit(self._run_case, problem, binary, tool, index)
-            for index in range(len(problem.cases))
+            self._pool.submit(self._run_case, problem, binary, tool, index) for index in wanted
         ]
         try:
             return [future.result() for future in futures]
@@ -569,8 +569,7 @@ def _case_dir() -> Iterator[Path]:
         yield path
 
 
-def _summary(cases: list[CaseOutcome]) -> str:
-    counts: dict[str, int] = {}
-    for case in cases:
-        counts[case.status.value] = counts.get(case.status.value, 0) + 1
-    return ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
+def _compile_info(compiled: Compiled, tool: Compiled | None) -> CompileInfo:
+    if tool is None:
+        return CompileInfo(compiled.seconds, compiled.cached)
+    return CompileInfo(compiled.seconds, compiled.cached, tool.seconds, tool.cached)

@@ -5,7 +5,8 @@ verifier, which has no network, through the unix socket in
 `FRONTIERCS_JUDGE_SOCKET_DIR`. At job start the plugin finds, relays or
 starts the judge (see `provision.JudgeForTrials`), once the job's agents
 have accepted their options (`atoll.core.agent_settings`), with the embedded judge's
-compile cache under `<job_dir>/frontiercs-judge`; at job end, on Ctrl-C, on
+compile cache under `<job_dir>/frontiercs-judge` (with `--pk ray=ADDRESS|auto`, the
+embedded judge sends the cases to the judge nodes of that Ray cluster); at job end, on Ctrl-C, on
 SIGTERM or at exit, it stops what it started and restores both variables.
 """
 
@@ -35,11 +36,18 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        ray = kwargs.pop("ray", None)
         if kwargs:
             raise SystemExit(
-                f"frontiercs-judge: error: this plugin takes no options (got {', '.join(kwargs)}); "
-                f"set {JUDGE_URL_ENV} to use a judge that is already running"
+                f"frontiercs-judge: error: this plugin takes one option, ray=ADDRESS|auto (got "
+                f"{', '.join(kwargs)}); set {JUDGE_URL_ENV} to use a judge that is already running"
             )
+        if ray is not None and (not isinstance(ray, str) or not ray.strip()):
+            raise SystemExit(
+                "frontiercs-judge: error: ray= needs the address of a Ray cluster's head "
+                "(host:port) or auto"
+            )
+        self._ray: str | None = ray.strip() if ray is not None else None
         self._judge: JudgeForTrials | None = None
         self._sigterm = UnwindOnSigterm()  # SIGTERM unwinds, so atexit stops the judge
         self._console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -56,6 +64,7 @@ class FrontierCSJudgePlugin(BaseJobPlugin):
         judge = self._judge = JudgeForTrials(
             Path(job.job_dir).resolve() / JUDGE_SUBDIR,
             say=lambda message: self._console.print(f"frontiercs-judge: {message}"),
+            ray=self._ray,
         )
         atexit.register(self.stop)
         self._sigterm.install()

@@ -39,8 +39,14 @@ class JudgeNotReady(Exception):
 class JudgeForTrials:
     """Set up the judge the trials of one job or episode use; use as a context manager."""
 
-    def __init__(self, state_dir: Path, say: Callable[[str], None] = lambda _message: None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        say: Callable[[str], None] = lambda _message: None,
+        ray: str | None = None,
+    ) -> None:
         self.state_dir = state_dir
+        self.ray = ray  # the embedded judge judges on this Ray cluster (an address, `auto`)
         self.url: str | None = None
         self._say = say
         self._judge: EmbeddedJudge | None = None
@@ -69,6 +75,11 @@ class JudgeForTrials:
         named = os.environ.get(JUDGE_URL_ENV, "").strip().rstrip("/")
         named_dir = os.environ.get(SOCKET_DIR_ENV, "").strip()
         if named:
+            if self.ray is not None:
+                raise JudgeNotReady(
+                    f"{JUDGE_URL_ENV}={named} names a running judge, which judges where it was "
+                    f"started; unset it to judge on the Ray cluster at {self.ray}"
+                )
             if not answers(named):
                 raise JudgeNotReady(
                     f"{JUDGE_URL_ENV}={named} does not answer GET /health; start that judge, "
@@ -92,7 +103,7 @@ class JudgeForTrials:
             return
         directory = Path(named_dir) if named_dir else self._own_socket_dir()
         judge = self._judge = EmbeddedJudge(
-            JudgeSetup(state_dir=self.state_dir), socket_dir=directory
+            JudgeSetup(state_dir=self.state_dir, ray=self.ray), socket_dir=directory
         )
         try:
             self.url = judge.start()

@@ -61,6 +61,10 @@ class JudgeScorer:
         if not self._client.health():
             raise ScorerUnavailable(f"the judge at {self.url} does not answer GET /health")
 
+    def workers(self) -> int | None:
+        """The judge's worker budget (see `JudgeClient.workers`), None if it reports none."""
+        return self._client.workers()
+
     def score(self, program: str) -> CandidateScore:
         """Judge one program: a candidate score, or ScorerUnavailable."""
         try:

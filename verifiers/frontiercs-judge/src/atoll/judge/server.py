@@ -179,7 +179,7 @@ def create_app(service: JudgeService, *, embedded: bool = False) -> Starlette:
         service.stop()
 
     async def health(_: Request) -> Response:
-        return JSONResponse({"ok": True})
+        return JSONResponse({"ok": True, "workers": service.engine.workers})
 
     async def version(_: Request) -> Response:
         return JSONResponse(about)

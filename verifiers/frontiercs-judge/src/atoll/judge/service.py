@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from atoll.judge.engine import Engine, JudgeInfrastructureError, JudgeStopped, UnknownProblem
+from atoll.judge.engine import JudgeInfrastructureError, JudgeStopped, UnknownProblem
+from atoll.judge.judging import Judging
 from atoll.judge.store import MAX_ATTEMPTS, State, Store
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class ResultView:
 class JudgeService:
     def __init__(
         self,
-        engine: Engine,
+        engine: Judging,
         store: Store,
         max_queue: int = DEFAULT_MAX_QUEUE,
         dispatchers: int = 2,

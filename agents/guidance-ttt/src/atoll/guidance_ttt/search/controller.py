@@ -34,6 +34,7 @@ from atoll.core.durable import atomic_write_json
 from atoll.guidance_ttt.config import ConfigError, GuidanceConfig
 from atoll.guidance_ttt.contract import Task
 from atoll.guidance_ttt.search.archive import Archive
+from atoll.guidance_ttt.search.judge_slots import judge_slots
 from atoll.guidance_ttt.search.node import Node
 from atoll.guidance_ttt.search.scored_program import Entry
 from atoll.guidance_ttt.search.step import (
@@ -177,7 +178,7 @@ def _run_steps(
         limits=Limits(
             guidance=config.guidance_concurrency,
             executor=config.executor_concurrency,
-            judge=config.judge_concurrency,
+            judge=judge_slots(config.judge_concurrency, scorer),
         ),
         cancellation=cancellation,
         # Reef's tttd recipe trains only a complete grid; atoll's Tinker trainer skips a slot
