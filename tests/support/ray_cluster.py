@@ -258,7 +258,10 @@ def group_members(pgid: int) -> list[int]:
 
 @contextmanager
 def local_ray_cluster(
-    workers: list[Mapping[str, float]], *, temp_root: Path | None = None
+    workers: list[Mapping[str, float]],
+    *,
+    temp_root: Path | None = None,
+    node_env: Mapping[str, str] | None = None,
 ) -> Iterator[LocalRayCluster]:
     """A head and one worker node per entry of `workers` (its resources), up and joined.
 
