@@ -147,6 +147,9 @@ def test_the_explorer_of_a_killed_then_finished_run_in_headless_chromium(
         page.click(f'#tree [data-node-id="{best["id"]}"]')
         _until(lambda: page.evaluate("location.hash") == f"#node-{best['id']}", "the click")
         detail = "document.querySelector('#detail pre.{}').textContent"
+        # The page shows the node on `hashchange`, an event that runs after the click returns.
+        shown_detail = "document.querySelector('#detail pre.guidance') !== null"
+        _until(lambda: page.evaluate(shown_detail), "the node's detail")
         assert page.evaluate(detail.format("guidance")) == best["entry"]["guidance"]
         assert page.evaluate(detail.format("program")) == best["entry"]["program"]
         assert page.evaluate("typeof window.pwned") == "undefined"

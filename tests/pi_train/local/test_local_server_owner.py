@@ -127,8 +127,10 @@ def test_a_signal_while_up_waits_for_the_server_stops_its_whole_group(
         wait_for(lambda: len(process_group.members(server)) >= 1, 10, "the server runs")
         members = process_group.members(server)
         command.send_signal(signum)
-        command.wait(timeout=60)  # SkyRL tx's own shutdown, or SIGKILL after 20 s
-        assert command.returncode != 0
+        # SkyRL tx's own shutdown, or SIGKILL after 20 s; its stderr read meanwhile, so that
+        # a full pipe cannot hold the command's last writes (and its exit).
+        _, err = command.communicate(timeout=60)
+        assert command.returncode != 0, err
         assert not process_group.group_alive(server)
         assert not [pid for pid in members if running(pid)]
         assert not record.exists()

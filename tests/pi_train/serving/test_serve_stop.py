@@ -97,9 +97,9 @@ def test_a_signal_stops_the_servers_group_while_a_sample_is_pending(
             command.send_signal(signum)
         else:  # the server on its own: nobody SIGKILLs it, it must end by itself
             os.kill(server, signum)
-        status = command.wait(timeout=60)
+        _, err = command.communicate(timeout=60)  # stderr read meanwhile: a full pipe blocks
         wanted = 0 if target == "command" else 2  # 2: the command saw its server exit
-        assert status == wanted, command.stderr.read() if command.stderr else ""
+        assert command.returncode == wanted, err
         wait_for(
             lambda: not process_group.group_alive(server), STOP_BOUND_S, "the server's group ends"
         )

@@ -182,9 +182,14 @@ class Owner:
             self._unwind.restore()
 
     def spawn(self, argv: Sequence[str], **popen: Any) -> subprocess.Popen[bytes]:
-        """Start `argv` in a group of its own (`spawn`), owned from that moment on."""
-        process = spawn(argv, **popen)
-        self._owned.append(process)
+        """Start `argv` in a group of its own (`spawn`), owned from that moment on.
+
+        A SIGTERM or Ctrl-C while the child starts is held until it is owned,
+        then delivered: the block's end stops it like any other child.
+        """
+        with signals_deferred():
+            process = spawn(argv, **popen)
+            self._owned.append(process)
         return process
 
     def release(self, process: subprocess.Popen[bytes] | None = None) -> None:
