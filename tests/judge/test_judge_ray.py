@@ -22,7 +22,7 @@ import pytest
 from judge_problem_sets import make_problem_set
 from support.ports import free_port
 from support.processes import pids_mentioning
-from support.ray_cluster import DRIVER_ENV, LocalRayCluster, group_members
+from support.ray_cluster import LocalRayCluster, group_members
 from support.waiting import wait_for
 
 from atoll.judge.embedded import JUDGE_URL_ENV
@@ -136,7 +136,7 @@ def test_the_job_plugins_judge_judges_on_the_cluster(
     First in the module: a judge holds its nodes' judge units while it runs, so this one
     runs before `atoll judge serve --ray` (the module's `ray_judge`) holds them.
     """
-    for name, value in DRIVER_ENV.items():
+    for name, value in ray_cluster.driver_env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv(JUDGE_URL_ENV, raising=False)
     monkeypatch.delenv(SOCKET_DIR_ENV, raising=False)

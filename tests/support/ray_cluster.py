@@ -10,12 +10,19 @@ advertises the resources a test gives it (`atoll_judge`, `atoll_docker`) and
 a small object store. The dashboard is off and every node keeps to loopback
 (see support/ray_node.py). A driver that joins the cluster needs `env`:
 without it Ray looks for the head at the machine's routable address.
+
+Each cluster has its own authentication token, in every node's and driver's
+environment: Ray's default is token authentication, and without a token in
+the environment every process reads `~/.ray/auth_token`, which any local
+`ray.init()` on the machine may have written with a token this cluster's head
+never saw (every node's join is then refused with `InvalidAuthToken`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -91,15 +98,21 @@ class LocalRayCluster:
     #: Added to each node's environment only, never a driver's: what a real machine keeps in
     #: its own environment (a model's key that rollouts on the node read).
     node_env: dict[str, str] = field(default_factory=dict)
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def driver_env(self) -> dict[str, str]:
+        """What a driver of this cluster adds to its environment: loopback and the token."""
+        return {**DRIVER_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
+
+    @property
     def env(self) -> dict[str, str]:
         """This process's environment with what a driver of this cluster needs."""
-        return {**os.environ, **DRIVER_ENV}
+        return {**os.environ, **self.driver_env}
 
     def start_head(self, seconds: float = START_SECONDS) -> None:
         """Start the head and wait until it serves (a worker started earlier would give up)."""
@@ -149,6 +162,7 @@ class LocalRayCluster:
                 env={
                     **os.environ,
                     **NODE_ENV,
+                    **self.driver_env,
                     **self.node_env,
                     "XDG_STATE_HOME": str(self.root / f"{name}-state"),
                 },
