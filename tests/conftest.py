@@ -41,6 +41,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = resource_group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # xdist hands tests out in collection order: a test of many minutes that came late would
+    # still run after the others had ended and decide the suite's wall time alone. The sort is
+    # stable, so every worker collects the same order.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 #: Threads of the compute libraries in every process the tests start. Test workers run side

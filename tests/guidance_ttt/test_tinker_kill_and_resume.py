@@ -37,9 +37,10 @@ from atoll.guidance_ttt.state.step_journal import read_step
 from atoll.guidance_ttt.training.failpoints import VARIABLE
 
 pytest_plugins = ["support.fixtures"]
-# Generous: the first test here also pays for the run's guidance model (built once, by the
-# first worker to ask, while the others wait) and for its worker's own server of it.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+# Generous: the one test runs four runs and three resumes, and also pays for the run's guidance
+# model (built once, by the first worker to ask, while the others wait) and for its worker's own
+# server of it.
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(3600)]
 
 DRIVER = Path(__file__).with_name("run_driver.py")
 
@@ -92,6 +93,22 @@ def samples(state: Path, steps: int) -> dict[tuple[int, int, int], list[int]]:
         for (group, rollout), sample in journal.samples.items():
             assert sample.tokens is not None
             found[(step, group, rollout)] = list(sample.tokens.completion)
+    return found
+
+
+def guidance_failures(state: Path, steps: int) -> dict[str, str]:
+    """Every slot whose guidance call failed or was cut off, with why, and then the policy
+    server's last words: what a comparison of samples cannot say when a slot has none."""
+    found = {}
+    for step in range(steps):
+        journal = read_step(RunDir(state).step_journal(step), step)
+        for (group, rollout), call in journal.failed_calls.items():
+            found[f"{step}/{group}/{rollout}"] = call.error
+        for orphan in journal.orphans:
+            found[f"{step}/{orphan.group}/{orphan.rollout}"] = f"orphan: {orphan.error}"
+    log = RunDir(state).tinker_policy_log
+    if found and log.is_file():
+        found["policy log"] = log.read_text(errors="replace")[-4000:]
     return found
 
 
@@ -150,6 +167,8 @@ def unbroken(
         )
         done = drive(work, args, {**os.environ, **guidance_server_env, "REEF_TOKEN": reef.token})
         assert done.returncode == 0, done.stderr
+    failures = guidance_failures(work / "state", 3)
+    assert not failures, (failures, done.stderr[-4000:])
     return {"archive": canonical(work / "state"), "samples": samples(work / "state", 3)}
 
 
@@ -158,16 +177,44 @@ def rows(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in chain.read_text().splitlines()] if chain.exists() else []
 
 
-@pytest.mark.parametrize(
-    ("point", "row_written"),
-    [
-        ("policy-after-optim-step", False),
-        ("policy-after-save", False),
-        ("barrier-after-checkpoint-row", True),
-    ],
+#: Where the run is killed, and whether the step's checkpoint row was durable by then.
+KILL_POINTS = (
+    ("policy-after-optim-step", False),
+    ("policy-after-save", False),
+    ("barrier-after-checkpoint-row", True),
 )
+
+
 def test_a_run_killed_in_a_steps_training_resumes_without_training_anything_twice(
     tmp_path: Path,
+    guidance_server_env: dict[str, str],
+    guidance_model: Path,
+    tinker_task_dir: Path,
+    judge_url: str,
+    start_state: str,
+    unbroken: dict[str, Any],
+    subtests: pytest.Subtests,
+) -> None:
+    """Each kill point is a subtest of one test, so that one worker builds the start state and
+    the unbroken run once for all of them: as three tests, xdist gives each its own worker, and
+    each worker built both again (about 250 s of CPU each)."""
+    for point, row_written in KILL_POINTS:
+        with subtests.test(point=point):
+            kill_and_resume(
+                tmp_path / point,
+                guidance_server_env,
+                guidance_model,
+                tinker_task_dir,
+                judge_url,
+                start_state,
+                unbroken,
+                point,
+                row_written,
+            )
+
+
+def kill_and_resume(
+    work: Path,
     guidance_server_env: dict[str, str],
     guidance_model: Path,
     tinker_task_dir: Path,
@@ -177,10 +224,12 @@ def test_a_run_killed_in_a_steps_training_resumes_without_training_anything_twic
     point: str,
     row_written: bool,
 ) -> None:
-    state = tmp_path / "state"
+    """Kill the run at `point` in step 1's training, resume it, and hold it to the unbroken run."""
+    work.mkdir()
+    state = work / "state"
     paths = RunDir(state)
     with (
-        reef_in_front_of_policy(tmp_path / "reef") as (reef, port),
+        reef_in_front_of_policy(work / "reef") as (reef, port),
         ScriptedOpenAIServer(WordExecutor()) as executor,
     ):
         args = run_args(
@@ -194,14 +243,16 @@ def test_a_run_killed_in_a_steps_training_resumes_without_training_anything_twic
             start_state,
         )
         env = {**os.environ, **guidance_server_env, "REEF_TOKEN": reef.token}
-        killed = drive(tmp_path, args, {**env, VARIABLE: f"{point}:1"})
+        killed = drive(work, args, {**env, VARIABLE: f"{point}:1"})
         assert killed.returncode != 0, killed.stderr
         chain = rows(state)
         assert [r["step"] for r in chain] == ([0, 1] if row_written else [0])
         batch_before = paths.step_training(1).read_text()
-        resumed = drive(tmp_path, args, env)
+        resumed = drive(work, args, env)
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout) == {"steps": 3}
+    failures = guidance_failures(state, 3)
+    assert not failures, (failures, killed.stderr[-4000:], resumed.stderr[-4000:])
     final = rows(state)
     assert [r["step"] for r in final] == [0, 1, 2]
     # Token for token, every step sampled what the unbroken run sampled: the retrained weights

@@ -27,7 +27,7 @@ from atoll.guidance_ttt.state.step_journal import read_step
 pytest_plugins = ["support.fixtures"]
 # Generous: the first test here also pays for the run's guidance model (built once, by the
 # first worker to ask, while the others wait) and for its worker's own server of it.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(2400)]
 
 
 def test_a_three_step_tinker_run_trains_each_step_on_exactly_what_it_sampled(

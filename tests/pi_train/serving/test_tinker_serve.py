@@ -302,6 +302,7 @@ RULE = {
 }
 
 
+@pytest.mark.long
 def test_a_promotion_of_the_tiny_model_runs_end_to_end_and_refuses_it(
     server_env: dict[str, str],
     rollouts_ready: None,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.tinker_local import RUN_FLAGS, run_atoll
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(1800)]
 
 SHELL_FLAGS = [
     *RUN_FLAGS, "--max-steps", "2", "--max-tool-calls", "3", "--eval-instances", "1", "--eval-every", "2",

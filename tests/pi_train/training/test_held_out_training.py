@@ -34,6 +34,7 @@ def _summary_table(text: str) -> dict[str, dict[str, str]]:
     return table
 
 
+@pytest.mark.long
 def test_hidden_training_evaluates_its_held_out_set_every_iteration(
     server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
 ) -> None:

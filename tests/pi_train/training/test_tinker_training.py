@@ -73,6 +73,7 @@ def test_training_refuses_to_start_without_a_key(
     assert not out.exists()
 
 
+@pytest.mark.long
 def test_hidden_training_writes_its_run_and_resumes_without_repeating(
     server_env: dict[str, str], venv_bin: Path, tiny_model: Path, tmp_path: Path
 ) -> None:

@@ -36,7 +36,7 @@ from support.tinker_local import MAX_TOKENS, run_atoll
 from atoll.pi_train import env as managed_env
 from atoll.pi_train.training.run import trainer_environment
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(1800)]
 
 SUPPORT = Path(__file__).resolve().parents[2] / "support"
 # Four trajectories in each group: more samples than the other tests' groups of two, so the
