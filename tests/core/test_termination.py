@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from atoll.core.termination import UnwindOnSigterm, loop_signal_handlers, sigterm_unwinds
+from atoll.core.termination import (
+    Terminated,
+    UnwindOnSigterm,
+    interrupted_status,
+    loop_signal_handlers,
+    sigterm_unwinds,
+)
 
 CHILD = """
 import atexit, sys, time
@@ -48,9 +54,12 @@ def test_sigterm_raises_system_exit_or_keyboard_interrupt_and_the_default_comes_
         signal.raise_signal(signal.SIGTERM)
         time.sleep(5)  # not reached: the handler raises at once
     assert exited.value.code == 143
-    with pytest.raises(KeyboardInterrupt), sigterm_unwinds(interrupt=True):
+    with pytest.raises(KeyboardInterrupt) as interrupted, sigterm_unwinds(interrupt=True):
         signal.raise_signal(signal.SIGTERM)
         time.sleep(5)
+    assert isinstance(interrupted.value, Terminated)
+    assert interrupted_status(interrupted.value) == 143
+    assert interrupted_status(KeyboardInterrupt()) == 130
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 

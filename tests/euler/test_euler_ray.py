@@ -21,7 +21,14 @@ from typing import Any
 
 import pytest
 from scripted_solver import Steps, bash, solver, write
-from support.euler_cli import ATOLL, KEY_ENV, RAY_NODE_KEY
+from support.euler_cli import (
+    ATOLL,
+    KEY_ENV,
+    RAY_NODE_KEY,
+    comparable,
+    driver_env,
+    read_rows,
+)
 from support.openai_server import ScriptedOpenAIServer
 from support.processes import pids_where
 
@@ -33,8 +40,6 @@ P2_INLINE = (
     'python3 -c "f = [1, 2]; [f.append(f[-1] + f[-2]) for _ in range(40)]; '
     'print(sum(x for x in f if x % 2 == 0 and x <= 4000000))"'
 )
-# What differs between two runs of the same attempts by nature: where, when, which ids.
-VOLATILE = {"latency_s", "created_at", "rollout_id", "ray_node"}
 
 
 def scenarios(key: str, language: str, model: str) -> Steps:
@@ -59,24 +64,6 @@ def eval_cmd(store: Path, out: Path, provider: ScriptedOpenAIServer, problems: s
         *("--api-key-env", KEY_ENV, "--workers", "2", "--out", str(out)),
         *("--max-turns", "8", "--timeout", "120"),
     ]
-
-
-def driver_env(cluster: Any) -> dict[str, str]:
-    """The driver's environment: the cluster's address rules, and no model key at all."""
-    env = {k: v for k, v in cluster.env.items() if k != KEY_ENV}
-    assert RAY_NODE_KEY not in "".join(env.values())
-    return env
-
-
-def read_rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
-
-
-def comparable(row: dict[str, Any]) -> dict[str, Any]:
-    kept = {k: v for k, v in row.items() if k not in VOLATILE}
-    kept["container"] = {k: v for k, v in row["container"].items() if k != "id"}
-    kept["cleanup"] = {k: v for k, v in (row["cleanup"] or {}).items() if k != "seconds"}
-    return kept
 
 
 def record_of(out: Path, row: dict[str, Any]) -> dict[str, Any]:

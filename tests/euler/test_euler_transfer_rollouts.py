@@ -3,7 +3,8 @@
 Run A solves all four tasks; run B (another model name) gets two of them
 wrong and fixed an acceptance rule before sampling. `compare A B` gives
 per-task counts and Fisher tests and, B's rule being fixed in advance, a
-decision. (Refusing mismatched manifests is tested without rollouts.)
+decision. (Refusing mismatched manifests is tested without rollouts.) The
+same suite on the tests' Ray cluster gives a single machine's rows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 from scripted_solver import Steps, bash, solver, write
-from support.euler_cli import ATOLL, KEY_ENV
+from support.euler_cli import ATOLL, KEY_ENV, RAY_NODE_KEY, comparable, driver_env, read_rows
 from support.openai_server import ScriptedOpenAIServer
 
 from atoll.euler.transfer import suite
@@ -166,3 +167,35 @@ def test_transfer_runs_manifests_and_compare(
     )
     assert reverse.returncode == 0 and "no promotion decision" in reverse.stdout
     assert "promote" not in reverse.stdout.replace("promotion", "")
+
+
+def test_a_transfer_run_on_the_cluster_gives_a_single_machines_rows(
+    ray_cluster: Any,
+    rollout_ready: dict[str, Any],
+    provider: ScriptedOpenAIServer,
+    key_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """`transfer run --ray`: each task's files reach the rollout on the node that runs it, and
+    the rows and the manifest are those of a run on this machine."""
+    here, there = tmp_path / "local", tmp_path / "ray"
+    local = transfer(here, provider, "scripted-model", key_env)
+    assert local.returncode == 0, local.stderr[-3000:]
+    remote = transfer(
+        there, provider, "scripted-model", driver_env(ray_cluster), "--ray", ray_cluster.address
+    )
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    local_rows = {r["problem"]: r for r in read_rows(here)}
+    ray_rows = {r["problem"]: r for r in read_rows(there)}
+    assert len(ray_rows) == len(read_rows(there)) == 4 and sorted(ray_rows) == sorted(local_rows)
+    assert all(row["passed"] for row in ray_rows.values())
+    for task, row in ray_rows.items():
+        assert comparable(row) == comparable(local_rows[task])
+    workers = {node.node_id for node in ray_cluster.workers}
+    assert {row["ray_node"] for row in ray_rows.values()} == workers
+    manifest = json.loads((there / "manifest.json").read_text())
+    alone = json.loads((here / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["rows"] == manifest["expected_rows"] == 4
+    for part in ("suite", "selection", "fanout", "sandbox_image"):
+        assert manifest[part] == alone[part], part
+    assert RAY_NODE_KEY not in remote.stdout + remote.stderr

@@ -6,7 +6,9 @@ judge, a container, a socket directory) is stopped by code of that kind, so
 a `kill`, a scheduler's stop or a CI timeout must leave through it too. Here
 SIGTERM becomes an exception raised in the main thread: `SystemExit(143)`
 (the status a shell reports for a process SIGTERM ended) or, for code whose
-cleanup is written for Ctrl-C, `KeyboardInterrupt`.
+cleanup is written for Ctrl-C, `Terminated`, a `KeyboardInterrupt` that
+still says it was SIGTERM, so that the command can exit 143 rather than
+Ctrl-C's 130 (`interrupted_status`).
 
 Only the default action is replaced: a host that handles SIGTERM itself
 (Harbor, a test runner, an application embedding atoll) keeps its handler,
@@ -22,6 +24,20 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the cleanup is Ctrl-C's: caught by `except KeyboardInterrupt`."""
+
+
+#: The statuses a shell reports for a process that SIGINT or SIGTERM ended.
+INTERRUPTED_STATUS = 128 + signal.SIGINT
+TERMINATED_STATUS = 128 + signal.SIGTERM
+
+
+def interrupted_status(exc: BaseException) -> int:
+    """The exit status for a command that `exc` interrupted: 143 for SIGTERM, 130 for Ctrl-C."""
+    return TERMINATED_STATUS if isinstance(exc, Terminated) else INTERRUPTED_STATUS
 
 
 class UnwindOnSigterm:
@@ -61,13 +77,13 @@ class UnwindOnSigterm:
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.interrupt:
-            raise KeyboardInterrupt
+            raise Terminated
         raise SystemExit(128 + signum)
 
 
 @contextlib.contextmanager
 def sigterm_unwinds(interrupt: bool = False) -> Iterator[None]:
-    """Within the block, SIGTERM raises SystemExit(143), or KeyboardInterrupt with `interrupt`."""
+    """Within the block, SIGTERM raises SystemExit(143), or `Terminated` with `interrupt`."""
     handler = UnwindOnSigterm(interrupt)
     handler.install()
     try:

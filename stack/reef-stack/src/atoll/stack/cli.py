@@ -58,7 +58,7 @@ def _group() -> None:
 
 
 def _guarded[T](action: Callable[[], T]) -> T:
-    from atoll.core.termination import sigterm_unwinds
+    from atoll.core.termination import interrupted_status, sigterm_unwinds
 
     try:
         # SIGTERM unwinds as Ctrl-C does: what the command started is stopped on the way out.
@@ -67,9 +67,9 @@ def _guarded[T](action: Callable[[], T]) -> T:
     except StackError as exc:
         _err.print(f"[bold red]error:[/bold red] {exc}")
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C exits 130, SIGTERM 143
         _err.print("interrupted; stopped what this command had started")
-        raise typer.Exit(130) from None
+        raise typer.Exit(interrupted_status(exc)) from None
 
 
 def _plan(

@@ -106,7 +106,7 @@ def _decided(request: Request) -> dict[str, Any]:
     """The promotion's record; a failure is one error line and the exit status it carries."""
     from rich.markup import escape
 
-    from atoll.core.termination import sigterm_unwinds
+    from atoll.core.termination import interrupted_status, sigterm_unwinds
     from atoll.pi_train import env as managed_env
     from atoll.pi_train.promotion import promote as promotion
     from atoll.pi_train.promotion.rule import RuleError
@@ -115,9 +115,9 @@ def _decided(request: Request) -> dict[str, Any]:
         # SIGTERM unwinds like Ctrl-C: the servers and rollouts under way are stopped.
         with sigterm_unwinds(interrupt=True):
             return promotion.promote(request, lambda line: _err.print(escape(line)))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C exits 130, SIGTERM 143
         _err.print("[bold red]error:[/bold red] interrupted: rerun the same command to resume")
-        raise typer.Exit(130) from None
+        raise typer.Exit(interrupted_status(exc)) from None
     except (RuleError, promotion.PromoteError, managed_env.EnvironmentUnavailable) as exc:
         code = exc.code if isinstance(exc, promotion.PromoteError) else 2
         _err.print(f"[bold red]error:[/bold red] {escape(str(exc))}")
