@@ -2,7 +2,7 @@
 
 Exit status: 0 promoted, 3 evaluated and not promoted, 2 bad input (one
 error line, nothing sampled), 1 an evaluation or the server failed (rerun
-to resume).
+to resume), 130 Ctrl-C and 143 SIGTERM (rerun to resume).
 """
 
 from __future__ import annotations
