@@ -32,7 +32,8 @@ STATE_OPTION = typer.Option(
     None,
     "--state-dir",
     envvar=STATE_DIR_ENV,
-    help="Durable data: images, cached base rootfs, dockerd.log [default: ~/.local/share/atoll/docker].",
+    help="Durable data: images, cached base rootfs, dockerd.log [default: docker/ in atoll's "
+    "data directory: $ATOLL_DATA_DIR, else $XDG_DATA_HOME/atoll, else ~/.local/share/atoll].",
 )
 RUN_OPTION = typer.Option(
     None,
