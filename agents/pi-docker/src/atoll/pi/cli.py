@@ -65,7 +65,7 @@ def install_cmd() -> None:
 @image_app.command("build")
 def image_build(
     mirror: str | None = typer.Option(
-        None, "--mirror", help="Debian mirror for Node.js [default: the base image's]."
+        None, "--mirror", help="Debian mirror for Node.js \\[default: the base image's]."
     ),
     force: bool = typer.Option(False, "--force", help="Rebuild even if the image is current."),
 ) -> None:
@@ -102,7 +102,7 @@ def run_cmd(
         [], "--ak", help="A setting KEY=VALUE, as for the Harbor agent (base_url, model, ...)."
     ),
     image_ref: str | None = typer.Option(
-        None, "--image", help="Image tag or ID [default: the rollout image]."
+        None, "--image", help="Image tag or ID \\[default: the rollout image]."
     ),
 ) -> None:
     """Run one rollout and print its summary; the record is OUT/record.json."""

@@ -103,10 +103,10 @@ def tiny_model_cmd(
 @local_app.command("up")
 def local_up(
     base_model: Path | None = typer.Option(
-        None, "--base-model", help="Model directory [default: the tiny model of seed 0]."
+        None, "--base-model", help="Model directory \\[default: the tiny model of seed 0]."
     ),
     port: int | None = typer.Option(
-        None, "--port", help="Port on 127.0.0.1 [default: a free one]."
+        None, "--port", help="Port on 127.0.0.1 \\[default: a free one]."
     ),
     print_env: bool = typer.Option(
         False, "--print-env", help="Print only the export lines (for `eval`)."
@@ -167,13 +167,15 @@ def serve_cmd(
     ),
     renderer: str = typer.Option(..., "--renderer", help="tinker-cookbook renderer name."),
     port: int | None = typer.Option(
-        None, "--port", help="Port on 127.0.0.1 [default: a free one]."
+        None, "--port", help="Port on 127.0.0.1 \\[default: a free one]."
     ),
     tinker_url: str | None = typer.Option(
-        None, "--tinker-url", help="Tinker API address [default: $TINKER_BASE_URL, else hosted]."
+        None, "--tinker-url", help="Tinker API address \\[default: $TINKER_BASE_URL, else hosted]."
     ),
     served_model_name: str | None = typer.Option(
-        None, "--served-model-name", help="The model name callers send [default: the base model's]."
+        None,
+        "--served-model-name",
+        help="The model name callers send \\[default: the base model's].",
     ),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", min=1, help="Cap on the tokens one reply may sample."
@@ -246,7 +248,7 @@ def hidden_cmd(
     sandbox_url: str | None = typer.Option(
         None,
         "--sandbox-url",
-        help="SandboxFusion-compatible sandbox on loopback [default: one started in-process].",
+        help="SandboxFusion-compatible sandbox on loopback \\[default: one started in-process].",
     ),
     eval_instances: int = _EVAL_INSTANCES,
     eval_samples: int = _EVAL_SAMPLES,
@@ -309,7 +311,7 @@ def answer_cmd(
         None,
         "--curriculum",
         help="An `atoll euler curriculum` state directory: groups from its frontier and "
-        "mastered problems in the replay mix [default: problems in numerical order].",
+        "mastered problems in the replay mix \\[default: problems in numerical order].",
     ),
     replay_mix: str = typer.Option(
         "0.7,0.2,0.1", "--replay", help="Frontier, recent and older mastered shares."

@@ -102,7 +102,7 @@ def check_command(
         [], "--only", help="Run just this check (repeatable); see --list."
     ),
     uid: int | None = typer.Option(
-        None, "--uid", help="The unused uid checks run as [default: one per process]."
+        None, "--uid", help="The unused uid checks run as \\[default: one per process]."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     list_checks: bool = typer.Option(False, "--list", help="List the checks and exit."),

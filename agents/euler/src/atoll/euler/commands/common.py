@@ -65,7 +65,7 @@ RAY = typer.Option(
     None,
     "--ray",
     help="Run each rollout as a task on this Ray cluster (ADDRESS or auto), on nodes that "
-    "advertise atoll_docker; needs atoll-euler[ray]. Each node reads the model's key from "
+    "advertise atoll_docker; needs atoll-euler\\[ray]. Each node reads the model's key from "
     "its own environment.",
 )
 APPROACHES = typer.Option(

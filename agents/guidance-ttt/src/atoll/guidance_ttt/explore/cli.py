@@ -52,7 +52,7 @@ def explore(
         None,
         "--out",
         "-o",
-        help="The HTML file to write [default: guidance-explorer-<run id>.html here].",
+        help="The HTML file to write \\[default: guidance-explorer-<run id>.html here].",
     ),
 ) -> None:
     """Write one self-contained HTML page that explores a run: scores, archive tree, rollouts."""

@@ -100,7 +100,7 @@ def train_cmd(
     base_url: str | None = typer.Option(
         None,
         "--base-url",
-        help="Tinker API address [default: $TINKER_BASE_URL, else hosted Tinker].",
+        help="Tinker API address \\[default: $TINKER_BASE_URL, else hosted Tinker].",
     ),
     lora_rank: int = typer.Option(8, "--lora-rank", help="LoRA rank."),
     learning_rate: float = typer.Option(1e-4, "--learning-rate", help="Adam learning rate."),

@@ -36,7 +36,7 @@ def promote(
         PROMOTION_RANGE,
         "--problems",
         help="Euler problems (91-100, 3, 1,4,7-9), none of them trained on by the run or any "
-        "run it was started from [default: the range reserved for promotion].",
+        "run it was started from \\[default: the range reserved for promotion].",
     ),
     languages: str = typer.Option("python,javascript", "--languages", help="Comma-separated."),
     samples: int = typer.Option(
@@ -59,7 +59,7 @@ def promote(
     baseline_checkpoint: str | None = typer.Option(
         None,
         "--baseline-checkpoint",
-        help="Compare against this checkpoint [default: the base model].",
+        help="Compare against this checkpoint \\[default: the base model].",
     ),
     base_model: str | None = typer.Option(
         None, "--base-model", help="Only when RUN holds no training manifest."
@@ -68,7 +68,7 @@ def promote(
         None, "--renderer", help="Only when RUN holds no training manifest."
     ),
     tinker_url: str | None = typer.Option(
-        None, "--tinker-url", help="Tinker API address [default: $TINKER_BASE_URL, else hosted]."
+        None, "--tinker-url", help="Tinker API address \\[default: $TINKER_BASE_URL, else hosted]."
     ),
 ) -> None:
     """Serve the checkpoint, evaluate it and the baseline with real Pi; promote only if the rule holds."""

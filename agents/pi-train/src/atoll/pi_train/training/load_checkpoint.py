@@ -73,6 +73,6 @@ def load_checkpoint_option() -> Any:
         None,
         "--load-checkpoint",
         help="Start from this training state (tinker://RUN/weights/NAME, an earlier run's "
-        "state_path; or that run's directory: its last state) [default: the base model]. "
+        "state_path; or that run's directory: its last state) \\[default: the base model]. "
         "Part of the run's settings: a resume must give the same.",
     )

@@ -32,14 +32,16 @@ STATE_OPTION = typer.Option(
     None,
     "--state-dir",
     envvar=STATE_DIR_ENV,
-    help="Durable data: images, cached base rootfs, dockerd.log [default: docker/ in atoll's "
-    "data directory: $ATOLL_DATA_DIR, else $XDG_DATA_HOME/atoll, else ~/.local/share/atoll].",
+    help="Durable data: images, cached base rootfs, dockerd.log.",
+    show_default="docker/ in atoll's data directory: $ATOLL_DATA_DIR, else "
+    "$XDG_DATA_HOME/atoll, else ~/.local/share/atoll",
 )
 RUN_OPTION = typer.Option(
     None,
     "--run-dir",
     envvar=RUN_DIR_ENV,
-    help="Socket, exec-root and pidfile; keep it short [default: /tmp/atoll-docker-<uid>].",
+    help="Socket, exec-root and pidfile; keep it short.",
+    show_default="/tmp/atoll-docker-<uid>",
 )
 
 
@@ -86,7 +88,7 @@ def up(
         help=f"Do not build or import {BASE_IMAGE} nor the egress sidecar built from it.",
     ),
     mirror: str | None = typer.Option(
-        None, "--mirror", help="Debian mirror for debootstrap [default: debootstrap's own]."
+        None, "--mirror", help="Debian mirror for debootstrap \\[default: debootstrap's own]."
     ),
     deadline: float = typer.Option(
         daemon.START_DEADLINE_S, "--deadline", help="Seconds to wait for dockerd to answer."
