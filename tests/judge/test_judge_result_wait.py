@@ -71,7 +71,9 @@ def test_a_poll_without_wait_is_answered_at_once(
 
 
 def test_a_held_poll_gives_up_after_its_wait(http: httpx.Client, sources: dict[str, bytes]) -> None:
-    sid = submit(http, fresh(sources["row"]))
+    # A program judged for its wall limit (4 s): a fast one can be compiled and judged within
+    # the wait (0.2 s), and the answer is then rightly the result.
+    sid = submit(http, fresh(sources["sleeper"]))
     response, seconds = held(http, sid, 0.2)
     assert response.json() == {"status": "queued"} and seconds >= 0.2
 
