@@ -122,8 +122,10 @@ def run_args(
     model: Path,
     start: str,
 ) -> dict[str, Any]:
+    # No KL-to-base shaping: it is half of each step's training on two cores, seven runs here,
+    # and nothing of a resume; the three-step run (test_training_on_tinker.py) trains with it.
     settings = tinker_settings(
-        state, model, port, executor_url, sampling_seed=7, tinker_load_checkpoint=start
+        state, model, port, executor_url, sampling_seed=7, tinker_load_checkpoint=start, kl_coef=0.0
     )
     return {
         "task_dir": str(task_dir),

@@ -101,5 +101,8 @@ def test_a_three_step_tinker_run_trains_each_step_on_exactly_what_it_sampled(
             if metrics["updated"]:
                 assert math.isfinite(metrics["loss"])
                 assert metrics["trained_samples"] == 4 * metrics["non_constant_groups"]
+                # The default KL-to-base shaping ran (test_tinker_kill_and_resume.py's runs do
+                # without it): its estimate is recorded with the step.
+                assert math.isfinite(metrics["kl_policy_base"])
         assert len(receipts) == 3 * 2 * 4
         assert updated > 0, "no step had a group with rewards to learn from"

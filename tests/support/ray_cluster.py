@@ -217,7 +217,17 @@ class LocalRayCluster:
 
     def kill_node(self, index: int) -> None:
         """SIGKILL worker `index` with every process of its node: a machine lost, not a shutdown."""
-        _kill_group(self.workers[index])
+        self.kill_nodes(index)
+
+    def kill_nodes(self, *indices: int) -> None:
+        """SIGKILL these workers at the same instant, then wait until each is gone: machines
+        lost together (killed one after the other, the last could finish the work meanwhile)."""
+        nodes = [self.workers[index] for index in indices]
+        for node in nodes:
+            with suppress(ProcessLookupError):
+                os.killpg(node.pgid, signal.SIGKILL)
+        for node in nodes:
+            _kill_group(node)
 
     def live_workers(self) -> list[int]:
         return [i for i, node in enumerate(self.workers) if node.alive()]
