@@ -29,6 +29,7 @@ def flat(text: str) -> str:
 def commands(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
     yield path, command
     if hasattr(command, "commands"):  # a group (Typer's own click, not the click package)
+        # A group over one of Harbor's: its own sub-commands only (Harbor's help is Harbor's).
         for name in sorted(getattr(command.commands, "_own", command.commands)):
             yield from commands(command.commands[name], (*path, name))
 

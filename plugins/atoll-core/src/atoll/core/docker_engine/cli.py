@@ -32,16 +32,14 @@ STATE_OPTION = typer.Option(
     None,
     "--state-dir",
     envvar=STATE_DIR_ENV,
-    help="Durable data: images, cached base rootfs, dockerd.log.",
-    show_default="docker/ in atoll's data directory: $ATOLL_DATA_DIR, else "
-    "$XDG_DATA_HOME/atoll, else ~/.local/share/atoll",
+    help="Durable data: images, cached base rootfs, dockerd.log \\[default: docker/ in atoll's "
+    "data directory: $ATOLL_DATA_DIR, else $XDG_DATA_HOME/atoll, else ~/.local/share/atoll].",
 )
 RUN_OPTION = typer.Option(
     None,
     "--run-dir",
     envvar=RUN_DIR_ENV,
-    help="Socket, exec-root and pidfile; keep it short.",
-    show_default="/tmp/atoll-docker-<uid>",
+    help="Socket, exec-root and pidfile; keep it short \\[default: /tmp/atoll-docker-<uid>].",
 )
 
 
