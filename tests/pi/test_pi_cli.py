@@ -127,6 +127,11 @@ def test_the_container_is_gone_after_the_atoll_process_is_killed(
     left = list(spaces.iterdir())
     if signum == signal.SIGTERM:
         assert left == []  # unwound like Ctrl-C: the workspace went with the container
+        # One line and 128 + SIGTERM, not Python's traceback.
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        assert process.returncode == 128 + signal.SIGTERM, stderr
+        assert "Traceback" not in stderr and "error: interrupted" in stderr
+        assert not (out / "record.json").exists()
     else:
         assert len(left) == 1  # nothing ran after SIGKILL; the next run sweeps it
         assert workspace.sweep_stale(spaces) == left and list(spaces.iterdir()) == []

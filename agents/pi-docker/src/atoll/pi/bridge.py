@@ -116,6 +116,11 @@ class Bridge:
                 task.add_done_callback(self._tasks.discard)
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
+        except asyncio.CancelledError:
+            # Only the loop's shutdown (Ctrl-C, SIGTERM) cancels a connection, and the handler
+            # ends here: raised on, Python 3.12's stream callback (which asks a cancelled task
+            # for its exception) logs the handler as failed, with a traceback.
+            writer.close()
 
     def _send(self, message: dict[str, Any]) -> None:
         if self._writer is None or self._writer.is_closing():

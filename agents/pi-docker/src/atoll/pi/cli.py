@@ -11,10 +11,11 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from atoll.core import entry_points
-from atoll.core.termination import sigterm_unwinds
+from atoll.core.termination import interrupted_status, sigterm_unwinds
 
 app = typer.Typer(
     help="The Pi coding agent: its pinned install, the rollout image, and single rollouts.",
@@ -128,6 +129,10 @@ def run_cmd(
         # SIGTERM unwinds like Ctrl-C, so the rollout's container and workspace are removed.
         with sigterm_unwinds(interrupt=True):
             record = rollout.run(request, say=lambda line: _err.print(line))
+    except KeyboardInterrupt as exc:  # Ctrl-C exits 130, SIGTERM 143
+        kept = out / "workspace"
+        copied = f"; its files are in {escape(str(kept))}" if kept.is_dir() else ""
+        _fail(f"interrupted: no container left, no record written{copied}", interrupted_status(exc))
     except (
         settings.SettingsError,
         rollout.RolloutRefused,
