@@ -111,12 +111,18 @@ def imports_of(dist: Distribution) -> dict[str, set[str]]:
     return found
 
 
+@cache
+def installed_modules() -> dict[str, list[str]]:
+    """Top-level module -> installed distributions (read once: it scans every installed one)."""
+    return dict(packages_distributions())
+
+
 def owners(module: str) -> list[str]:
     """The distributions that provide a top-level module (its own name if none is installed)."""
     for dist in distributions():
         if module in dist.packages:
             return [dist.name]
-    installed = packages_distributions().get(module)
+    installed = installed_modules().get(module)
     return sorted({normalise(d) for d in installed}) if installed else [normalise(module)]
 
 
