@@ -80,7 +80,7 @@ def _scorer_requests(campaign: Any, seed: str) -> list[dict]:
     ]
 
 
-def test_the_scorer_is_repaired_with_the_execution_evidence(campaign: Any) -> None:
+def _the_scorer_is_repaired_with_the_execution_evidence(campaign: Any) -> None:
     accepted = {a["seed_id"]: a for a in campaign["first"]["accepted"]}
     assert set(accepted) == {"s1"}
     construction = accepted["s1"]["evidence"]["construction"]
@@ -111,7 +111,7 @@ def test_the_scorer_is_repaired_with_the_execution_evidence(campaign: Any) -> No
     assert len(others) == 2 and not any(is_repair(b) for b in others)
 
 
-def test_a_scorer_never_repaired_is_a_rejection_with_its_reason(campaign: Any) -> None:
+def _a_scorer_never_repaired_is_a_rejection_with_its_reason(campaign: Any) -> None:
     skipped = {s["seed_id"]: s for s in campaign["first"]["skipped"]}
     assert (skipped["s2"]["status"], skipped["s2"]["reason"], skipped["s2"]["stage"]) == (
         "rejected",
@@ -123,10 +123,27 @@ def test_a_scorer_never_repaired_is_a_rejection_with_its_reason(campaign: Any) -
     assert campaign["first"]["totals"]["errors"] == 0
 
 
-def test_a_resume_tries_neither_again(campaign: Any) -> None:
+def _a_resume_tries_neither_again(campaign: Any) -> None:
     assert campaign["resumed"].returncode == 0, campaign["resumed"].stderr[-3000:]
     assert len(campaign["requests"]) == campaign["sent_before"]  # nothing asked again
     before, after = campaign["trials"]
     assert after == before  # no trial run again
     skipped = {s["seed_id"]: s["reason"] for s in campaign["second"]["skipped"]}
     assert skipped == {"s2": "infrastructure_repair_exhausted"}
+
+
+def test_execution_failures_are_repaired_or_rejected_and_never_tried_again(
+    campaign: Any, subtests: pytest.Subtests
+) -> None:
+    """One campaign, three findings, each a subtest that reports apart from the others.
+
+    As three tests they went to three xdist workers, and each built the campaign again
+    (about 55 s each on 2 cores).
+    """
+    for finding in (
+        _the_scorer_is_repaired_with_the_execution_evidence,
+        _a_scorer_never_repaired_is_a_rejection_with_its_reason,
+        _a_resume_tries_neither_again,
+    ):
+        with subtests.test(finding.__name__.strip("_").replace("_", " ")):
+            finding(campaign)
