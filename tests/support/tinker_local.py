@@ -20,8 +20,9 @@ from support.processes import processes_with_environment
 # SkyRL tx compiles its sampler per prompt-length bucket and per `max_tokens`, its trainer per
 # sequence-length bucket; tests that ask for the same shapes reuse what the first one compiled,
 # and a test with other shapes pays compiles of its own. The number of groups per batch
-# compiles nothing new (the server pads batches to fixed slots: BACKEND_CONFIG in
-# atoll.pi_train.local.server), so a test may use fewer groups to roll out less.
+# compiles nothing new (the server samples one sequence at a time and trains one datum at a
+# time: BACKEND_CONFIG in atoll.pi_train.local.server), so a test may use fewer groups to roll
+# out less.
 MAX_TOKENS = "16"
 GROUP_SIZE = "2"
 RUN_FLAGS = ("--groups-per-batch", "2", "--group-size", GROUP_SIZE, "--max-tokens", MAX_TOKENS)

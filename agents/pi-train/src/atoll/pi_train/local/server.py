@@ -26,14 +26,18 @@ from atoll.pi_train import env as managed_env
 
 # The SDK checks only the prefix; SkyRL tx accepts any key.
 LOCAL_API_KEY = "tml-local"
-# Fixed shapes: every new batch size recompiles the engine's functions.
+# Fixed shapes: every new batch size recompiles the engine's functions. The sampler runs one
+# sequence at a time: SkyRL tx pads every sampling batch to `sample_max_num_sequences`, and
+# most requests carry one prompt (a rollout's turn, a logprob computation), so at 8 a single
+# prompt paid for eight. On CPU nothing is gained by batching prompts: pi-train's
+# update-measuring test spent 45 s sampling at 8 and 16 s at 1 (its whole call 100 s, then 64 s).
 # Every training run (and every served training state) holds one LoRA adapter slot for
 # as long as SkyRL tx keeps its model loaded, and slot 0 is the base model's: 8 slots
 # filled up after seven runs on one server. 32 is SkyRL tx's own default.
 BACKEND_CONFIG = {
     "max_lora_adapters": 32,
     "max_lora_rank": 8,
-    "sample_max_num_sequences": 8,
+    "sample_max_num_sequences": 1,
     "train_micro_batch_size": 1,
 }
 START_DEADLINE_S = 240.0
