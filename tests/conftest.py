@@ -16,13 +16,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Session fixtures that stand for one costly shared thing: every test that uses one runs on
 #: the same xdist worker (`--dist loadgroup`), so the thing is built once, not once per worker.
-#: The first match in this order wins: Guidance-TTT's tests train their own guidance model and
-#: serve it from a second local server, apart from pi-train's server of the tiny model.
+#: The first match in this order wins. Guidance-TTT's two tests that train its guidance model
+#: share one server of it; the local Ray cluster (a head and two nodes) serves every Ray test.
+#: pi-train's server of the tiny model is not here: its tests are about twenty minutes of
+#: training in all, which one worker alone would take longer to run than the whole rest of
+#: the suite, so each worker that runs one starts a server of its own.
 SHARED_SESSION_FIXTURES: tuple[tuple[str, str], ...] = (
     ("guidance_server_env", "tinker-guidance"),
-    ("guidance_model", "tinker-guidance"),
-    ("server_env", "tinker"),
-    ("tiny_model", "tinker"),
     ("ray_cluster_session", "ray"),
 )
 
@@ -36,6 +36,7 @@ def resource_group(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = resource_group(item)
@@ -87,12 +88,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C is handled as in a terminal, however the suite was launched.
+    """xdist's groups are kept (GroupedNodeIds); Ctrl-C is handled as in a terminal, however
+    the suite was launched.
 
     A script's background job starts with SIGINT ignored, and the commands the
     tests start would inherit that: the tests of Ctrl-C handling would then test
     nothing. Python's own handler is reset to the default in every child.
     """
+    from support.xdist_groups import GroupedNodeIds
+
+    config.pluginmanager.register(GroupedNodeIds(), "atoll-grouped-node-ids")
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

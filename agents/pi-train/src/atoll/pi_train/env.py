@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from atoll.core import run_lock
-from atoll.core.durable import atomic_write_json
+from atoll.core.durable import atomic_replace, atomic_write_json
 from atoll.core.executables import find_executable
 from atoll.core.portable import chat_stream
 from atoll.core.user_dirs import cache_dir
@@ -98,6 +98,7 @@ def ensure(say: Callable[[str], None], root: Path | None = None) -> ManagedEnv:
     """The managed environment, built first if it is not there (minutes the first time)."""
     present = installed(root)
     if present is not None:
+        _install_uv_shim(present)
         return present
     target = env_dir(root)
     with run_lock.wait(target.with_name(target.name + ".lock")):
@@ -139,18 +140,28 @@ def _install_uv_shim(env: ManagedEnv) -> None:
     SkyRL tx 0.3.0's API process starts its engine as `uv run --extra tinker
     --extra jax -m tx.tinker.engine ...`, which needs a uv project. The server
     runs with this bin first on PATH, so that call becomes `python -m
-    tx.tinker.engine ...` with the environment's interpreter.
+    tx.tinker.engine ...` with the environment's interpreter, or `python
+    SCRIPT ...` where the server names its own engine script in
+    `ATOLL_TINKER_ENGINE` (managed/serve.py does). Written again whenever it
+    differs, so that an environment built by an older atoll gets the current one.
     """
     shim = env.bin / "uv"
-    shim.write_text(
+    text = (
         "#!/bin/sh\n"
         "# Written by atoll-pi-train: `uv run [--extra X]... ARGS` -> this environment's python ARGS\n"
         '[ "$1" = run ] || { echo "this uv only runs the environment\'s python" >&2; exit 2; }\n'
         "shift\n"
         'while [ "$1" = --extra ]; do shift 2; done\n'
+        'if [ "$1" = -m ] && [ "$2" = tx.tinker.engine ] && [ -n "$ATOLL_TINKER_ENGINE" ]; then\n'
+        f'    shift 2; exec "{env.python}" "$ATOLL_TINKER_ENGINE" "$@"\n'
+        "fi\n"
         f'exec "{env.python}" "$@"\n'
     )
-    shim.chmod(0o755)
+    if shim.is_file() and shim.read_text() == text:
+        return
+    with atomic_replace(shim) as fresh:  # executable before it is in place: servers may be starting
+        fresh.write_text(text)
+        fresh.chmod(0o755)
 
 
 def portable_path(environ: Mapping[str, str]) -> str:
