@@ -16,6 +16,7 @@ from atoll.core.termination import (
     UnwindOnSigterm,
     interrupted_status,
     loop_signal_handlers,
+    sigterm_kept,
     sigterm_unwinds,
 )
 
@@ -114,4 +115,19 @@ def test_an_event_loop_runs_the_callback_while_the_block_lasts() -> None:
         return calls
 
     assert asyncio.run(main()) == ["stop"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_handler_set_within_sigterm_kept_is_gone_after_it() -> None:
+    """As `ray.init()` does: its handler replaced the default for good, and `sigterm_unwinds`
+    then refused to install over it."""
+
+    def libraries(_signum: int, _frame: object) -> None:
+        raise AssertionError("not reached")
+
+    with sigterm_kept():
+        signal.signal(signal.SIGTERM, libraries)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    with sigterm_unwinds(), sigterm_kept():
+        signal.signal(signal.SIGTERM, libraries)
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -9,6 +9,7 @@ infrastructure error, never a score. Nothing of the server's environment
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -131,7 +132,7 @@ def test_the_job_plugins_judge_judges_on_the_cluster(
     ray_cluster: LocalRayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What `--pk ray=ADDRESS` gives a job: the embedded judge (atoll's problems), its cases
-    on the judge nodes.
+    on the judge nodes; and the job's process keeps its own handling of SIGTERM.
 
     First in the module: a judge holds its nodes' judge units while it runs, so this one
     runs before `atoll judge serve --ray` (the module's `ray_judge`) holds them.
@@ -141,7 +142,10 @@ def test_the_job_plugins_judge_judges_on_the_cluster(
     monkeypatch.delenv(JUDGE_URL_ENV, raising=False)
     monkeypatch.delenv(SOCKET_DIR_ENV, raising=False)
     source = (PROGRAMS / "row.cpp").read_bytes()
+    sigterm = signal.getsignal(signal.SIGTERM)
     with JudgeForTrials(tmp_path / "job", ray=ray_cluster.address) as judge:
+        # Joining the cluster left no handler of Ray's: SIGTERM is handled as before.
+        assert signal.getsignal(signal.SIGTERM) == sigterm
         assert judge.url is not None
         assert httpx.get(f"{judge.url}/health").json() == {"ok": True, "workers": 2}
         result = _final(judge.url, _submit(judge.url, source))

@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from atoll.core.termination import sigterm_kept
 from atoll.euler import cluster_node
 from atoll.euler.cluster_node import RemoteRollout
 
@@ -187,13 +188,14 @@ def connect(address: str) -> Cluster:
         raise ClusterError(f"--ray needs Ray on this machine: {INSTALL_HINT}") from None
     if not ray.is_initialized():
         try:
-            ray.init(
-                address=address,
-                namespace="atoll-euler",
-                log_to_driver=False,
-                logging_level=logging.ERROR,
-                runtime_env={},
-            )
+            with sigterm_kept():  # Ray's own SIGTERM handler would outlive `ray.shutdown()`
+                ray.init(
+                    address=address,
+                    namespace="atoll-euler",
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,
+                    runtime_env={},
+                )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterError(
                 f"cannot join the Ray cluster at {address}: {_first_line(exc)}"

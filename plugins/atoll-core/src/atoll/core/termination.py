@@ -93,6 +93,29 @@ def sigterm_unwinds(interrupt: bool = False) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """After the block, SIGTERM is handled as it was before it, whatever the block set.
+
+    For library calls that take the signal over for good: `ray.init()` sets
+    its own SIGTERM handler (`sys.exit(15)`) in the main thread and
+    `ray.shutdown()` leaves it there, so a process that once joined a Ray
+    cluster would lose its host's handling of SIGTERM, or the default that
+    `sigterm_unwinds` relies on, for the rest of its life. Off the main
+    thread, where Python cannot set handlers, nothing changes.
+    """
+    try:
+        before = signal.getsignal(signal.SIGTERM)
+    except ValueError:  # pragma: no cover - getsignal works on any thread
+        before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            with contextlib.suppress(ValueError):  # not the main thread
+                signal.signal(signal.SIGTERM, before)
+
+
+@contextlib.contextmanager
 def signals_deferred(
     signals: Iterable[signal.Signals] = (signal.SIGTERM, signal.SIGINT),
 ) -> Iterator[Callable[[], bool]]:

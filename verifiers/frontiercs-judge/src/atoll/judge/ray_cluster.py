@@ -16,6 +16,7 @@ import socket
 from types import ModuleType
 from typing import Any
 
+from atoll.core.termination import sigterm_kept
 from atoll.judge.engine import JudgeInfrastructureError
 
 #: The custom resource a node advertises to judge: how many processes it keeps busy at once.
@@ -44,13 +45,14 @@ def connect(address: str) -> tuple[ModuleType, bool]:
         return ray, False
     _check_reachable(address)
     try:
-        ray.init(
-            address=address,
-            namespace="atoll-judge",
-            logging_level=logging.WARNING,
-            log_to_driver=False,
-            runtime_env={},
-        )
+        with sigterm_kept():  # Ray's own SIGTERM handler would outlive `ray.shutdown()`
+            ray.init(
+                address=address,
+                namespace="atoll-judge",
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+                runtime_env={},
+            )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise JudgeInfrastructureError(
             f"cannot join the Ray cluster at {address}: {str(exc).rstrip('.')}; start it with "

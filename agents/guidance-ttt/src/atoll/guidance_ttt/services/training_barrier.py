@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from atoll.core.reef_runtime import RayRuntime
+from atoll.core.termination import sigterm_kept
 from atoll.guidance_ttt.services.cancel import Cancellation, RunCancelled
 
 SERVING_PHASE = "serving"
@@ -322,12 +323,13 @@ class RayActorHealth:
             ) from exc
         runtime = self.runtime
         if not ray.is_initialized():
-            ray.init(
-                address=runtime.address,
-                namespace=runtime.namespace,
-                ignore_reinit_error=True,
-                log_to_driver=False,
-            )
+            with sigterm_kept():  # Ray's own SIGTERM handler would outlive `ray.shutdown()`
+                ray.init(
+                    address=runtime.address,
+                    namespace=runtime.namespace,
+                    ignore_reinit_error=True,
+                    log_to_driver=False,
+                )
         handle = ray.get_actor(runtime.actor, namespace=runtime.namespace)
         health: object = ray.get(handle.health.remote(), timeout=self.timeout_s)
         if not isinstance(health, Mapping):
