@@ -38,6 +38,30 @@ def launchers_of(pid: int) -> list[int]:
     return found
 
 
+def reapers_of(pid: int) -> list[int]:
+    """The cgroup reaper (atoll.core.sandbox.reaper) watching `pid`, if it still runs."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"atoll.core.sandbox.reaper" in words and str(pid).encode() in words:
+            found.append(int(entry.name))
+    return found
+
+
+def group_members(groups: list[Path]) -> dict[str, str]:
+    """What each leftover group still holds (its cgroup.procs), or why it cannot be read."""
+    found = {}
+    for group in groups:
+        try:
+            found[str(group)] = (group / "cgroup.procs").read_text().strip()
+        except OSError as exc:
+            found[str(group)] = f"unreadable: {exc}"
+    return found
+
+
 def settled(pid: int, uid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while processes_of_uid(uid, zombies=True) or sandbox_cgroups_of(pid) or launchers_of(pid):
@@ -60,12 +84,16 @@ def test_a_killed_parent_leaves_no_sandboxed_process_and_no_cgroup(test_uid: int
         runner.kill()
         runner.wait(timeout=30)
         if not settled(runner.pid, test_uid):
+            # What a leak is made of, for telling a slow reclaim from a real leak: the
+            # leftover groups' members, and whether the runner's reaper still runs.
+            groups = sandbox_cgroups_of(runner.pid)
             leaks.append(
                 (
                     attempt,
                     processes_of_uid(test_uid, zombies=True),
-                    sandbox_cgroups_of(runner.pid),
+                    group_members(groups),
                     launchers_of(runner.pid),
+                    {"reapers": reapers_of(runner.pid)},
                 )
             )
             break
