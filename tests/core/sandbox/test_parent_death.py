@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.processes import processes_of_uid, sandbox_cgroups_of
+from support.processes import pids_mentioning, processes_of_uid, sandbox_cgroups_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -40,15 +40,7 @@ def launchers_of(pid: int) -> list[int]:
 
 def reapers_of(pid: int) -> list[int]:
     """The cgroup reaper (atoll.core.sandbox.reaper) watching `pid`, if it still runs."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            words = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"atoll.core.sandbox.reaper" in words and str(pid).encode() in words:
-            found.append(int(entry.name))
-    return found
+    return pids_mentioning(f"atoll.core.sandbox.reaper {pid} ")  # its argv: PID, then TAG
 
 
 def group_members(groups: list[Path]) -> dict[str, str]:
