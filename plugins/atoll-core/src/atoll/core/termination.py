@@ -103,10 +103,7 @@ def sigterm_kept() -> Iterator[None]:
     `sigterm_unwinds` relies on, for the rest of its life. Off the main
     thread, where Python cannot set handlers, nothing changes.
     """
-    try:
-        before = signal.getsignal(signal.SIGTERM)
-    except ValueError:  # pragma: no cover - getsignal works on any thread
-        before = None
+    before = signal.getsignal(signal.SIGTERM)  # None: a handler not set from Python
     try:
         yield
     finally:
