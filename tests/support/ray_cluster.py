@@ -55,6 +55,10 @@ NODE_ENV = {**DRIVER_ENV, "RAY_raylet_start_wait_time_s": "180"}
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 START_SECONDS = 240.0  # a node starting on two loaded cores has taken over 120 s
 GONE_SECONDS = 30.0
+#: Ports Ray keeps for components of its own unless told otherwise (`ray_constants`: GCS,
+#: dashboard, client server, dashboard agent). `ray start` refuses a node whose port a test
+#: chose at random, if that port is one of these: 52365 lies in the ephemeral range.
+RAY_FIXED_PORTS = frozenset({6379, 8265, 10001, 52365})
 _NODE_MAIN = Path(__file__).with_name("ray_node.py")
 
 # The ids and resources of the cluster's live nodes, as a driver sees them.
@@ -66,6 +70,13 @@ print("nodes:", json.dumps([
     for n in ray.nodes() if n["Alive"]
 ]))
 """
+
+
+def ray_free_port() -> int:
+    """A free loopback port that Ray does not keep for one of its own components."""
+    while (port := free_port()) in RAY_FIXED_PORTS:
+        pass
+    return port
 
 
 @dataclass
@@ -91,7 +102,7 @@ class LocalRayCluster:
     """A head and its worker nodes; `workers[i]` is the i-th worker started (killed ones stay)."""
 
     root: Path
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=ray_free_port)
     head: RayNode | None = None
     workers: list[RayNode] = field(default_factory=list)
     revived: int = 0
@@ -140,7 +151,7 @@ class LocalRayCluster:
         return len(self.workers) - 1
 
     def _start(self, args: list[str], resources: dict[str, float], name: str) -> RayNode:
-        manager_port = free_port()
+        manager_port = ray_free_port()
         log = self.root / f"{name}.log"
         command = [
             sys.executable,
