@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from atoll.core.sandbox import Limits, Mount, SandboxError, SandboxSpec, Status, get_backend
+from atoll.core.sandbox.bwrap_session import spare_groups
 from atoll.core.sandbox.conformance.audit import processes_of_uid
 from atoll.core.sandbox.session import SandboxSession
 from atoll.core.sizes import MiB
@@ -226,6 +227,24 @@ def test_runs_prepared_ahead_are_the_runs_a_fresh_box_would_be(
     after = session.run(sh("ls -A /tmp; ls /proc | grep -c '^[0-9]'"))
     assert after.stdout.split()[0] in (b"3", b"4", b"5"), after  # no file, no process left
     assert processes_of_uid(test_uid, zombies=True) == []
+
+
+def test_a_runs_cgroup_goes_once_its_pid_1_has_been_reaped(spec: SandboxSpec) -> None:
+    """A run is over for its caller once its program has been reaped; its cgroup (counters
+    read) is held, no leftover, until its pid 1 has been reaped too: as the next run starts,
+    or with the session."""
+    backend = get_backend("bwrap")
+    with backend.session(spec) as session:
+        assert session.run(["true"]).ok
+        after_first = spare_groups()
+        assert session.run(["true"]).ok
+        after_second = spare_groups()
+        first = after_first - after_second  # the first run's, removed as the second started
+        assert first and not any(os.path.exists(name) for name in first)
+        assert all(os.path.isdir(name) for name in after_second)
+        assert backend.leftovers() == []
+    assert not any(os.path.exists(name) for name in after_second)
+    assert backend.leftovers() == []
 
 
 def test_a_closed_session_leaves_none_of_the_runs_it_prepared(spec: SandboxSpec) -> None:

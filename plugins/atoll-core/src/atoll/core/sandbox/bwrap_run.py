@@ -43,8 +43,8 @@ _ALLOC_FAILURE = re.compile(
 )
 
 
-#: (stdin, stdout, stderr descriptors, the status pipe's write end) -> the started run.
-Spawn = Callable[[tuple[int, int, int], int], Child]
+#: (stdin, stdout, stderr descriptors, the status pipe's read and write ends) -> the started run.
+Spawn = Callable[[tuple[int, int, int], tuple[int, int]], Child]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ Starter = Callable[[RunCgroup | None, int], Start]
 #: The run's cgroup for its limits (None where cgroups cannot be used); removed after the run.
 GroupMaker = Callable[[Limits], RunCgroup | None]
 
+#: What becomes of the run's cgroup once the run is over (its counters read).
+GroupRelease = Callable[[RunCgroup], None]
+
 
 def run_in_box(
     spec: SandboxSpec,
@@ -73,13 +76,17 @@ def run_in_box(
     pipes: Pipes | None,
     starter: Starter,
     group_for: GroupMaker | None = None,
+    release: GroupRelease | None = None,
 ) -> SandboxResult:
     """Run what `starter` starts under `spec`'s limits; closes `pipes` whatever happens.
 
-    The run's cgroup is `group_for(limits)` (default: a new one, `run_cgroup`).
+    The run's cgroup is `group_for(limits)` (default: a new one, `run_cgroup`),
+    handed to `release` once the run is over (default: removed now).
     """
     try:
-        return _run_owning_pipes(spec, stdin, cancel, pipes, starter, group_for or run_cgroup)
+        return _run_owning_pipes(
+            spec, stdin, cancel, pipes, starter, group_for or run_cgroup, release or remove_group
+        )
     finally:
         if pipes is not None:  # ours since the call; closed at once after the start
             pipes.close()
@@ -105,6 +112,7 @@ def _run_owning_pipes(
     pipes: Pipes | None,
     starter: Starter,
     group_for: GroupMaker,
+    release: GroupRelease,
 ) -> SandboxResult:
     refuse_unrunnable(spec, stdin, pipes)
     limits = spec.limits
@@ -118,7 +126,7 @@ def _run_owning_pipes(
         start = starter(group, status_w)
         started = time.monotonic()
         try:
-            proc = _start(start, stdin_file, stdin, pipes, status_w)
+            proc = _start(start, stdin_file, stdin, pipes, (status_r, status_w))
         except OSError as exc:
             raise SandboxError(f"cannot start the sandbox: {exc}") from exc
         finally:
@@ -129,7 +137,8 @@ def _run_owning_pipes(
                 stdin_file = -1
         os.close(status_w)
         status_w = -1
-        outcome = _supervise(proc, started, stdin, status_r, limits, group, cancel)
+        outcome = _supervise(proc, started, stdin, limits, group, cancel)
+        status_text = proc.status_text
         peak = group.peak_memory() if group is not None else None
         cpu = group.cpu_seconds() if group is not None else None
         oom = group.oom_killed() if group is not None else False
@@ -142,11 +151,8 @@ def _run_owning_pipes(
         if stdin_file >= 0:
             os.close(stdin_file)
         if group is not None:
-            try:
-                group.remove()
-            except OSError as exc:
-                raise SandboxError(str(exc)) from exc
-    if child_pid(outcome.status_text) is None and outcome.killed_for is None:
+            release(group)
+    if child_pid(status_text) is None and outcome.killed_for is None:
         raise SandboxError(f"{start.failure}: " + outcome.stderr.decode(errors="replace").strip())
     ru = outcome.rusage
     if cpu is None:  # without cpuacct: what the box's processes reaped (a lower bound)
@@ -157,7 +163,11 @@ def _run_owning_pipes(
 
 
 def _start(
-    start: Start, stdin_file: int, stdin: bytes | None, pipes: Pipes | None, status_w: int
+    start: Start,
+    stdin_file: int,
+    stdin: bytes | None,
+    pipes: Pipes | None,
+    status: tuple[int, int],
 ) -> Child:
     """The run's process, started as `start` says, its stdin the file, bytes, pipe or nothing."""
     if start.spawn is None:
@@ -166,10 +176,10 @@ def _start(
             stdin=stdin_file if stdin_file >= 0 else _stdin_of(stdin, pipes),
             stdout=subprocess.PIPE if pipes is None else pipes.stdout_fd,
             stderr=subprocess.PIPE,
-            pass_fds=(status_w, *start.pass_fds),
+            pass_fds=(status[1], *start.pass_fds),
             env={"PATH": "/usr/bin:/bin"},
         )
-        return PopenChild(popen)
+        return PopenChild(popen, status[0])
     ours: list[int] = []  # the ends this process keeps, wrapped as the child's streams
     theirs: list[int] = []  # the ends the run takes, closed here once it has them
     try:
@@ -193,7 +203,7 @@ def _start(
         read_err, child_err = os.pipe()
         ours.append(read_err)
         theirs.append(child_err)
-        run = start.spawn((child_in, child_out, child_err), status_w)
+        run = start.spawn((child_in, child_out, child_err), status)
     except BaseException:
         for fd in ours:
             os.close(fd)
@@ -231,7 +241,6 @@ def _supervise(
     proc: Child,
     started: float,
     stdin: bytes | None,
-    status_r: int,
     limits: Limits,
     group: RunCgroup | None,
     cancel: CancelToken | None,
@@ -247,7 +256,6 @@ def _supervise(
         proc,
         started=started,
         stdin=stdin,
-        status_read_fd=status_r,
         wall_seconds=limits.wall_seconds,
         stdout_cap=limits.stdout_bytes,
         stderr_cap=limits.stderr_bytes,
@@ -267,6 +275,14 @@ def cgroup_limits(limits: Limits) -> tuple[int | None, int | None, float | None,
     """
     processes = None if limits.processes is None else limits.processes + SANDBOX_OWN_PROCESSES
     return limits.memory_bytes, processes, limits.cpus, limits.cpu_seconds is not None
+
+
+def remove_group(group: RunCgroup) -> None:
+    """Remove a run's cgroup (killing what is left in it); SandboxError if it cannot be."""
+    try:
+        group.remove()
+    except OSError as exc:
+        raise SandboxError(str(exc)) from exc
 
 
 def run_cgroup(limits: Limits) -> RunCgroup | None:

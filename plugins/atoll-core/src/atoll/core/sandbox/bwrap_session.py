@@ -14,7 +14,8 @@ the supervision, the counters and the Status are those of a run in a box of
 its own (`bwrap_run`), so limits and verdicts are the same either way.
 
 What a run leaves is gone before the next starts: its processes die with
-its pid namespace's pid 1 (and its cgroup is emptied and removed), its /tmp,
+its pid namespace's pid 1 (the next run starts once the server has reaped
+that; the run's cgroup, empty then, is removed as it starts), its /tmp,
 /proc and mounts with its mount namespace, its IPC objects with its IPC
 namespace. The box's own mounts are read-only to a run (and its root is
 left as it is by the launcher), so nothing written reaches the next run but
@@ -61,14 +62,15 @@ from atoll.core.sandbox.spec import (
 from atoll.core.sandbox.supervise import Child
 from atoll.core.sizes import MiB
 
-# The cgroup directories open sessions keep ready for their next run: not what a finished
-# run left behind (`BwrapBackend.leftovers`), though the reaper takes them like any other.
+# The cgroup directories open sessions hold: those kept ready for their next runs, and the
+# last run's, empty and removed once its pid 1 has been reaped. Not what a finished run left
+# behind (`BwrapBackend.leftovers`), though the reaper takes them like any other.
 _spares: set[str] = set()
 _spares_lock = threading.Lock()
 
 
 def spare_groups() -> set[str]:
-    """The cgroup directories open sessions of this process keep for their next runs."""
+    """The cgroup directories open sessions of this process hold (see `_spares`)."""
     with _spares_lock:
         return set(_spares)
 
@@ -206,6 +208,11 @@ class BwrapSession(SandboxSession):
     made and the server's process for it joins it and enters the box; `warm`
     prepares more at once, while the CPUs have time to spare. A run with the
     same kind of limits starts in the oldest, with its own limits set.
+
+    A run is over for its caller once its program has been reaped, while its
+    pid 1 may still be tearing its namespaces down: its cgroup (counters
+    read) is removed once that pid 1 is gone too, as the next run starts or
+    the session closes, off the run's path.
     """
 
     def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
@@ -217,6 +224,10 @@ class BwrapSession(SandboxSession):
         # its name; and the run in flight's, if it was one of them.
         self._prepared: collections.deque[RunCgroup] = collections.deque()
         self._claimed: RunCgroup | None = None
+        # The cgroups of runs over, to remove once their pid 1 has been reaped; and why one
+        # could not be (raised by `close`).
+        self._retired: list[RunCgroup] = []
+        self._removal_failure: OSError | None = None
         try:
             self._server = self._start_server()
         except BaseException:
@@ -241,8 +252,29 @@ class BwrapSession(SandboxSession):
     def _release(self) -> None:
         if self._server is not None:
             self._server.close()  # its prepared run ends with it
+        self._remove_retired()
         self._drop_prepared()
         self._box.close()
+        failure, self._removal_failure = self._removal_failure, None
+        if failure is not None:
+            raise SandboxError(str(failure)) from failure
+
+    def _retire(self, group: RunCgroup) -> None:
+        """Keep a finished run's cgroup until its pid 1 has been reaped (see the class)."""
+        self._retired.append(group)
+        _hold_spare(group, True)
+
+    def _remove_retired(self) -> None:
+        """Remove the finished runs' cgroups; one that cannot be is kept, and `close` says why."""
+        retired, self._retired = self._retired, []
+        for group in retired:
+            try:
+                group.remove()
+            except OSError as exc:
+                self._removal_failure = self._removal_failure or exc
+                self._retired.append(group)
+            else:
+                _hold_spare(group, False)
 
     def _drop_prepared(self) -> None:
         """Remove the prepared runs' cgroups (which kills their processes)."""
@@ -306,7 +338,7 @@ class BwrapSession(SandboxSession):
         cancel: CancelToken | None,
     ) -> SandboxResult:
         starter = self._starter(argv, spec, mounts)
-        return run_in_box(spec, stdin, cancel, pipes, starter, self._group_for)
+        return run_in_box(spec, stdin, cancel, pipes, starter, self._group_for, self._retire)
 
     def _starter(
         self, argv: Sequence[str], spec: SandboxSpec, mounts: tuple[Mount, ...]
@@ -339,8 +371,9 @@ class BwrapSession(SandboxSession):
         return start
 
     def _spawner(self, options: list[str], prepared: str | None, limits: Limits) -> Spawn:
-        def started(stdio: tuple[int, int, int], status_w: int) -> Child:
-            run = self._server_now().spawn(options, stdio, status_w, prepared)
+        def started(stdio: tuple[int, int, int], status: tuple[int, int]) -> Child:
+            run = self._server_now().spawn(options, stdio, status, prepared)
+            self._remove_retired()  # the run before's pid 1 is gone: `spawn` took its report
             self._prepare(limits, 1)  # the next run, while this one runs
             return run
 

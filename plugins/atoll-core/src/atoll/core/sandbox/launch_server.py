@@ -11,17 +11,23 @@ record.
 
 While a run runs, the server may fork the next run's process into that
 run's cgroups ahead (`prepare`), so that joining them is off the next run's
-path. A run's handle (`ServerRun`) is what `supervise` watches: a pidfd of the
-run's pid 1 (sent by the server), its stdout and stderr pipes, and a `wait`
-that reads the server's report once it has reaped the run.
+path. A run's handle (`ServerRun`) is what `supervise` watches: its stdout and
+stderr pipes, and the hang-up of its status pipe. The run's pid 1 writes the
+start of the program there, then, once it has reaped the program and no
+other process is left, how the program ended, and closes it: the run is
+over for the caller then, before its namespaces are torn down in the
+kernel, and without a word through the server. The server answers nothing either, but a report once it has reaped
+the run's pid 1, which the next spawn takes first (a run never overlaps the
+one before, which may hold sockets in the box's network). So a short run
+wakes the thread that waits for it once, when it has ended.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
-import signal
 import socket
 import subprocess
 import threading
@@ -29,6 +35,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from atoll.core.sandbox.spec import SandboxError
+from atoll.core.sandbox.supervise import written
 
 _REPLY = 256
 
@@ -55,37 +62,37 @@ class LaunchServer:
         self._sock = ours
         self._lock = threading.Lock()
         self.broken = False  # the protocol failed: the session starts another server
+        # Reports of runs already over for the caller (their pid 1 wrote how they ended),
+        # taken before the next run starts: by then its pid 1 is gone, and all it held.
+        self._owed = 0
 
     def spawn(
         self,
         options: list[str],
         stdio: tuple[int, int, int],
-        status_w: int,
+        status: tuple[int, int],
         prepared: str | None = None,
     ) -> ServerRun:
         """Start a run of `options` (the launcher's per-run options, `--`, the command).
 
+        `status`: the read and write ends of the run's status pipe.
         `prepared`: the token of the `prepare` whose process, in this run's
         cgroups, takes the run (should it have died, a new one joins them now).
         """
+        while self._owed:  # the run before has ended for good: its pid 1 has been reaped
+            self.report()
+            self._owed -= 1
         head = ("run",) if prepared is None else ("prepared", prepared)
         payload = b"\0".join(word.encode() for word in (*head, *options))
         with self._lock:
             try:
-                socket.send_fds(self._sock, [payload], [*stdio, status_w])
-                text, fds, _, _ = socket.recv_fds(self._sock, _REPLY, 1)
+                socket.send_fds(self._sock, [payload], [*stdio, status[1]])
             except OSError as exc:
                 self.broken = True
                 raise SandboxError(
                     f"the session's launcher is gone: {exc}; {self._gone()}"
                 ) from exc
-        words = text.decode().split()
-        if len(words) != 2 or words[0] != "pid" or len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            self.broken = True
-            raise SandboxError(f"the session's launcher did not start the run; {self._gone()}")
-        return ServerRun(self, int(words[1]), fds[0])
+        return ServerRun(self, status[0])
 
     def prepare(self, token: str, procs_files: Sequence[str], tmpfs_bytes: int | None) -> None:
         """Have a later run's process forked now, known by `token`: in these cgroups, in the box.
@@ -110,6 +117,15 @@ class LaunchServer:
             except OSError as exc:
                 self.broken = True
                 raise SandboxError(f"the session's launcher is gone: {exc}") from exc
+
+    def owe_report(self) -> None:
+        """The run in flight is over for its caller: its report is taken before the next starts."""
+        self._owed += 1
+
+    def kill(self) -> None:
+        """Have the run in flight killed (nothing if the server is gone: so is the run)."""
+        with self._lock, contextlib.suppress(OSError):
+            self._sock.send(b"kill")
 
     def report(self) -> tuple[int, resource.struct_rusage]:
         """The wait status and resource use of the run just reaped (blocks until it is)."""
@@ -146,19 +162,52 @@ class LaunchServer:
 
 
 class ServerRun:
-    """A run started by a `LaunchServer`, as `supervise` watches it (see `supervise.Child`)."""
+    """A run started by a `LaunchServer`, as `supervise` watches it (see `supervise.Child`).
 
-    def __init__(self, server: LaunchServer, pid: int, pidfd: int) -> None:
+    It is over when its status pipe hangs up: its pid 1 has closed it, having
+    reaped the program and found no other process left, and written how the
+    program ended; or its pid 1 has exited with processes left (which die with
+    it) or been killed, and then the server's report says how, once it has
+    reaped it.
+    """
+
+    #: Only the hang-up: the pipe is readable as soon as the program starts.
+    exit_events = 0
+
+    def __init__(self, server: LaunchServer, status_r: int) -> None:
         self.server = server
-        self.pid = pid
-        self.pidfd = pidfd
+        self._status_r = status_r
+        self.exit_fd = os.dup(status_r)
         self.stdin: IO[bytes] | None = None
         self.stdout: IO[bytes] | None = None
         self.stderr: IO[bytes] | None = None
+        self.status_text = b""
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        self.server.kill()
 
     def wait(self) -> tuple[int, resource.struct_rusage]:
-        return self.server.report()
+        self.status_text = written(self._status_r)
+        ended = _end_record(self.status_text)
+        if ended is not None:
+            self.server.owe_report()
+            return ended
+        ended = self.server.report()  # its pid 1 died: all it wrote is there now
+        self.status_text += written(self._status_r)
+        return ended
+
+
+def _end_record(status_text: bytes) -> tuple[int, resource.struct_rusage] | None:
+    """The wait status and resource use of the status record's last line (see `launcher.c`)."""
+    lines = status_text.splitlines()
+    if not lines or not lines[-1].startswith(b'{ "exit-code"'):
+        return None
+    try:
+        record = json.loads(lines[-1])
+        code, utime, stime, maxrss = (
+            int(record[key]) for key in ("exit-code", "utime-us", "stime-us", "maxrss-kb")
+        )
+    except (ValueError, KeyError):
+        return None
+    rusage = resource.struct_rusage((utime / 1e6, stime / 1e6, maxrss) + (0,) * 13)
+    return (code & 0xFF) << 8, rusage  # as a wait status: the pid 1 exiting with `code`

@@ -31,14 +31,25 @@
  * A run's exit status: the program's exit code, or 128 + N if a signal N
  * ended it (as bubblewrap reports it).
  *
+ * The status record: `{ "child-pid": N }` once the program has started, then,
+ * once pid 1 has reaped it, `{ "exit-code": C, "utime-us": U, "stime-us": S,
+ * "maxrss-kb": M }` (C as pid 1 then exits, the CPU time and peak size of
+ * every process it reaped), and pid 1 closes it, if no other process of the
+ * run is left. The caller takes that hang-up as the end of the run: pid 1's
+ * own exit, which tears the run's namespaces down, is not on the run's path.
+ * Without that last line (processes were left, which die with pid 1, or pid 1
+ * was killed), the server's report says how the run ended, once all is gone.
+ *
  * The server (`--serve FD --parent PID`, then the box's descriptors) reads
  * requests from the SOCK_SEQPACKET socket FD. Forking each run from it spares
  * every run an exec and the caller's own fork. A request is NUL-separated
  * words: "run", the per-run options and the command, with the run's stdin,
  * stdout, stderr and status descriptors attached (SCM_RIGHTS). It answers
- * "pid N" with a pidfd of the run's pid 1 attached, then "exit STATUS
- * UTIME_US STIME_US MAXRSS_KB" once it has reaped it, and exits when the
- * socket closes. "prepare" and the cgroup.procs files of the next run's
+ * nothing until it has reaped the run's pid 1, then "exit STATUS UTIME_US
+ * STIME_US MAXRSS_KB" (pid 1's wait status and resource use), which the
+ * caller takes before its next request: runs never overlap. "kill" (no
+ * descriptors) kills the run in flight, if any. It exits when the socket
+ * closes. "prepare" and the cgroup.procs files of the next run's
  * cgroups (no descriptors, no answer) forks that run's process ahead, while
  * the current run runs: it joins those cgroups at once (on cgroup v1 that
  * waits for an RCU grace period, which a run started later no longer waits
@@ -331,9 +342,43 @@ static int program(void *arg) {
 /* The program's stack while it shares pid 1's memory, up to its exec. */
 static char program_stack[128 * 1024] __attribute__((aligned(16)));
 
+/* The status record's last line: how the run ended (its exit code, as this process exits), for the
+   caller to read as soon as the program is reaped rather than once this process has exited
+   (which tears the run's namespaces down first). Its CPU and memory are those of every
+   process this one reaped. */
+static void write_end(int fd, int exit_code) {
+    struct rusage usage;
+    if (getrusage(RUSAGE_CHILDREN, &usage) < 0) die("read the run's resource use");
+    char record[160];
+    int n = snprintf(record, sizeof record,
+                     "{ \"exit-code\": %d, \"utime-us\": %lld, \"stime-us\": %lld, "
+                     "\"maxrss-kb\": %ld }\n",
+                     exit_code,
+                     (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
+                     (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec,
+                     usage.ru_maxrss);
+    if (write(fd, record, (size_t)n) != n) die("write the status");
+}
+
+/* Whether this pid 1 is the last process of its namespace, having reaped whatever else has
+   ended: every process of the namespace descends from it, and one whose parent died is
+   given to it, so none is left if it has no child. */
+static int alone(void) {
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        if (pid < 0 && errno == ECHILD) return 1;
+        if (pid == 0 || (pid < 0 && errno != EINTR)) return 0;
+    }
+}
+
 /* The run's pid 1, in the box with its mounts made: starts the program, writes the status
    record once the program has started, and ends with the program (the kernel then kills
-   whatever the program left in the namespace). */
+   whatever the program left in the namespace). Once the program has started it keeps none of
+   the run's output, so that the caller sees the end of it when the program's processes are
+   gone; and once the program has been reaped and no other process is left, it writes how the
+   program ended into the status record, then closes it: that hang-up is the caller's sign
+   that the run is over. With processes left, it exits at once: they die with it, and the
+   caller learns how the run ended from the server once it is reaped. */
 static void launch(struct options *o) {
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
@@ -354,12 +399,25 @@ static void launch(struct options *o) {
         char record[64];
         int n = snprintf(record, sizeof record, "{ \"child-pid\": %d }\n", (int)o->host_pid);
         if (write(o->status_fd, record, (size_t)n) != n) die("write the status");
+        /* A failure from here on is the exit code. Its stdin stays open here until the run
+           has ended for good, as bubblewrap's pid 1 keeps it: a program at the other end of
+           a pipe may still write to it (a broken pipe for a program gone only then). */
+        close(1);
+        close(2);
+    } else {
+        close(o->status_fd);
     }
-    close(o->status_fd);
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, 0);
-        if (pid == child) _exit(got == 1 ? status_of(status) : 125);
+        if (pid == child) {
+            if (got != 1) _exit(125);
+            if (alone()) {
+                write_end(o->status_fd, status_of(status));
+                close(o->status_fd);
+            }
+            _exit(status_of(status));
+        }
         if (pid < 0 && errno != EINTR) die("wait for the program");
     }
 }
@@ -391,25 +449,8 @@ struct prepared {
     unsigned long long tmpfs_bytes;
 };
 
-static void reply(int sock, const char *text, int fd) {
-    struct iovec iov = {(void *)text, strlen(text)};
-    union {
-        char space[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    struct msghdr msg = {0};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (fd >= 0) {
-        msg.msg_control = control.space;
-        msg.msg_controllen = sizeof control.space;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    }
-    if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) die("answer the session");
+static void reply(int sock, const char *text) {
+    if (send(sock, text, strlen(text), MSG_NOSIGNAL) < 0) die("answer the session");
 }
 
 /* One message: its text (NUL-terminated words) and its descriptors; 0 at EOF. */
@@ -639,7 +680,7 @@ static void report(int sock, struct child *run) {
     snprintf(line, sizeof line, "exit %d %lld %lld %ld", status,
              (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
              (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss);
-    reply(sock, line, -1);
+    reply(sock, line);
 }
 
 /* The runs prepared ahead, oldest first. */
@@ -685,6 +726,10 @@ static void handle(struct server *srv, struct child *run, struct waiting *w, cha
         prepare(srv, w, words, rest);
         return;
     }
+    if (strcmp(text, "kill") == 0 && n_fds == 0) { /* the run ends; its report follows */
+        if (run->pid > 0) kill(run->pid, SIGKILL);
+        return;
+    }
     int prepared = strcmp(text, "prepared") == 0;
     if (n_fds != 4 || run->pid > 0 || (!prepared && strcmp(text, "run") != 0) ||
         (prepared && rest <= 0)) {
@@ -721,9 +766,6 @@ static void handle(struct server *srv, struct child *run, struct waiting *w, cha
         }
     }
     for (int i = 0; i < 4; i++) close(fds[i]);
-    char line[32];
-    snprintf(line, sizeof line, "pid %d", (int)run->pid);
-    reply(srv->sock, line, run->pidfd);
 }
 
 static void serve(int argc, char **argv) {

@@ -1,19 +1,21 @@
 """Watch one sandboxed process: feed stdin, cap output, enforce the clocks.
 
-Everything happens in the calling thread with one selector, so many runs can
+Everything happens in the calling thread with one poll set, so many runs can
 proceed in parallel from a thread pool without extra threads per run. The
-process's exit is observed through a pidfd, so a program that closes its
-output and keeps running is still caught by the wall clock. The process is a
-`Child`: one this process started (`PopenChild`), or one a session's launcher
-server forked for it (`launch_server.ServerRun`).
+run's end is observed through a descriptor of its own (a pidfd, or the
+hang-up of a status pipe), not through its output, so a program that closes
+its output and keeps running is still caught by the wall clock. The process
+is a `Child`: one this process started (`PopenChild`), or one a session's
+launcher server forked for it (`launch_server.ServerRun`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import resource
-import selectors
+import select
 import signal
 import subprocess
 import time
@@ -30,12 +32,14 @@ _CHUNK = 64 * KiB
 
 
 class Child(Protocol):
-    """A started process as `supervise` watches it: its pidfd and pipes, a kill, a wait."""
+    """A started process as `supervise` watches it: its end, its pipes, a kill, a wait."""
 
-    pidfd: int  # readable once the process has exited; `supervise` closes it
+    exit_fd: int  # polled for `exit_events` (or a hang-up): the run is over; `supervise` closes it
+    exit_events: int
     stdin: IO[bytes] | None  # where stdin bytes are written, if any
     stdout: IO[bytes] | None  # None: joined to a descriptor of the caller's
     stderr: IO[bytes] | None
+    status_text: bytes  # the box's status records, once `wait` has returned
 
     def kill(self) -> None:
         """SIGKILL the process (nothing if it is gone)."""
@@ -45,12 +49,16 @@ class Child(Protocol):
 
 
 class PopenChild:
-    """A `subprocess.Popen` child as a `Child`."""
+    """A `subprocess.Popen` child as a `Child`; `status_r`: the box's status pipe."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    exit_events = select.POLLIN  # a pidfd turns readable when its process exits
+
+    def __init__(self, proc: subprocess.Popen[bytes], status_r: int) -> None:
         self.proc = proc
-        self.pidfd = os.pidfd_open(proc.pid)
+        self.exit_fd = os.pidfd_open(proc.pid)
         self.stdin, self.stdout, self.stderr = proc.stdin, proc.stdout, proc.stderr
+        self._status_r = status_r
+        self.status_text = b""
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -59,7 +67,18 @@ class PopenChild:
     def wait(self) -> tuple[int, resource.struct_rusage]:
         _, wait_status, rusage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(wait_status)
+        self.status_text = written(self._status_r)
         return wait_status, rusage
+
+
+def written(fd: int) -> bytes:
+    """What is in the pipe `fd` now, without waiting for more (its writer may live on)."""
+    os.set_blocking(fd, False)
+    chunks = []
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 @dataclass
@@ -72,7 +91,6 @@ class Outcome:
     stdout_truncated: bool
     stderr_truncated: bool
     killed_for: str | None
-    status_text: bytes
 
 
 def supervise(
@@ -80,7 +98,6 @@ def supervise(
     *,
     started: float,
     stdin: bytes | None,
-    status_read_fd: int | None,
     wall_seconds: float | None,
     stdout_cap: int,
     stderr_cap: int,
@@ -97,7 +114,7 @@ def supervise(
     a short run would spend more on reading its counters than on running.
     """
     watch = _Watch(proc, kill, stdin, stdout_cap, stderr_cap)
-    watch.register(status_read_fd, cancel)
+    watch.register(cancel)
     deadline = None if wall_seconds is None else started + wall_seconds
     next_cpu_poll = started + cpu_poll_seconds
     try:
@@ -109,7 +126,7 @@ def supervise(
                 and not watch.exited
             )
             cpu_wait = max(next_cpu_poll - time.monotonic(), 0.0) if polls_cpu else None
-            events = watch.sel.select(_select_timeout(deadline, cpu_wait, watch.exited))
+            events = watch.poll(_select_timeout(deadline, cpu_wait, watch.exited))
             if not events:
                 if (
                     deadline is not None
@@ -121,8 +138,8 @@ def supervise(
                     continue
                 if watch.exited and not polls_cpu:
                     break  # something still holds the pipes open; the run is over
-            for key, _ in events:
-                watch.handle(key)
+            for fd, _ in events:
+                watch.handle(fd)
             if polls_cpu and cpu_used is not None and time.monotonic() >= next_cpu_poll:
                 next_cpu_poll = time.monotonic() + cpu_poll_seconds
                 used = cpu_used()
@@ -144,11 +161,10 @@ def _select_timeout(deadline: float | None, cpu_wait: float | None, draining: bo
 
 
 class _Watch:
-    """One supervised run's selector and what it saw: output, status, stdin left, why it was stopped.
+    """One supervised run's poll set and what it saw: output, stdin left, why it was stopped.
 
-    The selector's keys name what each descriptor is ("stdout", "stderr",
-    "status", "stdin", "exit" for the pidfd, "cancel"), so that one event is
-    handled by one method.
+    `names` says what each descriptor is ("stdout", "stderr", "stdin", "exit"
+    for the run's end, "cancel"), so that one event is handled by one method.
     """
 
     def __init__(
@@ -163,34 +179,43 @@ class _Watch:
         self.kill = kill
         # poll(2) rather than epoll: a run watches a handful of descriptors for a moment, and
         # epoll would add a system call to make its set and one per change to it.
-        self.sel = selectors.PollSelector()
-        self.pidfd = proc.pidfd
+        self._poll = select.poll()
+        self.names: dict[int, str] = {}
+        self.exit_fd = proc.exit_fd
         self.outs = {"stdout": Capture(stdout_cap), "stderr": Capture(stderr_cap)}
-        self.status = bytearray()
         self.pending_in = memoryview(stdin or b"")
-        self.open_streams = 0  # captured streams and the status pipe not yet at end-of-file
+        self.open_streams = 0  # captured streams not yet at end-of-file
         self.killed_for: str | None = None
         self.exited = False
 
-    def register(self, status_read_fd: int | None, cancel: CancelToken | None) -> None:
-        """Watch the output pipes, the exit, the status pipe, the cancel token, and stdin."""
-        proc, sel = self.proc, self.sel
+    def register(self, cancel: CancelToken | None) -> None:
+        """Watch the output pipes, the exit, the cancel token, and stdin."""
+        proc = self.proc
         for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             if stream is not None:  # None: joined to a pipe of the caller's, not captured
-                sel.register(stream.fileno(), selectors.EVENT_READ, name)
+                self._watch(stream.fileno(), select.POLLIN, name)
                 self.open_streams += 1
-        sel.register(self.pidfd, selectors.EVENT_READ, "exit")
-        if status_read_fd is not None:
-            sel.register(status_read_fd, selectors.EVENT_READ, "status")
-            self.open_streams += 1
+        self._watch(self.exit_fd, proc.exit_events, "exit")
         if cancel is not None:
-            sel.register(cancel.fileno(), selectors.EVENT_READ, "cancel")
+            self._watch(cancel.fileno(), select.POLLIN, "cancel")
         if proc.stdin is not None:
             os.set_blocking(proc.stdin.fileno(), False)
             if self.pending_in:
-                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+                self._watch(proc.stdin.fileno(), select.POLLOUT, "stdin")
             else:
                 proc.stdin.close()
+
+    def _watch(self, fd: int, events: int, name: str) -> None:
+        self._poll.register(fd, events)
+        self.names[fd] = name
+
+    def _unwatch(self, fd: int) -> None:
+        self._poll.unregister(fd)
+        del self.names[fd]
+
+    def poll(self, timeout: float | None) -> list[tuple[int, int]]:
+        """The descriptors with events, waiting up to `timeout` seconds (None: for ever)."""
+        return self._poll.poll(None if timeout is None else max(0, math.ceil(timeout * 1000)))
 
     def stop(self, reason: str) -> None:
         """Kill the process; the first reason given is the one reported."""
@@ -198,18 +223,18 @@ class _Watch:
             self.killed_for = reason
         self.kill()
 
-    def handle(self, key: selectors.SelectorKey) -> None:
-        what = key.data
+    def handle(self, fd: int) -> None:
+        what = self.names.get(fd)
         if what == "cancel":
-            self.sel.unregister(key.fd)
+            self._unwatch(fd)
             self.stop(Why.CANCELLED)
         elif what == "exit":
             self.exited = True
-            self.sel.unregister(self.pidfd)
+            self._unwatch(fd)
         elif what == "stdin":
-            self._write_stdin(key.fd)
-        else:
-            self._read(key.fd, what)
+            self._write_stdin(fd)
+        elif what is not None:
+            self._read(fd, what)
 
     def _write_stdin(self, fd: int) -> None:
         """Write the next chunk of stdin; close it once all is written or the reader is gone."""
@@ -221,19 +246,17 @@ class _Watch:
         except BrokenPipeError:
             self.pending_in = memoryview(b"")
         if not self.pending_in:
-            self.sel.unregister(fd)
+            self._unwatch(fd)
             assert self.proc.stdin is not None
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
 
     def _read(self, fd: int, what: str) -> None:
-        """Take one chunk of output or status; stop the process when its output is over the cap."""
+        """Take one chunk of output; stop the process when its output is over the cap."""
         chunk = os.read(fd, _CHUNK)
         if not chunk:
-            self.sel.unregister(fd)
+            self._unwatch(fd)
             self.open_streams -= 1
-        elif what == "status":
-            self.status += chunk
         elif not self.outs[what].add(chunk):
             self.stop(Why.OUTPUT)
 
@@ -241,8 +264,7 @@ class _Watch:
         """Kill the process if it still runs, wait for it, close everything; its wait status."""
         if not self.exited:
             self.kill()
-        self.sel.close()
-        os.close(self.pidfd)
+        os.close(self.exit_fd)
         try:
             wait_status, rusage = self.proc.wait()
         finally:
@@ -264,5 +286,4 @@ class _Watch:
             stdout_truncated=self.outs["stdout"].truncated,
             stderr_truncated=self.outs["stderr"].truncated,
             killed_for=self.killed_for,
-            status_text=bytes(self.status),
         )
