@@ -18,7 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from atoll.core.sandbox import Limits, Mount, SandboxError, SandboxSpec, Status, get_backend
+from atoll.core.sandbox import (
+    Limits,
+    Mount,
+    SandboxError,
+    SandboxSpec,
+    Status,
+    cgroupfs,
+    get_backend,
+)
 from atoll.core.sandbox.bwrap_session import spare_groups
 from atoll.core.sandbox.conformance.audit import processes_of_uid
 from atoll.core.sandbox.session import SandboxSession
@@ -245,6 +253,25 @@ def test_a_runs_cgroup_goes_once_its_pid_1_has_been_reaped(spec: SandboxSpec) ->
         assert backend.leftovers() == []
     assert not any(os.path.exists(name) for name in after_second)
     assert backend.leftovers() == []
+
+
+@pytest.mark.skipif(cgroupfs.unified(), reason="cgroup v2 keeps every controller in one directory")
+def test_a_session_reuses_its_runs_pids_and_cpu_cgroups_with_counters_reset(
+    spec: SandboxSpec,
+) -> None:
+    """On cgroup v1 a finished run's pids and CPU directories serve a later run (its memory
+    directory never does); that run counts its own processes and CPU time from zero."""
+    limits = dataclasses.replace(LIMITS, cpu_seconds=5, processes=8)
+    with get_backend("bwrap").session(spec) as session:
+        burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+        spin = session.run(["python3", "-c", burn], limits)
+        assert spin.ok and spin.cpu_seconds >= 0.4, spin
+        held = spare_groups()
+        for _ in range(3):
+            quick = session.run(sh("for i in 1 2 3 4 5; do true & done; wait"), limits)
+            assert quick.ok and quick.cpu_seconds < 0.3, quick
+        kept = held & spare_groups()
+        assert kept and not any("/memory/" in name for name in kept), (held, spare_groups())
 
 
 def test_a_closed_session_leaves_none_of_the_runs_it_prepared(spec: SandboxSpec) -> None:

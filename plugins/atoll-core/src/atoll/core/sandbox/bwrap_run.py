@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from atoll.core.sandbox.cancel import CancelToken
-from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.cgroups import CgroupPool, RunCgroup
 from atoll.core.sandbox.classify import classify, split_exit_code
 from atoll.core.sandbox.rlimits import SANDBOX_OWN_PROCESSES
 from atoll.core.sandbox.seekable_stdin import sealed_memfd
@@ -285,11 +285,14 @@ def remove_group(group: RunCgroup) -> None:
         raise SandboxError(str(exc)) from exc
 
 
-def run_cgroup(limits: Limits) -> RunCgroup | None:
-    """A new cgroup for a run with `limits` (None where cgroups cannot be used)."""
+def run_cgroup(limits: Limits, pool: CgroupPool | None = None) -> RunCgroup | None:
+    """A new cgroup for a run with `limits` (None where cgroups cannot be used).
+
+    `pool`: a session's directories of finished runs, taken first (see `CgroupPool`).
+    """
     memory, processes, cpus, account_cpu = cgroup_limits(limits)
     try:
-        return RunCgroup.create(memory, processes, cpus, account_cpu=account_cpu)
+        return RunCgroup.create(memory, processes, cpus, account_cpu=account_cpu, pool=pool)
     except OSError as exc:
         raise SandboxError(f"cannot create the run's cgroup: {exc}") from exc
 

@@ -45,7 +45,7 @@ from atoll.core.sandbox.bwrap_run import (
     run_in_box,
 )
 from atoll.core.sandbox.cancel import CancelToken
-from atoll.core.sandbox.cgroups import RunCgroup
+from atoll.core.sandbox.cgroups import CgroupPool, RunCgroup
 from atoll.core.sandbox.launch_server import LaunchServer
 from atoll.core.sandbox.launcher import launcher_path
 from atoll.core.sandbox.rlimits import run_rlimits
@@ -62,8 +62,8 @@ from atoll.core.sandbox.spec import (
 from atoll.core.sandbox.supervise import Child
 from atoll.core.sizes import MiB
 
-# The cgroup directories open sessions hold: those kept ready for their next runs, and the
-# last run's, empty and removed once its pid 1 has been reaped. Not what a finished run left
+# The cgroup directories open sessions hold: those kept ready for their next runs, the last
+# run's, empty and removed (or kept for the next runs) once its pid 1 has been reaped. Not what a finished run left
 # behind (`BwrapBackend.leftovers`), though the reaper takes them like any other.
 _spares: set[str] = set()
 _spares_lock = threading.Lock()
@@ -76,13 +76,16 @@ def spare_groups() -> set[str]:
 
 
 def _hold_spare(group: RunCgroup | None, held: bool) -> None:
-    if group is None:
-        return
+    if group is not None:
+        _hold_dirs(group.dir_names, held)
+
+
+def _hold_dirs(dir_names: Sequence[str], held: bool) -> None:
     with _spares_lock:
         if held:
-            _spares.update(group.dir_names)
+            _spares.update(dir_names)
         else:
-            _spares.difference_update(group.dir_names)
+            _spares.difference_update(dir_names)
 
 
 # The namespaces a run enters (the rest it gets fresh), by their /proc/<pid>/ns names.
@@ -228,6 +231,8 @@ class BwrapSession(SandboxSession):
         # could not be (raised by `close`).
         self._retired: list[RunCgroup] = []
         self._removal_failure: OSError | None = None
+        # Their pids and CPU directories, kept for the next runs (see `CgroupPool`).
+        self._pool = CgroupPool()
         try:
             self._server = self._start_server()
         except BaseException:
@@ -255,6 +260,13 @@ class BwrapSession(SandboxSession):
         self._remove_retired()
         self._drop_prepared()
         self._box.close()
+        spare = self._pool.held
+        try:
+            self._pool.clear()
+        except OSError as exc:
+            self._removal_failure = self._removal_failure or exc
+        finally:
+            _hold_dirs(spare, False)
         failure, self._removal_failure = self._removal_failure, None
         if failure is not None:
             raise SandboxError(str(failure)) from failure
@@ -265,16 +277,17 @@ class BwrapSession(SandboxSession):
         _hold_spare(group, True)
 
     def _remove_retired(self) -> None:
-        """Remove the finished runs' cgroups; one that cannot be is kept, and `close` says why."""
+        """Recycle or remove the finished runs' cgroups; one that cannot be is kept, and
+        `close` says why."""
         retired, self._retired = self._retired, []
         for group in retired:
             try:
-                group.remove()
+                kept = self._pool.recycle(group)
             except OSError as exc:
                 self._removal_failure = self._removal_failure or exc
                 self._retired.append(group)
             else:
-                _hold_spare(group, False)
+                _hold_dirs([d for d in group.dir_names if d not in kept], False)
 
     def _drop_prepared(self) -> None:
         """Remove the prepared runs' cgroups (which kills their processes)."""
@@ -305,7 +318,7 @@ class BwrapSession(SandboxSession):
             self._claimed = prepared
             return prepared
         self._drop_prepared()
-        return run_cgroup(limits)
+        return run_cgroup(limits, self._pool)
 
     def _warm(self, limits: Limits, runs: int) -> None:
         self._prepare(limits, min(runs, MAX_PREPARED))
@@ -317,7 +330,7 @@ class BwrapSession(SandboxSession):
         """
         try:
             while len(self._prepared) < runs:
-                group = run_cgroup(limits)
+                group = run_cgroup(limits, self._pool)
                 if group is None:
                     return
                 self._prepared.append(group)

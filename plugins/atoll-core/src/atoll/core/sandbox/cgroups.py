@@ -175,10 +175,10 @@ class RunCgroup:
     once (pathlib would build and format them again at every use).
     """
 
-    def __init__(self, lay: _Layout, dir_names: list[str]) -> None:
+    def __init__(self, lay: _Layout, dir_names: list[str], name: str) -> None:
         self._layout = lay
         self.dir_names = tuple(dir_names)
-        self.name = os.path.basename(dir_names[0])  # the same in every hierarchy
+        self.name = name  # this run's own, whatever directories it was given (`CgroupPool`)
         self.procs_names = tuple(f"{d}/cgroup.procs" for d in self.dir_names)
         by_parent = {os.path.dirname(d): d for d in self.dir_names}
 
@@ -199,8 +199,12 @@ class RunCgroup:
         processes: int | None,
         cpus: float | None = None,
         account_cpu: bool = False,
+        pool: CgroupPool | None = None,
     ) -> RunCgroup | None:
-        """Make the groups for one run with these limits; None if cgroups are unusable."""
+        """Make the groups for one run with these limits; None if cgroups are unusable.
+
+        `pool`: directories of finished runs to take before making new ones (see `CgroupPool`).
+        """
         if os.environ.get(DISABLE_VARIABLE, "").lower() == "off":
             return None  # forced rlimit-only mode (also how the fallback is tested)
         lay = layout()
@@ -221,11 +225,17 @@ class RunCgroup:
             return None
         # Strings, not paths: `parent / name` is parsed again by every str() (a tenth of a
         # fast case's Python, measured), and the parents' own strings are cached.
-        dirs = [f"{p}/{name}" for p in sorted(parents)]
+        taken = {str(p): pool.take(str(p)) if pool is not None else None for p in parents}
+        dirs = [taken[str(p)] or f"{p}/{name}" for p in sorted(parents)]
         _ensure_exit_hook()
-        group = cls(lay, dirs)
-        for d in group.dir_names:
-            os.mkdir(d)
+        group = cls(lay, dirs, name)
+        try:
+            for d in group.dir_names:
+                if d not in taken.values():
+                    os.mkdir(d)
+        except OSError:
+            group.remove()
+            raise
         try:
             group._limit(memory_bytes, processes, cpus)
         except OSError:
@@ -372,3 +382,65 @@ class RunCgroup:
             busy="cgroups still busy after killing their processes",
             each_pass=self.kill_all,
         )
+
+
+class CgroupPool:
+    """The empty pids and CPU directories of a session's finished runs, for its next runs.
+
+    Making and removing a cgroup directory costs the kernel more than a short
+    run's own start (each is a new kernel object, set up and torn down under
+    the cgroup lock); a judge's session does it per case. On cgroup v1 a run's
+    pids, cpu and cpuacct directories, once no process is left in them, can
+    serve the next run as new ones would: the process count is back to zero,
+    the limits are set again per run and the CPU counter is reset. Memory
+    directories are always new: their usage keeps charges (page cache, per-CPU
+    reserves) that would show in the next run's peak.
+    """
+
+    def __init__(self) -> None:
+        self._free: dict[str, list[str]] = {}  # parent directory -> its spare directories
+
+    @property
+    def held(self) -> list[str]:
+        return [d for dirs in self._free.values() for d in dirs]
+
+    def take(self, parent: str) -> str | None:
+        """A spare directory of `parent` (a pids, cpu or cpuacct hierarchy's), or None."""
+        spare = self._free.get(parent)
+        return spare.pop() if spare else None
+
+    def recycle(self, group: RunCgroup) -> list[str]:
+        """Keep `group`'s reusable directories (its processes gone), remove the rest.
+
+        Returns the directories kept. OSError (from removing what cannot be
+        kept) as `RunCgroup.remove` raises it.
+        """
+        kept = []
+        if group._layout.version == 1:
+            for d in (group.pids, group.quota, group.cpu):
+                if d is not None and d not in kept and _reset(d, d == group.cpu):
+                    kept.append(d)
+        rest = RunCgroup(group._layout, [d for d in group.dir_names if d not in kept], group.name)
+        rest.remove()
+        for d in kept:
+            self._free.setdefault(os.path.dirname(d), []).append(d)
+        return kept
+
+    def clear(self) -> None:
+        """Remove every spare directory; OSError names those that could not be."""
+        spare = [Path(d) for d in self.held]
+        self._free = {}
+        if spare:
+            _kill_and_remove(spare, timeout=5.0)
+
+
+def _reset(directory: str, cpu_accounting: bool) -> bool:
+    """Whether `directory` holds no process, its CPU counter (if any) reset to zero."""
+    try:
+        if cgroupfs.read(f"{directory}/cgroup.procs").strip():
+            return False
+        if cpu_accounting:
+            _write(f"{directory}/cpuacct.usage", 0)
+    except OSError:
+        return False
+    return True
