@@ -415,10 +415,13 @@ class CgroupPool:
         Returns the directories kept. OSError (from removing what cannot be
         kept) as `RunCgroup.remove` raises it.
         """
-        kept = []
+        kept: list[str] = []
         if group._layout.version == 1:
             for d in (group.pids, group.quota, group.cpu):
-                if d is not None and d not in kept and _reset(d, d == group.cpu):
+                # A hierarchy mounted with memory's (its directory the memory one) is not kept.
+                if d is None or d == group.memory or d in kept:
+                    continue
+                if _reset(d, d == group.cpu):
                     kept.append(d)
         rest = RunCgroup(group._layout, [d for d in group.dir_names if d not in kept], group.name)
         rest.remove()
