@@ -43,7 +43,7 @@ _ALLOC_FAILURE = re.compile(
 )
 
 
-#: (stdin, stdout, stderr descriptors, the status pipe's read and write ends) -> the started run.
+#: (stdin, stdout, stderr, the status pipe's read and write ends) -> the started run.
 Spawn = Callable[[tuple[int, int, int], tuple[int, int]], Child]
 
 

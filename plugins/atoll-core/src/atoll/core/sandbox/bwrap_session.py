@@ -62,9 +62,10 @@ from atoll.core.sandbox.spec import (
 from atoll.core.sandbox.supervise import Child
 from atoll.core.sizes import MiB
 
-# The cgroup directories open sessions hold: those kept ready for their next runs, the last
-# run's, empty and removed (or kept for the next runs) once its pid 1 has been reaped. Not what a finished run left
-# behind (`BwrapBackend.leftovers`), though the reaper takes them like any other.
+# The cgroup directories open sessions hold: those kept ready for their next runs, and the
+# last run's, emptied and removed (or kept for the next runs) once its pid 1 has been
+# reaped. Not what a finished run left behind (`BwrapBackend.leftovers`), though the reaper
+# takes them like any other.
 _spares: set[str] = set()
 _spares_lock = threading.Lock()
 

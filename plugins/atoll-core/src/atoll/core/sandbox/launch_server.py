@@ -16,10 +16,11 @@ stderr pipes, and the hang-up of its status pipe. The run's pid 1 writes the
 start of the program there, then, once it has reaped the program and no
 other process is left, how the program ended, and closes it: the run is
 over for the caller then, before its namespaces are torn down in the
-kernel, and without a word through the server. The server answers nothing either, but a report once it has reaped
-the run's pid 1, which the next spawn takes first (a run never overlaps the
-one before, which may hold sockets in the box's network). So a short run
-wakes the thread that waits for it once, when it has ended.
+kernel, and without a word through the server. The server answers nothing
+but a report once it has reaped the run's pid 1, which the next spawn takes
+first (a run never overlaps the one before, which may hold sockets in the
+box's network). So a short run wakes the thread that waits for it once,
+when it has ended.
 """
 
 from __future__ import annotations
@@ -139,8 +140,7 @@ class LaunchServer:
             self.broken = True
             raise SandboxError(f"the session's launcher did not report the run; {self._gone()}")
         status, utime, stime, maxrss = (int(word) for word in words[1:])
-        rusage = resource.struct_rusage((utime / 1e6, stime / 1e6, maxrss) + (0,) * 13)
-        return status, rusage
+        return status, _rusage(utime, stime, maxrss)
 
     def close(self) -> None:
         """End the server (closing its socket ends it), and wait for it."""
@@ -209,5 +209,9 @@ def _end_record(status_text: bytes) -> tuple[int, resource.struct_rusage] | None
         )
     except (ValueError, KeyError):
         return None
-    rusage = resource.struct_rusage((utime / 1e6, stime / 1e6, maxrss) + (0,) * 13)
-    return (code & 0xFF) << 8, rusage  # as a wait status: the pid 1 exiting with `code`
+    return (code & 0xFF) << 8, _rusage(utime, stime, maxrss)  # as pid 1 exiting with `code`
+
+
+def _rusage(utime_us: int, stime_us: int, maxrss_kb: int) -> resource.struct_rusage:
+    """The resource use the launcher reports (microseconds, KiB), as `os.wait4` gives it."""
+    return resource.struct_rusage((utime_us / 1e6, stime_us / 1e6, maxrss_kb) + (0,) * 13)

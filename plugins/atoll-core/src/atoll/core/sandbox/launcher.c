@@ -342,10 +342,14 @@ static int program(void *arg) {
 /* The program's stack while it shares pid 1's memory, up to its exec. */
 static char program_stack[128 * 1024] __attribute__((aligned(16)));
 
-/* The status record's last line: how the run ended (its exit code, as this process exits), for the
-   caller to read as soon as the program is reaped rather than once this process has exited
-   (which tears the run's namespaces down first). Its CPU and memory are those of every
-   process this one reaped. */
+static long long microseconds(struct timeval t) {
+    return (long long)t.tv_sec * 1000000 + t.tv_usec;
+}
+
+/* The status record's last line: how the run ended (its exit code, as this process exits),
+   for the caller to read as soon as the program is reaped rather than once this process has
+   exited (which tears the run's namespaces down first). Its CPU and memory are those of
+   every process this one reaped. */
 static void write_end(int fd, int exit_code) {
     struct rusage usage;
     if (getrusage(RUSAGE_CHILDREN, &usage) < 0) die("read the run's resource use");
@@ -353,9 +357,7 @@ static void write_end(int fd, int exit_code) {
     int n = snprintf(record, sizeof record,
                      "{ \"exit-code\": %d, \"utime-us\": %lld, \"stime-us\": %lld, "
                      "\"maxrss-kb\": %ld }\n",
-                     exit_code,
-                     (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
-                     (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec,
+                     exit_code, microseconds(usage.ru_utime), microseconds(usage.ru_stime),
                      usage.ru_maxrss);
     if (write(fd, record, (size_t)n) != n) die("write the status");
 }
@@ -677,9 +679,8 @@ static void report(int sock, struct child *run) {
     if (run->sock >= 0) close(run->sock);
     run->pid = 0;
     char line[96];
-    snprintf(line, sizeof line, "exit %d %lld %lld %ld", status,
-             (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
-             (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss);
+    snprintf(line, sizeof line, "exit %d %lld %lld %ld", status, microseconds(usage.ru_utime),
+             microseconds(usage.ru_stime), usage.ru_maxrss);
     reply(sock, line);
 }
 
