@@ -28,7 +28,7 @@ from atoll.core.sandbox import (
     cgroupfs,
     get_backend,
 )
-from atoll.core.sandbox.bwrap_session import spare_groups
+from atoll.core.sandbox.bwrap_session import MAX_RETIRED, spare_groups
 from atoll.core.sandbox.conformance.audit import processes_of_uid
 from atoll.core.sandbox.session import SandboxSession
 from atoll.core.sizes import MiB
@@ -240,20 +240,41 @@ def test_runs_prepared_ahead_are_the_runs_a_fresh_box_would_be(
 
 def test_a_runs_cgroup_goes_once_its_pid_1_has_been_reaped(spec: SandboxSpec) -> None:
     """A run is over for its caller once its program has been reaped; its cgroup (counters
-    read) is held, no leftover, until its pid 1 has been reaped too: as the next run starts,
-    or with the session."""
+    read) is held, no leftover, while the session runs on, and goes when it is next warmed
+    (its pid 1 reaped first), or with the session."""
     backend = get_backend("bwrap")
     with backend.session(spec) as session:
         assert session.run(["true"]).ok
         after_first = spare_groups()
         assert session.run(["true"]).ok
-        after_second = spare_groups()
-        first = after_first - after_second  # the first run's, removed as the second started
-        assert first and not any(os.path.exists(name) for name in first)
-        assert all(os.path.isdir(name) for name in after_second)
+        assert after_first <= spare_groups()  # held, not left over
+        assert all(os.path.isdir(name) for name in after_first)
         assert backend.leftovers() == []
-    assert not any(os.path.exists(name) for name in after_second)
+        session.warm()
+        after_warm = spare_groups()
+        first = after_first - after_warm  # the first runs' memory directories, at least
+        assert first and not any(os.path.exists(name) for name in first)
+        assert all(os.path.isdir(name) for name in after_warm)
+        assert backend.leftovers() == []
+    assert not any(os.path.exists(name) for name in after_warm)
     assert backend.leftovers() == []
+
+
+def test_a_session_never_warmed_removes_its_oldest_runs_cgroups_past_a_bound(
+    spec: SandboxSpec,
+) -> None:
+    """Without a `warm`, a session holds the cgroups of its last MAX_RETIRED runs, no more."""
+    backend = get_backend("bwrap")
+    with backend.session(spec) as session:
+        assert session.run(["true"]).ok
+        first = spare_groups()
+        for _ in range(MAX_RETIRED):
+            assert session.run(["true"]).ok
+        assert all(os.path.isdir(name) for name in first)  # MAX_RETIRED runs after it
+        assert session.run(["true"]).ok
+        gone = {name for name in first if not os.path.exists(name)}
+        assert gone and gone.isdisjoint(spare_groups())  # the first run's, at least
+        assert backend.leftovers() == []
 
 
 def test_a_session_reuses_its_runs_pids_and_cpu_cgroups_with_counters_reset(
@@ -269,9 +290,11 @@ def test_a_session_reuses_its_runs_pids_and_cpu_cgroups_with_counters_reset(
         spin = session.run(["python3", "-c", burn], limits)
         assert spin.ok and spin.cpu_seconds >= 0.4, spin
         held = spare_groups()
+        session.warm(limits, 3)  # the spin's cgroup goes: its pids and CPU directories serve
         for _ in range(3):
             quick = session.run(sh("for i in 1 2 3 4 5; do true & done; wait"), limits)
             assert quick.ok and quick.cpu_seconds < 0.3, quick
+        session.warm(limits, 3)  # and so do those of the runs that were prepared then
         kept = held & spare_groups()
         assert kept and not any("/memory/" in name for name in kept), (held, spare_groups())
 

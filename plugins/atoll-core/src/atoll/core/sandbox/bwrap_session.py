@@ -15,7 +15,7 @@ its own (`bwrap_run`), so limits and verdicts are the same either way.
 
 What a run leaves is gone before the next starts: its processes die with
 its pid namespace's pid 1 (the next run starts once the server has reaped
-that; the run's cgroup, empty then, is removed as it starts), its /tmp,
+that; the run's cgroup, empty then, is removed later), its /tmp,
 /proc and mounts with its mount namespace, its IPC objects with its IPC
 namespace. The box's own mounts are read-only to a run (and its root is
 left as it is by the launcher), so nothing written reaches the next run but
@@ -93,6 +93,8 @@ def _hold_dirs(dir_names: Sequence[str], held: bool) -> None:
 _SHARED = ("mnt", "net", "uts")
 #: The most runs a session prepares ahead (each a process waiting in its namespaces).
 MAX_PREPARED = 40
+#: The most finished runs' cgroups a session keeps for its next `warm` to remove.
+MAX_RETIRED = MAX_PREPARED
 _READY_SECONDS = 30.0
 # The box's own /tmp is never seen (each run mounts its own over it).
 _TEMPLATE_TMPFS = 1 * MiB
@@ -215,8 +217,12 @@ class BwrapSession(SandboxSession):
 
     A run is over for its caller once its program has been reaped, while its
     pid 1 may still be tearing its namespaces down: its cgroup (counters
-    read) is removed once that pid 1 is gone too, as the next run starts or
-    the session closes, off the run's path.
+    read) is kept until that pid 1 is gone too, then removed (its pids and
+    CPU directories kept for later runs, see `CgroupPool`) when the session
+    is next warmed, once it holds more than MAX_RETIRED, or as it closes.
+    Not as the next run starts: there it held up a judge's cases, whose
+    runs, prepared while the program compiled, make no cgroup; the next
+    `warm`, while the next program compiles, removes them.
     """
 
     def __init__(self, spec: SandboxSpec, slots: tuple[str, ...]) -> None:
@@ -277,10 +283,13 @@ class BwrapSession(SandboxSession):
         self._retired.append(group)
         _hold_spare(group, True)
 
-    def _remove_retired(self) -> None:
-        """Recycle or remove the finished runs' cgroups; one that cannot be is kept, and
-        `close` says why."""
-        retired, self._retired = self._retired, []
+    def _remove_retired(self, keep: int = 0) -> None:
+        """Recycle or remove the finished runs' cgroups but the newest `keep`; one that
+        cannot be is kept, and `close` says why."""
+        if len(self._retired) <= keep:
+            return
+        cut = len(self._retired) - keep
+        retired, self._retired = self._retired[:cut], self._retired[cut:]
         for group in retired:
             try:
                 kept = self._pool.recycle(group)
@@ -322,6 +331,12 @@ class BwrapSession(SandboxSession):
         return run_cgroup(limits, self._pool)
 
     def _warm(self, limits: Limits, runs: int) -> None:
+        if self._server is not None and not self._server.broken:
+            try:
+                self._server.settle()  # the last run's pid 1 reaped: its cgroup can go
+            except SandboxError:
+                return  # the next run starts another server (and prepares nothing now)
+        self._remove_retired()  # their pids and CPU directories serve the runs prepared now
         self._prepare(limits, min(runs, MAX_PREPARED))
 
     def _prepare(self, limits: Limits, runs: int) -> None:
@@ -387,7 +402,9 @@ class BwrapSession(SandboxSession):
     def _spawner(self, options: list[str], prepared: str | None, limits: Limits) -> Spawn:
         def started(stdio: tuple[int, int, int], status: tuple[int, int]) -> Child:
             run = self._server_now().spawn(options, stdio, status, prepared)
-            self._remove_retired()  # the run before's pid 1 is gone: `spawn` took its report
+            # The runs before are reaped (`spawn` took their reports): the oldest go past
+            # the few a warmed session's runs leave for its next `warm`.
+            self._remove_retired(keep=MAX_RETIRED)
             self._prepare(limits, 1)  # the next run, while this one runs
             return run
 

@@ -80,9 +80,7 @@ class LaunchServer:
         `prepared`: the token of the `prepare` whose process, in this run's
         cgroups, takes the run (should it have died, a new one joins them now).
         """
-        while self._owed:  # the run before has ended for good: its pid 1 has been reaped
-            self.report()
-            self._owed -= 1
+        self.settle()
         head = ("run",) if prepared is None else ("prepared", prepared)
         payload = b"\0".join(word.encode() for word in (*head, *options))
         with self._lock:
@@ -118,6 +116,15 @@ class LaunchServer:
             except OSError as exc:
                 self.broken = True
                 raise SandboxError(f"the session's launcher is gone: {exc}") from exc
+
+    def settle(self) -> None:
+        """Take the reports owed (blocks until the runs over have their pid 1s reaped).
+
+        After it, nothing of those runs is left: their cgroups are empty.
+        """
+        while self._owed:
+            self.report()
+            self._owed -= 1
 
     def owe_report(self) -> None:
         """The run in flight is over for its caller: its report is taken before the next starts."""
