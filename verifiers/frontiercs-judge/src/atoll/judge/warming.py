@@ -21,6 +21,9 @@ from atoll.judge.run_limits import CHECKER_LIMITS, interactor_limits, run_limits
 
 log = logging.getLogger(__name__)
 
+#: Runs made ready per session, as a share of an even split of the cases.
+EXTRA_SHARE = 1.25
+
 
 class Warming:
     """Readies the program and tool sessions of a problem's cases, one problem at a time."""
@@ -48,9 +51,11 @@ class Warming:
         self._thread.shutdown(wait=False, cancel_futures=True)
 
     def _warm(self, problem: Problem) -> None:
-        # As many runs as each worker's session is likely to start; the sessions prepare
-        # the rest as the cases run.
-        runs = math.ceil(len(problem.cases) / self.workers)
+        # A quarter more than each worker's share: the workers do not share the cases
+        # evenly (each takes the next as it is free), and a run a session has to make among
+        # the cases costs that case about half a millisecond more. What is left serves the
+        # next submission; the sessions prepare the rest as the cases run.
+        runs = math.ceil(EXTRA_SHARE * len(problem.cases) / self.workers)
         for pool, limits in self._pools(problem):
             pool.warm(limits, runs, self.workers)
 
