@@ -5,7 +5,8 @@ about 0.3 s of CPU per case), on problem 0's 70 cases:
 
   (a) the embedded judge end to end over HTTP (submit, compile, sandboxed
       parallel runs, checks, poll the result), each repetition a new source so
-      that it compiles;
+      that it compiles, on a judge that has judged one submission before (its
+      sandbox sessions open, the inputs parsed, as (b) has them parsed);
   (b) the plain sequential pipeline: g++ with the same flags, then each case
       run with a plain subprocess one after the other, and checked;
   (c) a resubmission of the source just judged (the compile is cached).
@@ -61,6 +62,7 @@ from atoll.judge.testlib_message import ratios_from_testlib_message
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "judge" / "programs"
 CASES = {"fast packer (shelf)": "shelf.cpp", "search-style (0.3 s CPU/case)": "search.cpp"}
+FIRST = "fast packer (shelf)"
 
 app = typer.Typer(add_completion=False)
 console = Console(width=120)
@@ -263,6 +265,9 @@ def measure_http(repeats: int, workers: int | None) -> dict[str, Any]:
         root = Path(tmp)
         setup = JudgeSetup(state_dir=root / "state", workers=workers)
         with EmbeddedJudge(setup) as judge, JudgeClient(judge.url, poll_interval=0.02) as client:
+            # One submission first, untimed: (a) and (c) are then those of a judge in use, its
+            # sandbox sessions open and the problem's inputs parsed, as (b) has them parsed.
+            judged(client, (PROGRAMS / CASES[FIRST]).read_bytes() + b"\n// warm-up\n")
             for label, name in CASES.items():
                 base = (PROGRAMS / name).read_bytes()
                 m: dict[str, list[float]] = {
