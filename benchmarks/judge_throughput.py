@@ -27,6 +27,7 @@ checkout's real `chk.cc` and testlib), judged by the engine in-process:
       it and run the (already built) checker as plain subprocesses.
 
     uv run python benchmarks/judge_throughput.py [--repeats 3] [--workers N] [--frontiercs DIR]
+        [--only shelf|search]
 
 Before and after a change, in one run: `--baseline DIR` names a source tree of
 another commit (`git archive BASE | tar -x -C DIR`); every repetition then
@@ -62,7 +63,6 @@ from atoll.judge.testlib_message import ratios_from_testlib_message
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "judge" / "programs"
 CASES = {"fast packer (shelf)": "shelf.cpp", "search-style (0.3 s CPU/case)": "search.cpp"}
-FIRST = "fast packer (shelf)"
 
 app = typer.Typer(add_completion=False)
 console = Console(width=120)
@@ -192,10 +192,12 @@ def sequential_checked(problem: Problem, source: bytes, checker: Path, work: Pat
     return {"wall": time.perf_counter() - started, "score": 100 * total / len(problem.cases)}
 
 
-def measure_checked(repeats: int, workers: int | None, frontiercs: Path | None) -> dict[str, Any]:
+def measure_checked(
+    repeats: int, workers: int | None, frontiercs: Path | None, programs: dict[str, str]
+) -> dict[str, Any]:
     """(d), (e), (f) and the checker's compile, per program, `repeats` times."""
     found: dict[str, Any] = {}
-    for label, name in CASES.items():
+    for label, name in programs.items():
         d, e, f, compiles, scores = [], [], [], [], ""
         for i in range(repeats):
             with tempfile.TemporaryDirectory(prefix="judge-bench-checked-") as tmp:
@@ -258,7 +260,7 @@ def checker_table(checked: dict[str, Any], title: str) -> Table:
     return table
 
 
-def measure_http(repeats: int, workers: int | None) -> dict[str, Any]:
+def measure_http(repeats: int, workers: int | None, programs: dict[str, str]) -> dict[str, Any]:
     """(a), (b), (c), the compiles and each case's check and run time, per program."""
     found: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
@@ -267,8 +269,8 @@ def measure_http(repeats: int, workers: int | None) -> dict[str, Any]:
         with EmbeddedJudge(setup) as judge, JudgeClient(judge.url, poll_interval=0.02) as client:
             # One submission first, untimed: (a) and (c) are then those of a judge in use, its
             # sandbox sessions open and the problem's inputs parsed, as (b) has them parsed.
-            judged(client, (PROGRAMS / CASES[FIRST]).read_bytes() + b"\n// warm-up\n")
-            for label, name in CASES.items():
+            judged(client, (PROGRAMS / next(iter(programs.values()))).read_bytes() + b"\n// warm\n")
+            for label, name in programs.items():
                 base = (PROGRAMS / name).read_bytes()
                 m: dict[str, list[float]] = {
                     key: [] for key in ("a", "b", "c", "compile_judge", "compile_plain")
@@ -343,14 +345,27 @@ def verdicts(measured: dict[str, Any]) -> list[str]:
     return lines
 
 
-def measure(repeats: int, workers: int | None, frontiercs: Path | None) -> dict[str, Any]:
+def selected(only: list[str]) -> dict[str, str]:
+    """The programs of CASES named (by file stem) in `only`; all of them when it is empty."""
+    stems = {Path(name).stem: label for label, name in CASES.items()}
+    unknown = [stem for stem in only if stem not in stems]
+    if unknown:
+        raise typer.BadParameter(f"no program {unknown[0]!r}: choose from {', '.join(stems)}")
+    return {label: name for label, name in CASES.items() if not only or Path(name).stem in only}
+
+
+def measure(
+    repeats: int, workers: int | None, frontiercs: Path | None, programs: dict[str, str]
+) -> dict[str, Any]:
     load = os.getloadavg()[0]
-    http = measure_http(repeats, workers)
-    checked = measure_checked(repeats, workers, frontiercs)
+    http = measure_http(repeats, workers, programs)
+    checked = measure_checked(repeats, workers, frontiercs, programs)
     return {"http": http, "checked": checked, "load": [load, os.getloadavg()[0]]}
 
 
-def measured_by(tree: Path | None, workers: int | None, frontiercs: Path | None) -> dict[str, Any]:
+def measured_by(
+    tree: Path | None, workers: int | None, frontiercs: Path | None, only: list[str]
+) -> dict[str, Any]:
     """One repetition in a child process, with `tree`'s judge (None: this one) on its path."""
     env = dict(os.environ)
     if tree is not None:
@@ -362,6 +377,7 @@ def measured_by(tree: Path | None, workers: int | None, frontiercs: Path | None)
     argv = [sys.executable, __file__, "--repeats", "1", "--json"]
     argv += ["--workers", str(workers)] if workers else []
     argv += ["--frontiercs", str(frontiercs)] if frontiercs else []
+    argv += [word for stem in only for word in ("--only", stem)]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"a measuring child failed:\n{done.stderr[-3000:]}")
@@ -414,21 +430,25 @@ def main(
     baseline: Path | None = typer.Option(
         None, help="Another commit's source tree: measure it too, interleaved, and compare."
     ),
+    only: list[str] = typer.Option(
+        [], "--only", help="Measure only this program (shelf, search); repeat for more."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the raw measurements as JSON."),
 ) -> None:
+    programs = selected(only)
     if as_json:
-        print(json.dumps(measure(repeats, workers, frontiercs)))
+        print(json.dumps(measure(repeats, workers, frontiercs, programs)))
         return
     console.print(f"cores: {os.cpu_count()}, judge workers: {workers or os.cpu_count()}")
     if baseline is None:
-        after = measure(repeats, workers, frontiercs)
+        after = measure(repeats, workers, frontiercs, programs)
         report(after, "")
     else:
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
         for i in range(repeats):
             console.print(f"repetition {i + 1} of {repeats}: {baseline}, then this tree")
-            runs["before"].append(measured_by(baseline, workers, frontiercs))
-            runs["after"].append(measured_by(None, workers, frontiercs))
+            runs["before"].append(measured_by(baseline, workers, frontiercs, only))
+            runs["after"].append(measured_by(None, workers, frontiercs, only))
         before, after = merged(runs["before"]), merged(runs["after"])
         report(before, f"before ({baseline})")
         report(after, "after (this tree)")
