@@ -109,10 +109,13 @@ def test_each_run_has_its_own_limits_and_counters(session: SandboxSession) -> No
 
 
 def test_a_run_meets_the_limits_of_a_fresh_box(spec: SandboxSpec, session: SandboxSession) -> None:
-    """rlimits, credentials, capabilities, hostname, the environment: the same either way."""
+    """rlimits, credentials, capabilities, hostname, the environment: the same either way.
+
+    /tmp's mode and owners, not its time: a prepared run's /tmp was mounted ahead of it."""
     script = sh(
         "cat /proc/self/limits; grep -E '^(Uid|Gid|Groups|Cap|NoNewPrivs|Seccomp)' "
-        "/proc/self/status; hostname; env | sort; pwd; ls -A /; ls -ld /tmp; echo $$"
+        "/proc/self/status; hostname; env | sort; pwd; ls -A /; stat -c '%A %U %G %s' /tmp; "
+        "echo $$"
     )
     for limits in (
         LIMITS,
