@@ -109,6 +109,14 @@ def judged(client: JudgeClient, source: bytes) -> tuple[float, Scored]:
     return elapsed, outcome
 
 
+def idle(judge: EmbeddedJudge | Engine) -> None:
+    """Until the judge's work between submissions is done (a judge from before that
+    work, measured with --baseline, has none to wait for)."""
+    wait_idle = getattr(judge, "wait_idle", None)
+    if wait_idle is not None and not wait_idle(10.0):
+        raise SystemExit("the judge was still busy 10 s after its last verdict")
+
+
 def seconds(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}"
 
@@ -212,6 +220,7 @@ def measure_checked(
                     d.append(time.perf_counter() - t0)
                     compiles.append(first["judge"]["checkerCompileSeconds"])
                     second_source = base + f"\n// second {time.time_ns()} {i}\n".encode()
+                    idle(engine)  # a judge idle between submissions, as (a) finds it
                     t0 = time.perf_counter()
                     second = engine.judge("0", second_source)
                     e.append(time.perf_counter() - t0)
@@ -280,6 +289,7 @@ def measure_http(repeats: int, workers: int | None, programs: dict[str, str]) ->
                     source = base + f"\n// benchmark {time.time_ns()} {i}\n".encode()
                     work = root / f"seq-{name}-{i}"
                     work.mkdir()
+                    idle(judge)  # its refill after the last verdict, not timed with (b)
                     plain = sequential(source, work)
                     m["b"].append(plain["wall"])
                     m["compile_plain"].append(plain["compile"])

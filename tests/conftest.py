@@ -102,6 +102,16 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def shared_small_judges_left_idle() -> Iterator[None]:
+    """After each test, the small judges that tests share have nothing under way (see
+    `support.judge.wait_for_open_judges`); none is open where none was imported."""
+    yield
+    judges = sys.modules.get("support.judge")
+    if judges is not None:
+        judges.wait_for_open_judges()
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

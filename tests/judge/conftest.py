@@ -77,3 +77,14 @@ def small_judge(state_dir: Path, small_problems: Path) -> Iterator[EmbeddedJudge
     setup = JudgeSetup(problems_dir=small_problems, state_dir=state_dir)
     with EmbeddedJudge(setup) as judge:
         yield judge
+
+
+@pytest.fixture(autouse=True)
+def shared_judges_left_idle(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test, the session's shared judges finish readying sandboxes for their next
+    submission: the next test's count of this process's cgroups is then its own."""
+    yield
+    for name in ("full_engine", "small_engine", "small_judge", "engine"):
+        if name in request.fixturenames:
+            wait_idle = getattr(request.getfixturevalue(name), "wait_idle", None)
+            assert wait_idle is None or wait_idle(30), f"{name} still busy after 30 s"

@@ -25,4 +25,21 @@ def small_judge(root: Path, cases: tuple[int, ...] = (1, 2)) -> Iterator[str]:
         shutil.copy(source, problem / "testdata" / f"{number}.in")
     setup = JudgeSetup(problems_dir=root / "problems", state_dir=root / "state", workers=2)
     with EmbeddedJudge(setup) as embedded:
-        yield embedded.url
+        _open.append(embedded)
+        try:
+            yield embedded.url
+        finally:
+            _open.remove(embedded)
+
+
+#: The judges `small_judge` has open in this process (several fixtures share one for long).
+_open: list[EmbeddedJudge] = []
+
+
+def wait_for_open_judges(timeout_s: float = 30.0) -> None:
+    """Until every judge of `small_judge` open in this process has nothing under way: a
+    judge readies sandboxes for its next submission in the background after each verdict,
+    and a test counting this process's cgroups must count its own alone."""
+    for judge in list(_open):
+        if not judge.wait_idle(timeout_s):
+            raise AssertionError(f"the judge at {judge.url} was still busy after {timeout_s} s")

@@ -246,15 +246,16 @@ def test_a_runs_cgroup_goes_once_its_pid_1_has_been_reaped(spec: SandboxSpec) ->
     read) is held, no leftover, while the session runs on, and goes when it is next warmed
     (its pid 1 reaped first), or with the session."""
     backend = get_backend("bwrap")
+    others = spare_groups()  # those of other sessions of this process
     with backend.session(spec) as session:
         assert session.run(["true"]).ok
-        after_first = spare_groups()
+        after_first = spare_groups() - others
         assert session.run(["true"]).ok
         assert after_first <= spare_groups()  # held, not left over
         assert all(os.path.isdir(name) for name in after_first)
         assert backend.leftovers() == []
         session.warm()
-        after_warm = spare_groups()
+        after_warm = spare_groups() - others
         first = after_first - after_warm  # the first runs' memory directories, at least
         assert first and not any(os.path.exists(name) for name in first)
         assert all(os.path.isdir(name) for name in after_warm)
@@ -268,9 +269,10 @@ def test_a_session_never_warmed_removes_its_oldest_runs_cgroups_past_a_bound(
 ) -> None:
     """Without a `warm`, a session holds the cgroups of its last MAX_RETIRED runs, no more."""
     backend = get_backend("bwrap")
+    others = spare_groups()  # those of other sessions of this process
     with backend.session(spec) as session:
         assert session.run(["true"]).ok
-        first = spare_groups()
+        first = spare_groups() - others
         for _ in range(MAX_RETIRED):
             assert session.run(["true"]).ok
         assert all(os.path.isdir(name) for name in first)  # MAX_RETIRED runs after it
@@ -288,11 +290,12 @@ def test_a_session_reuses_its_runs_pids_and_cpu_cgroups_with_counters_reset(
     if cgroupfs.unified():
         ci.not_applicable("cgroup v2 keeps every controller in one directory: none is reused")
     limits = dataclasses.replace(LIMITS, cpu_seconds=5, processes=8)
+    others = spare_groups()  # those of other sessions of this process
     with get_backend("bwrap").session(spec) as session:
         burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
         spin = session.run(["python3", "-c", burn], limits)
         assert spin.ok and spin.cpu_seconds >= 0.4, spin
-        held = spare_groups()
+        held = spare_groups() - others
         session.warm(limits, 3)  # the spin's cgroup goes: its pids and CPU directories serve
         for _ in range(3):
             quick = session.run(sh("for i in 1 2 3 4 5; do true & done; wait"), limits)
@@ -300,6 +303,22 @@ def test_a_session_reuses_its_runs_pids_and_cpu_cgroups_with_counters_reset(
         session.warm(limits, 3)  # and so do those of the runs that were prepared then
         kept = held & spare_groups()
         assert kept and not any("/memory/" in name for name in kept), (held, spare_groups())
+
+
+def test_warming_for_other_limits_replaces_the_runs_ready(spec: SandboxSpec) -> None:
+    """Runs readied for limits that need other cgroups (here no process limit) go as the
+    session is warmed for the next limits, not as the first of those runs starts."""
+    unlimited = dataclasses.replace(LIMITS, processes=None)
+    with get_backend("bwrap").session(spec) as session:
+        before = spare_groups()
+        session.warm(LIMITS, 3)
+        first = spare_groups() - before
+        session.warm(unlimited, 3)
+        second = spare_groups() - before
+        assert first and second and first.isdisjoint(second), (first, second)
+        session.warm(unlimited, 3)
+        assert spare_groups() - before == second  # ready for these limits: kept
+        assert session.run(["true"], unlimited).ok
 
 
 def test_a_closed_session_leaves_none_of_the_runs_it_prepared(spec: SandboxSpec) -> None:

@@ -243,6 +243,13 @@ class EmbeddedJudge:
         self.url = f"http://127.0.0.1:{port}"
         return self.url
 
+    def wait_idle(self, timeout_s: float = 10.0) -> bool:
+        """Until the judge has nothing under way (see `Engine.wait_idle`): for a caller
+        about to time other work beside it."""
+        if self._service is None:
+            raise RuntimeError("the embedded judge is not started")
+        return self._service.engine.wait_idle(timeout_s)
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True

@@ -228,22 +228,30 @@ class Engine:
         if self._stopping.is_set():
             raise JudgeStopped(f"the judge stopped before judging a submission to problem {pid}")
         started = time.perf_counter()
-        # The cases' sandboxes are made ready while the program compiles (see `warming`).
-        warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
-        try:
-            built = self._compile(problem, source)
-        except CompileError as exc:
-            return compile_error(str(exc))
-        finally:
-            self._warming.wait(warming)
-        tool, compiled = built
-        try:
-            cases = self._run_cases(problem, compiled.binary, tool)
-        finally:
-            for binary in (tool, compiled):
-                if binary is not None:
-                    binary.release()
+        with self._warming.judging(refill=problem):
+            # What the last refill left of the cases' sandboxes is made ready while the
+            # program compiles (see `warming`).
+            warming = None if self.compile_cache.cached(source) else self._warming.start(problem)
+            try:
+                built = self._compile(problem, source)
+            except CompileError as exc:
+                return compile_error(str(exc))
+            finally:
+                self._warming.wait(warming)
+            tool, compiled = built
+            try:
+                cases = self._run_cases(problem, compiled.binary, tool)
+            finally:
+                for binary in (tool, compiled):
+                    if binary is not None:
+                        binary.release()
         return result_of(cases, _compile_info(compiled, tool), started)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Until the judge has nothing under way: no submission judged, no sandbox readied
+        for the next (False if `timeout_s` passed first). For a caller about to time other
+        work on the same cores."""
+        return self._warming.wait_idle(timeout_s)
 
     def prepare(self, pid: str, source: bytes) -> CompileInfo:
         """Compile a submission and its problem's checker here ahead of its cases (cached).
@@ -251,7 +259,8 @@ class Engine:
         CompileError when the program does not compile; what a machine of a
         cluster does first, so that the cases it is sent find the binaries.
         """
-        tool, compiled = self._compile(self.problem(pid), source)
+        with self._warming.judging():
+            tool, compiled = self._compile(self.problem(pid), source)
         for binary in (tool, compiled):
             if binary is not None:
                 binary.release()
@@ -264,13 +273,14 @@ class Engine:
         and check as a case of `judge`.
         """
         problem = self.problem(pid)
-        tool, compiled = self._compile(problem, source)
-        try:
-            return self._run_cases(problem, compiled.binary, tool, [index])[0]
-        finally:
-            for binary in (tool, compiled):
-                if binary is not None:
-                    binary.release()
+        with self._warming.judging():
+            tool, compiled = self._compile(problem, source)
+            try:
+                return self._run_cases(problem, compiled.binary, tool, [index])[0]
+            finally:
+                for binary in (tool, compiled):
+                    if binary is not None:
+                        binary.release()
 
     def _compile(self, problem: Problem, source: bytes) -> tuple[Compiled | None, Compiled]:
         """The problem's tool (the judge's part first: its failure is no score) and the program."""

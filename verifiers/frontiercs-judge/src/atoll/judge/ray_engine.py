@@ -56,6 +56,8 @@ class RayEngine:
         self._guard = threading.Lock()
         self._refreshing = threading.Lock()  # one look for new nodes at a time: one actor each
         self._stopping = threading.Event()
+        self._judging = 0  # submissions being judged (see `wait_idle`)
+        self._idle = threading.Condition()
         self._refresh()
         if not self._nodes:
             self.close()
@@ -80,6 +82,12 @@ class RayEngine:
     def stop(self) -> None:
         self._stopping.set()
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Until no submission is judged (its nodes, judging single cases, ready nothing
+        for the next submission)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._judging, timeout_s)
+
     def close(self) -> None:
         self.stop()
         with self._guard:
@@ -94,9 +102,19 @@ class RayEngine:
         problem = self.problem(pid)
         if self._stopping.is_set():
             raise JudgeStopped(f"the judge stopped before judging a submission to problem {pid}")
+        with self._idle:
+            self._judging += 1
+        try:
+            return self._judge(problem, source)
+        finally:
+            with self._idle:
+                self._judging -= 1
+                self._idle.notify_all()
+
+    def _judge(self, problem: Problem, source: bytes) -> dict[str, Any]:
         started = time.perf_counter()
         self._refresh()
-        prepared = self._prepare(pid, source)
+        prepared = self._prepare(problem.id, source)
         if isinstance(prepared, CompileFailed):
             return compile_error(prepared.message)
         where: dict[int, str] = {}

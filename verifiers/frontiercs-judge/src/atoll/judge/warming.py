@@ -1,18 +1,32 @@
-"""The sandbox's part of a submission's cases, made ready while its program compiles.
+"""The sandbox's part of a submission's cases, made ready ahead of them.
 
-A compile keeps one core busy for a few hundred milliseconds, and the others
-have nothing to do; then every case pays for its sandbox before its program
-starts: a cgroup made and joined, a process in namespaces of its own, a
-fresh /proc and /tmp. Told the problem as the compile starts, `Warming` has
-the sessions the cases will run in make that ready for them meanwhile
-(`SandboxSession.warm`), in a thread of its own. The runs are the same runs,
-with the same limits and the same isolation; only their making is earlier.
+Every case pays for its sandbox before its program starts: a cgroup made and
+joined, a process in namespaces of its own, a fresh /proc and /tmp.
+`Warming` has the sessions the cases will run in make that ready ahead
+(`SandboxSession.warm`), in a thread of its own, at two moments:
+
+- while the judge is idle after a verdict (a refill), for the next
+  submission to the same problem: an agent thinks between its submissions,
+  and the cores are free then;
+- while a submission's program compiles, for whatever the refill did not
+  cover (a first submission, another problem, a refill cut short). Work
+  done here takes a core from the compiler, so the refill does the most.
+
+A refill yields to judging: it waits a moment before it starts (so that a
+resubmission sent straight after its verdict does not wait for it), readies
+a few runs at a time, and stops as a submission arrives, which then waits at
+most for the few runs in progress. The runs are the same runs, with the same
+limits and the same isolation; only their making is earlier.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from atoll.core.sandbox import Limits, SandboxError, SessionPool
@@ -23,6 +37,10 @@ log = logging.getLogger(__name__)
 
 #: Runs made ready per session, as a share of an even split of the cases.
 EXTRA_SHARE = 1.25
+#: How long the judge is idle after a verdict before it refills.
+REFILL_DELAY_S = 0.05
+#: Runs a refill readies per session between two looks for a submission arriving.
+REFILL_STEP = 4
 
 
 class Warming:
@@ -33,6 +51,12 @@ class Warming:
         self.tools = tools
         self.workers = workers
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="judge-warm")
+        self._state = threading.Condition()
+        self._judging = 0  # submissions (or single cases) being judged now
+        self._arrivals = 0  # of them ever: a refill stops when it changes
+        self._refills = 0  # refills scheduled and not over
+        self._closed = False
+        self._step = threading.Lock()  # held while a refill readies a few runs
 
     def start(self, problem: Problem) -> Future[None]:
         """Begin readying `problem`'s sessions; `wait` for it before its cases run."""
@@ -47,17 +71,97 @@ class Warming:
         except SandboxError as exc:
             log.warning("could not ready the sandbox for the cases ahead: %s", exc)
 
+    @contextlib.contextmanager
+    def judging(self, refill: Problem | None = None) -> Iterator[None]:
+        """Around the judging of a submission: no refill meanwhile (the few runs one is
+        readying first finish); after it, with the judge idle again, `refill`'s sessions
+        are refilled."""
+        with self._state:
+            self._judging += 1
+            self._arrivals += 1
+            self._state.notify_all()  # a refill waiting out its delay gives up
+        with self._step:
+            pass
+        try:
+            yield
+        finally:
+            self._judged(refill)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Until nothing is judged and no refill is due or under way (False if `timeout_s`
+        passed first): for a caller about to time other work on the same cores."""
+        with self._state:
+            return self._state.wait_for(
+                lambda: self._closed or not (self._refills or self._judging), timeout_s
+            )
+
     def close(self) -> None:
+        with self._state:
+            self._closed = True
+            self._state.notify_all()
+        with self._step:  # the runs a refill is readying, done before the sessions close
+            pass
         self._thread.shutdown(wait=False, cancel_futures=True)
 
+    def _judged(self, refill: Problem | None) -> None:
+        with self._state:
+            self._judging -= 1
+            self._state.notify_all()
+            if refill is None or self._judging or self._closed:
+                return
+            self._refills += 1
+            arrivals = self._arrivals
+        try:
+            self._thread.submit(self._refill, refill, arrivals)
+        except RuntimeError:  # closed meanwhile
+            self._refill_over()
+
+    def _refill(self, problem: Problem, arrivals: int) -> None:
+        try:
+            if not self._idle_for(REFILL_DELAY_S, arrivals):
+                return
+            runs = self._runs(problem)
+            for pool, limits in self._pools(problem):
+                for target in range(REFILL_STEP, runs + REFILL_STEP, REFILL_STEP):
+                    with self._step:
+                        if not self._still_idle(arrivals):
+                            return
+                        pool.warm(limits, min(target, runs), self.workers)
+        except SandboxError as exc:
+            log.warning("could not ready the sandbox for the next submission: %s", exc)
+        finally:
+            self._refill_over()
+
+    def _idle_for(self, seconds: float, arrivals: int) -> bool:
+        """Whether no submission arrives (and nothing closes) for `seconds`."""
+        deadline = time.monotonic() + seconds
+        with self._state:
+            while self._still_idle(arrivals):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return True
+                self._state.wait(left)
+            return False
+
+    def _still_idle(self, arrivals: int) -> bool:
+        return not self._closed and self._arrivals == arrivals
+
+    def _refill_over(self) -> None:
+        with self._state:
+            self._refills -= 1
+            self._state.notify_all()
+
     def _warm(self, problem: Problem) -> None:
+        runs = self._runs(problem)
+        for pool, limits in self._pools(problem):
+            pool.warm(limits, runs, self.workers)
+
+    def _runs(self, problem: Problem) -> int:
         # A quarter more than each worker's share: the workers do not share the cases
         # evenly (each takes the next as it is free), and a run a session has to make among
         # the cases costs that case about half a millisecond more. What is left serves the
         # next submission; the sessions prepare the rest as the cases run.
-        runs = math.ceil(EXTRA_SHARE * len(problem.cases) / self.workers)
-        for pool, limits in self._pools(problem):
-            pool.warm(limits, runs, self.workers)
+        return math.ceil(EXTRA_SHARE * len(problem.cases) / self.workers)
 
     def _pools(self, problem: Problem) -> list[tuple[SessionPool, Limits]]:
         """The sessions a case of `problem` runs in, each with the limits of its run."""

@@ -337,6 +337,9 @@ class BwrapSession(SandboxSession):
             except SandboxError:
                 return  # the next run starts another server (and prepares nothing now)
         self._remove_retired()  # their pids and CPU directories serve the runs prepared now
+        _, processes, cpus, account_cpu = cgroup_limits(limits)
+        if self._prepared and not self._prepared[0].fits(processes, cpus, account_cpu):
+            self._drop_prepared()  # ready for other limits: the next run would drop them
         self._prepare(limits, min(runs, MAX_PREPARED))
 
     def _prepare(self, limits: Limits, runs: int) -> None:
