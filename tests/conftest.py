@@ -103,9 +103,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def shared_small_judges_left_idle() -> Iterator[None]:
-    """After each test, the small judges that tests share have nothing under way (see
-    `support.judge.wait_for_open_judges`); none is open where none was imported."""
+def shared_judges_left_idle() -> Iterator[None]:
+    """After each test, the judges that tests share have nothing under way (see
+    `support.judge.shared`); none is open where none was imported."""
     yield
     judges = sys.modules.get("support.judge")
     if judges is not None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from judge_problem_sets import make_problem_set
+from support.judge import shared
 
 from atoll.judge.compiler import FLAGS
 from atoll.judge.embedded import EmbeddedJudge, JudgeSetup
@@ -59,15 +60,15 @@ def small_problems(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def full_engine(state_dir: Path) -> Iterator[Engine]:
-    engine = Engine(load_problems(), state_dir)
-    yield engine
+    with shared(Engine(load_problems(), state_dir)) as engine:
+        yield engine
     engine.close()
 
 
 @pytest.fixture(scope="session")
 def small_engine(state_dir: Path, small_problems: Path) -> Iterator[Engine]:
-    engine = Engine(load_problems(small_problems), state_dir)
-    yield engine
+    with shared(Engine(load_problems(small_problems), state_dir)) as engine:
+        yield engine
     engine.close()
 
 
@@ -75,16 +76,5 @@ def small_engine(state_dir: Path, small_problems: Path) -> Iterator[Engine]:
 def small_judge(state_dir: Path, small_problems: Path) -> Iterator[EmbeddedJudge]:
     """An embedded judge over HTTP on the two-case problem set."""
     setup = JudgeSetup(problems_dir=small_problems, state_dir=state_dir)
-    with EmbeddedJudge(setup) as judge:
+    with EmbeddedJudge(setup) as judge, shared(judge):
         yield judge
-
-
-@pytest.fixture(autouse=True)
-def shared_judges_left_idle(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a test, the session's shared judges finish readying sandboxes for their next
-    submission: the next test's count of this process's cgroups is then its own."""
-    yield
-    for name in ("full_engine", "small_engine", "small_judge", "engine"):
-        if name in request.fixturenames:
-            wait_idle = getattr(request.getfixturevalue(name), "wait_idle", None)
-            assert wait_idle is None or wait_idle(30), f"{name} still busy after 30 s"

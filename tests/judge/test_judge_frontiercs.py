@@ -16,6 +16,7 @@ from pathlib import Path
 import frontiercs_layout as layout
 import httpx
 import pytest
+from support.judge import shared
 
 from atoll.judge.checkout import assemble, find_checkout, load_checkout
 from atoll.judge.client import JudgeClient, Scored
@@ -35,8 +36,8 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def engine(checkout: Path, state_dir: Path) -> Iterator[Engine]:
     problems = assemble({}, checkout).problems
-    engine = Engine(problems, state_dir)
-    yield engine
+    with shared(Engine(problems, state_dir)) as engine:
+        yield engine
     engine.close()
 
 

@@ -13,7 +13,6 @@ import os
 import shlex
 import shutil
 import threading
-import time
 from collections.abc import Sequence
 
 from atoll.core.sandbox.base import SandboxBackend
@@ -140,28 +139,8 @@ class BwrapBackend(SandboxBackend):
         return BwrapSession(spec, tuple(slots))
 
     def leftovers(self) -> list[str]:
-        """This process's per-run cgroups that still exist (but those open sessions keep ready).
+        """This process's per-run cgroups that still exist (but those open sessions keep ready)."""
+        from atoll.core.sandbox.bwrap_session import spare_groups
 
-        Those found are looked for again a moment later, and only those found twice are
-        leftovers: a session readying runs in another thread (a judge between submissions)
-        makes each group an instant before it holds it.
-        """
-        found = _unheld_groups()
-        if found:
-            time.sleep(LEFTOVER_RECHECK_S)
-            again = set(_unheld_groups())
-            found = [group for group in found if group in again]
-        return found
-
-
-#: How long `leftovers` waits before it looks again at the groups it found.
-LEFTOVER_RECHECK_S = 0.05
-
-
-def _unheld_groups() -> list[str]:
-    """This process's per-run groups that exist and that no open session holds."""
-    from atoll.core.sandbox.bwrap_session import spare_groups
-
-    existing = [str(group) for group in created_groups()]  # first: a group made after it is
-    spares = spare_groups()  # held by the time of this
-    return [group for group in existing if group not in spares]
+        spares = spare_groups()
+        return [str(group) for group in created_groups() if str(group) not in spares]
