@@ -5,8 +5,10 @@ about 0.3 s of CPU per case), on problem 0's 70 cases:
 
   (a) the embedded judge end to end over HTTP (submit, compile, sandboxed
       parallel runs, checks, poll the result), each repetition a new source so
-      that it compiles, on a judge that has judged one submission before (its
-      sandbox sessions open, the inputs parsed, as (b) has them parsed);
+      that it compiles, on a judge that has judged submissions before (its
+      sandbox sessions open, the inputs parsed, as (b) has them parsed, and the
+      headers the program starts with precompiled, as for an agent's every
+      submission after its second);
   (b) the plain sequential pipeline: g++ with the same flags, then each case
       run with a plain subprocess one after the other, and checked;
   (c) a resubmission of the source just judged (the compile is cached).
@@ -107,6 +109,12 @@ def judged(client: JudgeClient, source: bytes) -> tuple[float, Scored]:
     if not isinstance(outcome, Scored):
         raise SystemExit(f"the judge refused the benchmark program: {outcome.reason}")
     return elapsed, outcome
+
+
+def headers_of(source: bytes, i: int) -> bytes:
+    """A program that includes what `source` starts by including, and prints nothing."""
+    lines = [line for line in source.splitlines() if line.startswith(b"#include")]
+    return b"\n".join(lines) + f"\nint main() {{ return {i}; }}\n".encode()
 
 
 def idle(judge: EmbeddedJudge | Engine) -> None:
@@ -279,6 +287,12 @@ def measure_http(repeats: int, workers: int | None, programs: dict[str, str]) ->
             # One submission first, untimed: (a) and (c) are then those of a judge in use, its
             # sandbox sessions open and the problem's inputs parsed, as (b) has them parsed.
             judged(client, (PROGRAMS / next(iter(programs.values()))).read_bytes() + b"\n// warm\n")
+            for name in programs.values():
+                # And two that start as the program does (and print nothing): as for an
+                # agent's every submission after its second, the judge has precompiled the
+                # headers the program starts with (see the judge's `precompiled`).
+                for i in range(2):
+                    judged(client, headers_of((PROGRAMS / name).read_bytes(), i))
             for label, name in programs.items():
                 base = (PROGRAMS / name).read_bytes()
                 m: dict[str, list[float]] = {

@@ -32,12 +32,15 @@ from atoll.core.sandbox import (
     Mount,
     Network,
     SandboxBackend,
+    SandboxResult,
+    SandboxSession,
     SandboxSpec,
     SessionPool,
     Status,
 )
 from atoll.core.sizes import KiB, MiB
 from atoll.judge.compile_publish import StagedBuild
+from atoll.judge.precompiled import PREFIX, Precompiled, PrefixCache
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +68,7 @@ COMPILE_BOX = SandboxSpec(
     env={"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"},
     network=Network.NONE,
 )
-COMPILE_SLOTS = (BUILD, INCLUDE)
+COMPILE_SLOTS = (BUILD, INCLUDE, PREFIX)
 
 
 class CompileError(Exception):
@@ -148,6 +151,13 @@ def compiler_version() -> str:
     return out.splitlines()[0].strip() if out else path
 
 
+def prefix_cache(directory: Path, sessions: SessionPool) -> PrefixCache:
+    """Precompiled leading includes for programs, made in the compiler's box with `FLAGS`."""
+    return PrefixCache(
+        directory, sessions, FLAGS, COMPILER, compiler_version, COMPILE_LIMITS, BUILD
+    )
+
+
 def cache_key(source: bytes, recipe: Recipe = PROGRAM) -> str:
     digest = hashlib.sha256()
     for part in (source, *recipe.key_parts(), compiler_version().encode()):
@@ -160,15 +170,22 @@ class CompileCache:
     """Binaries by cache key under `directory`; concurrent compiles of one key run once.
 
     Compiles run in sandbox sessions of `COMPILE_BOX` (`sessions`, else a pool
-    of its own on `backend`): the box is built once, not per compile.
+    of its own on `backend`): the box is built once, not per compile. With
+    `prefixes`, a program whose leading includes are precompiled compiles with
+    them (see `precompiled`).
     """
 
     def __init__(
-        self, directory: Path, backend: SandboxBackend, sessions: SessionPool | None = None
+        self,
+        directory: Path,
+        backend: SandboxBackend,
+        sessions: SessionPool | None = None,
+        prefixes: PrefixCache | None = None,
     ) -> None:
         self.directory = directory
         self.backend = backend
         self.sessions = sessions or SessionPool(backend, COMPILE_BOX, COMPILE_SLOTS)
+        self.prefixes = prefixes
         self._own_sessions = sessions is None
         directory.mkdir(parents=True, exist_ok=True)
         self._locks: dict[str, threading.Lock] = {}
@@ -248,9 +265,9 @@ class CompileCache:
         mounts = [Mount(build_dir, BUILD, writable=True)]
         if recipe.include_dir is not None:
             mounts.append(Mount(recipe.include_dir, INCLUDE))
-        with self.sessions.lease() as box:
-            result = box.run(recipe.argv(), COMPILE_LIMITS, mounts=tuple(mounts))
         built = build_dir / recipe.binary_name
+        with self.sessions.lease() as box:
+            result, seconds = self._run_compiler(box, recipe, mounts, built, source)
         if result.status is not Status.OK or not built.is_file():
             raise CompileError(_describe_failure(result.status, result.stderr))
         # A copy of our own: the build directory is the untrusted compiler's.
@@ -258,7 +275,32 @@ class CompileCache:
         staged.mkdir(mode=0o755)
         shutil.copyfile(built, staged / recipe.binary_name)
         os.chmod(staged / recipe.binary_name, 0o755)
-        return StagedBuild(work_dir, staged / recipe.binary_name, result.wall_seconds, self._later)
+        return StagedBuild(work_dir, staged / recipe.binary_name, seconds, self._later)
+
+    def _run_compiler(
+        self, box: SandboxSession, recipe: Recipe, mounts: list[Mount], built: Path, source: bytes
+    ) -> tuple[SandboxResult, float]:
+        """The compile and its seconds: with the source's precompiled leading includes if
+        there are some, and a compile that fails with them repeated without them, so that
+        a compile error and its message are the plain compile's."""
+        seconds = 0.0
+        prefix = self._prefix_for(source, recipe)
+        if prefix is not None:
+            argv = [*recipe.argv()[:-2], *prefix.flags(), *recipe.argv()[-2:]]
+            result = box.run(argv, COMPILE_LIMITS, mounts=(*mounts, prefix.mount()))
+            if result.status is Status.OK and built.is_file():
+                return result, result.wall_seconds
+            seconds = result.wall_seconds
+            log.info("%s; compiling it again without precompiled headers", result.status.value)
+            with contextlib.suppress(OSError):
+                built.unlink()
+        result = box.run(recipe.argv(), COMPILE_LIMITS, mounts=tuple(mounts))
+        return result, seconds + result.wall_seconds
+
+    def _prefix_for(self, source: bytes, recipe: Recipe) -> Precompiled | None:
+        if self.prefixes is None or recipe.include_dir is not None or recipe.flags != FLAGS:
+            return None
+        return self.prefixes.usable(source)
 
     def _later(self, work: Callable[[], None]) -> None:
         """`work` in the publisher's thread (now, if it has stopped)."""

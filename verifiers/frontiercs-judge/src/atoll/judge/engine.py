@@ -63,6 +63,7 @@ from atoll.judge.compiler import (
     CompileError,
     CompilerMissing,
     cache_key,
+    prefix_cache,
     tool_recipe,
 )
 from atoll.judge.problems import Case, Mode, Problem
@@ -156,7 +157,13 @@ class Engine:
         self._tools = SessionPool(self.backend, TOOL_BOX, TOOL_SLOTS)
         self._compiles = SessionPool(self.backend, COMPILE_BOX, COMPILE_SLOTS)
         self._check_limits()
-        self.compile_cache = CompileCache(state_dir / "binaries", self.backend, self._compiles)
+        # The precompiled headers are this machine's own: not those a Docker image compiles with.
+        prefixes = (
+            prefix_cache(state_dir / "prefixes", self._compiles) if backend == "bwrap" else None
+        )
+        self.compile_cache = CompileCache(
+            state_dir / "binaries", self.backend, self._compiles, prefixes
+        )
         self.tool_cache = CompileCache(state_dir / "checkers", self.backend, self._compiles)
         self._tool_failures: dict[str, str] = {}
         self._tool_guard = threading.Lock()
@@ -166,7 +173,7 @@ class Engine:
         self._budget = WorkerBudget(self.workers)
         # An interactor runs beside its program: never in the pool its program waits in.
         self._partners = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-partner")
-        self._warming = Warming(self._programs, self._tools, self.workers)
+        self._warming = Warming(self._programs, self._tools, self.workers, prefixes)
 
     def stop(self) -> None:
         """Start no further case: a submission being judged ends in `JudgeStopped` once the

@@ -16,7 +16,9 @@ A refill yields to judging: it waits a moment before it starts (so that a
 resubmission sent straight after its verdict does not wait for it), readies
 a few runs at a time, and stops as a submission arrives, which then waits at
 most for the few runs in progress. The runs are the same runs, with the same
-limits and the same isolation; only their making is earlier.
+limits and the same isolation; only their making is earlier. After a refill,
+still idle, the judge does its other idle work (precompiling the headers
+submissions start with, see `precompiled`), cancelled as a submission arrives.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
 
-from atoll.core.sandbox import Limits, SandboxError, SessionPool
+from atoll.core.sandbox import CancelToken, Limits, SandboxError, SessionPool
 from atoll.judge.problems import Mode, Problem
 from atoll.judge.run_limits import CHECKER_LIMITS, interactor_limits, run_limits
 
@@ -41,15 +44,37 @@ EXTRA_SHARE = 1.25
 REFILL_DELAY_S = 0.05
 #: Runs a refill readies per session between two looks for a submission arriving.
 REFILL_STEP = 4
+#: How long closing waits for the idle work it cancelled (its sessions are still open).
+CLOSE_WAIT_S = 30.0
+
+
+class IdleWork(Protocol):
+    """Work for the cores while the judge is idle, which a submission arriving cancels."""
+
+    def pending(self) -> bool:
+        """Whether there is any (a judge with none schedules nothing after a single case)."""
+        ...
+
+    def run(self, cancel: CancelToken) -> None:
+        """Do it, until `cancel` (then what is left waits for the next idle moment)."""
+        ...
 
 
 class Warming:
     """Readies the program and tool sessions of a problem's cases, one problem at a time."""
 
-    def __init__(self, programs: SessionPool, tools: SessionPool, workers: int) -> None:
+    def __init__(
+        self,
+        programs: SessionPool,
+        tools: SessionPool,
+        workers: int,
+        idle_work: IdleWork | None = None,
+    ) -> None:
         self.programs = programs
         self.tools = tools
         self.workers = workers
+        self._idle_work = idle_work  # after a refill, while idle; cancelled as judging starts
+        self._idle_token: CancelToken | None = None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="judge-warm")
         self._state = threading.Condition()
         self._judging = 0  # submissions (or single cases) being judged now
@@ -80,6 +105,8 @@ class Warming:
             self._judging += 1
             self._arrivals += 1
             self._state.notify_all()  # a refill waiting out its delay gives up
+            if self._idle_token is not None:
+                self._idle_token.cancel()
         with self._step:
             pass
         try:
@@ -99,6 +126,9 @@ class Warming:
         with self._state:
             self._closed = True
             self._state.notify_all()
+            if self._idle_token is not None:
+                self._idle_token.cancel()
+            self._state.wait_for(lambda: self._idle_token is None, CLOSE_WAIT_S)
         with self._step:  # the runs a refill is readying, done before the sessions close
             pass
         self._thread.shutdown(wait=False, cancel_futures=True)
@@ -107,7 +137,9 @@ class Warming:
         with self._state:
             self._judging -= 1
             self._state.notify_all()
-            if refill is None or self._judging or self._closed:
+            if self._judging or self._closed:
+                return
+            if refill is None and not (self._idle_work and self._idle_work.pending()):
                 return
             self._refills += 1
             arrivals = self._arrivals
@@ -116,21 +148,44 @@ class Warming:
         except RuntimeError:  # closed meanwhile
             self._refill_over()
 
-    def _refill(self, problem: Problem, arrivals: int) -> None:
+    def _refill(self, problem: Problem | None, arrivals: int) -> None:
+        """Ready `problem`'s sessions (if one is given), then do the idle work, while idle."""
         try:
             if not self._idle_for(REFILL_DELAY_S, arrivals):
                 return
-            runs = self._runs(problem)
-            for pool, limits in self._pools(problem):
-                for target in range(REFILL_STEP, runs + REFILL_STEP, REFILL_STEP):
-                    with self._step:
-                        if not self._still_idle(arrivals):
-                            return
-                        pool.warm(limits, min(target, runs), self.workers)
+            if problem is None or self._ready(problem, arrivals):
+                self._work_while_idle(arrivals)
         except SandboxError as exc:
             log.warning("could not ready the sandbox for the next submission: %s", exc)
         finally:
             self._refill_over()
+
+    def _ready(self, problem: Problem, arrivals: int) -> bool:
+        """Each session's share of runs, a few at a time; False if a submission arrived."""
+        runs = self._runs(problem)
+        for pool, limits in self._pools(problem):
+            for target in range(REFILL_STEP, runs + REFILL_STEP, REFILL_STEP):
+                with self._step:
+                    if not self._still_idle(arrivals):
+                        return False
+                    pool.warm(limits, min(target, runs), self.workers)
+        return True
+
+    def _work_while_idle(self, arrivals: int) -> None:
+        """The idle work (precompiling headers), until a submission arrives or the judge closes."""
+        if self._idle_work is None:
+            return
+        with CancelToken() as token:
+            with self._state:
+                if not self._still_idle(arrivals):
+                    return
+                self._idle_token = token
+            try:
+                self._idle_work.run(token)
+            finally:
+                with self._state:
+                    self._idle_token = None
+                    self._state.notify_all()
 
     def _idle_for(self, seconds: float, arrivals: int) -> bool:
         """Whether no submission arrives (and nothing closes) for `seconds`."""
