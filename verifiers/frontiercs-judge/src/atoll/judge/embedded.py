@@ -163,17 +163,21 @@ def serve(
         problems = setup.problem_set()
         service = setup.service(problems=problems)
         service.start()
-        announce(f"serving {problems.describe()}")
-        announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
-        announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
-        from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
+        try:
+            announce(f"serving {problems.describe()}")
+            announce(f"judge on http://{host}:{port} and on {directory / judge_socket.SOCKET_NAME}")
+            announce(f"export {judge_socket.SOCKET_DIR_ENV}={directory}")
+            from atoll.judge.server import create_app  # the HTTP app: only a serving judge loads it
 
-        app = create_app(service)
-        config = read_deadline.config(app, setup.read_timeout_s, "info")
-        # uvicorn re-raises the signal that stopped it; SIGTERM's default action
-        # would end the process before the socket directory is removed.
-        with sigterm_unwinds():
-            JudgeServer(config, app.state.result_waits.release).run(sockets=[tcp, unix])
+            app = create_app(service)
+            config = read_deadline.config(app, setup.read_timeout_s, "info")
+            # uvicorn re-raises the signal that stopped it; SIGTERM's default action
+            # would end the process before the socket directory is removed.
+            with sigterm_unwinds():
+                JudgeServer(config, app.state.result_waits.release).run(sockets=[tcp, unix])
+        finally:
+            # Its sandboxes, runs and cgroups go now, not with the interpreter's exit hooks.
+            service.close()
     finally:
         unix.close()
         judge_socket.remove(directory, created=created)
