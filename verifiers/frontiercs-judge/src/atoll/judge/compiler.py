@@ -40,7 +40,7 @@ from atoll.core.sandbox import (
 )
 from atoll.core.sizes import KiB, MiB
 from atoll.judge.compile_publish import StagedBuild
-from atoll.judge.precompiled import PREFIX, Precompiled, PrefixCache
+from atoll.judge.precompiled import PREFIX, Precompiled, PrefixCache, Toolchain
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +153,8 @@ def compiler_version() -> str:
 
 def prefix_cache(directory: Path, sessions: SessionPool) -> PrefixCache:
     """Precompiled leading includes for programs, made in the compiler's box with `FLAGS`."""
-    return PrefixCache(
-        directory, sessions, FLAGS, COMPILER, compiler_version, COMPILE_LIMITS, BUILD
-    )
+    tools = Toolchain(COMPILER, FLAGS, compiler_version, COMPILE_LIMITS, BUILD)
+    return PrefixCache(directory, sessions, tools)
 
 
 def cache_key(source: bytes, recipe: Recipe = PROGRAM) -> str:

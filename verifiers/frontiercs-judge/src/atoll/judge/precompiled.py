@@ -89,29 +89,29 @@ class Precompiled:
         return ["-include", f"{PREFIX}/{HEADER}"]
 
 
+@dataclass(frozen=True)
+class Toolchain:
+    """How the compiler's box compiles: which compiler (and version), with which flags and
+    limits, in which mounted build directory."""
+
+    compiler: str
+    flags: tuple[str, ...]
+    version: Callable[[], str]
+    limits: Limits
+    build_dir: str
+
+
 class PrefixCache:
-    """Precompiled headers of submissions' leading includes, under `directory`.
+    """Precompiled headers of submissions' leading includes, under `directory`, made in
+    `sessions` of the compiler's box with `toolchain`.
 
     `usable` is asked by each compile; `run` by the judge when it is idle (`warming`).
     """
 
-    def __init__(
-        self,
-        directory: Path,
-        sessions: SessionPool,
-        flags: tuple[str, ...],
-        compiler: str,
-        compiler_version: Callable[[], str],
-        limits: Limits,
-        build_dir: str,
-    ) -> None:
+    def __init__(self, directory: Path, sessions: SessionPool, toolchain: Toolchain) -> None:
         self.directory = directory
         self.sessions = sessions
-        self.flags = flags
-        self.compiler = compiler
-        self.limits = limits
-        self.build_dir = build_dir
-        self._version = compiler_version
+        self.toolchain = toolchain
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._seen: OrderedDict[str, int] = OrderedDict()  # key -> submissions seen
@@ -120,7 +120,8 @@ class PrefixCache:
 
     def key(self, headers: tuple[str, ...]) -> str:
         digest = hashlib.sha256()
-        for part in ("\n".join(headers), " ".join(self.flags), self._version()):
+        tools = self.toolchain
+        for part in ("\n".join(headers), " ".join(tools.flags), tools.version()):
             data = part.encode()
             digest.update(len(data).to_bytes(8, "big"))
             digest.update(data)
@@ -194,13 +195,14 @@ class PrefixCache:
             text = "".join(f"#include <{name}>\n" for name in headers)
             (build / HEADER).write_text(text)
             os.chmod(build, 0o777)  # the compiler runs as an unprivileged uid
-            argv = [self.compiler, "-x", "c++-header", HEADER, *self.flags]
+            tools = self.toolchain
+            argv = [tools.compiler, "-x", "c++-header", HEADER, *tools.flags]
             argv += ["-MD", "-MF", "headers.d", "-o", PRECOMPILED]
             with self.sessions.lease() as box:
                 result = box.run(
                     argv,
-                    self.limits,
-                    mounts=(Mount(build, self.build_dir, writable=True),),
+                    tools.limits,
+                    mounts=(Mount(build, tools.build_dir, writable=True),),
                     cancel=cancel,
                 )
             if cancel.cancelled:
