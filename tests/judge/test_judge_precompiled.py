@@ -41,9 +41,22 @@ SHELF = (PROGRAMS / "shelf.cpp").read_bytes()
     ("source", "headers"),
     [
         (b"#include <cstdio>\n#include <vector>\nint main(){}\n", ("cstdio", "vector")),
+        (b"#include <bits/stdc++.h>\nusing namespace std;\nint main(){}\n", ("bits/stdc++.h",)),
         (
             b"// a packer\n\n  #  include <bits/stdc++.h>  // all\r\nusing namespace std;\n",
             ("bits/stdc++.h",),
+        ),
+        (b"#include<vector>\n#include\t<map>\nint main(){}\n", ("vector", "map")),
+        (b"\t#include <cstdio>\n    #include <cmath>\n", ("cstdio", "cmath")),
+        (b"#include <cstdio>\r\n#include <vector>\r\nint main(){}\r\n", ("cstdio", "vector")),
+        (b"#include <cstdio>\n// the grid\n\n#include <vector>\nint g;\n", ("cstdio", "vector")),
+        (
+            b"#include <ext/pb_ds/assoc_container.hpp>\n#include <sys/time.h>\n",
+            ("ext/pb_ds/assoc_container.hpp", "sys/time.h"),
+        ),
+        (
+            b"#include <unordered_map>\n#include <random>\n#include <chrono>",
+            ("unordered_map", "random", "chrono"),
         ),
         (b"#include <cstdio>\nusing namespace std;\n#include <vector>\n", ("cstdio",)),
         (b'#pragma GCC optimize("O3")\n#include <cstdio>\n', ()),
@@ -61,20 +74,17 @@ SHELF = (PROGRAMS / "shelf.cpp").read_bytes()
 def test_only_the_lines_every_reading_agrees_are_includes_count(
     source: bytes, headers: tuple[str, ...]
 ) -> None:
+    """How programs start (the first nine: all their includes count), and what ends the prefix."""
     assert leading_includes(source) == headers
-
-
-def _prefixes(directory: Path) -> Iterator[PrefixCache]:
-    sessions = SessionPool(get_backend("bwrap"), COMPILE_BOX, COMPILE_SLOTS)
-    try:
-        yield prefix_cache(directory, sessions)
-    finally:
-        sessions.close()
 
 
 @pytest.fixture
 def prefixes(tmp_path: Path) -> Iterator[PrefixCache]:
-    yield from _prefixes(tmp_path / "prefixes")
+    sessions = SessionPool(get_backend("bwrap"), COMPILE_BOX, COMPILE_SLOTS)
+    try:
+        yield prefix_cache(tmp_path / "prefixes", sessions)
+    finally:
+        sessions.close()
 
 
 def _precompile(prefixes: PrefixCache, source: bytes) -> None:
@@ -193,7 +203,7 @@ def test_headers_that_do_not_compile_are_tried_once(prefixes: PrefixCache) -> No
         prefixes.run(token)
     for _ in range(SEEN_BEFORE_BUILD):
         assert prefixes.usable(source) is None
-    assert not prefixes._wanted  # noqa: SLF001 - nothing left to build: not tried again
+    assert not prefixes.pending()  # nothing left to build: not tried again
     assert [p.name for p in prefixes.directory.iterdir()] == []
 
 

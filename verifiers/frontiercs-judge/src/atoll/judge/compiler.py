@@ -94,9 +94,10 @@ class Recipe:
             parts.append(b"-I " + headers_digest(self.include_dir).encode())
         return parts
 
-    def argv(self) -> list[str]:
+    def argv(self, extra: tuple[str, ...] = ()) -> list[str]:
+        """The compiler's command line, with `extra` options after the recipe's own."""
         include = ["-I", INCLUDE] if self.include_dir is not None else []
-        return [COMPILER, self.source_name, *self.flags, *include, "-o", self.binary_name]
+        return [COMPILER, self.source_name, *self.flags, *include, *extra, "-o", self.binary_name]
 
 
 PROGRAM = Recipe()
@@ -285,7 +286,7 @@ class CompileCache:
         seconds = 0.0
         prefix = self._prefix_for(source, recipe)
         if prefix is not None:
-            argv = [*recipe.argv()[:-2], *prefix.flags(), *recipe.argv()[-2:]]
+            argv = recipe.argv(prefix.flags())
             result = box.run(argv, COMPILE_LIMITS, mounts=(*mounts, prefix.mount()))
             if result.status is Status.OK and built.is_file():
                 return result, result.wall_seconds

@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -85,8 +86,8 @@ class Precompiled:
     def mount(self) -> Mount:
         return Mount(self.directory, PREFIX)
 
-    def flags(self) -> list[str]:
-        return ["-include", f"{PREFIX}/{HEADER}"]
+    def flags(self) -> tuple[str, ...]:
+        return ("-include", f"{PREFIX}/{HEADER}")
 
 
 @dataclass(frozen=True)
@@ -259,15 +260,16 @@ class PrefixCache:
 
 
 def _regular(path: Path) -> bool:
+    """A file of its own, not a link the compiler left to something else."""
     try:
-        return path.lstat().st_mode & 0o170000 == 0o100000
+        return stat.S_ISREG(path.lstat().st_mode)
     except OSError:
         return False
 
 
 def _stamp(path: str) -> list[int]:
-    stat = os.stat(path)
-    return [stat.st_size, stat.st_mtime_ns]
+    found = os.stat(path)
+    return [found.st_size, found.st_mtime_ns]
 
 
 def _dependencies(rules: Path) -> list[str]:
